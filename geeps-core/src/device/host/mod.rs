@@ -1,0 +1,206 @@
+//! The host device: "device memory" is host memory with an enforced capacity,
+//! so the planner, the buffer pool and swapping run and are measured without a
+//! GPU. Work runs eagerly on the calling thread (streams and events are
+//! therefore trivially complete); kernels are parallel loops.
+
+mod kernels;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+use parking_lot::Mutex;
+
+use crate::device::{Device, DeviceInfo, DevicePtr, EventId, IndexId, PinnedBuf, RowPair, StreamId};
+use crate::error::{Error, Result};
+
+pub(crate) use kernels::{run as run_row_kernel, RowOp};
+
+/// A [`Device`] backed by host memory, limited to `capacity` bytes.
+pub struct HostDevice {
+    capacity: usize,
+    used: AtomicUsize,
+    allocations: Mutex<HashMap<u64, usize>>,
+    indexes: Mutex<HashMap<u64, Arc<[RowPair]>>>,
+    next_index: AtomicU64,
+    next_stream: AtomicU32,
+    next_event: AtomicU64,
+}
+
+impl HostDevice {
+    /// A host device that allows `capacity` bytes of allocations.
+    pub fn new(capacity: usize) -> Self {
+        HostDevice {
+            capacity,
+            used: AtomicUsize::new(0),
+            allocations: Mutex::new(HashMap::new()),
+            indexes: Mutex::new(HashMap::new()),
+            next_index: AtomicU64::new(1),
+            next_stream: AtomicU32::new(0),
+            next_event: AtomicU64::new(1),
+        }
+    }
+
+    fn with_index<R>(&self, index: IndexId, f: impl FnOnce(&[RowPair]) -> R) -> Result<R> {
+        // Clone the Arc out so concurrent kernels never serialise on the map.
+        let pairs = self
+            .indexes
+            .lock()
+            .get(&index.0)
+            .cloned()
+            .ok_or_else(|| Error::Device(format!("index {} is not loaded on the host device", index.0)))?;
+        Ok(f(&pairs))
+    }
+
+    fn row_kernel(&self, op: RowOp, store: DevicePtr, index: IndexId, buffer: DevicePtr, width: usize) -> Result<()> {
+        self.with_index(index, |pairs| {
+            // SAFETY: the Device contract makes the caller vouch for the rows.
+            unsafe { kernels::run(op, pairs, store.0 as *mut f32, buffer.0 as *mut f32, width) }
+        })
+    }
+}
+
+impl Device for HostDevice {
+    fn info(&self) -> DeviceInfo {
+        DeviceInfo { name: "host".into(), capacity: self.capacity, host_addressable: true }
+    }
+
+    fn used_bytes(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    fn alloc(&self, floats: usize) -> Result<DevicePtr> {
+        let bytes = floats * 4;
+        let mut current = self.used.load(Ordering::Relaxed);
+        loop {
+            if current + bytes > self.capacity {
+                return Err(Error::DeviceOutOfMemory {
+                    requested: bytes,
+                    available: self.capacity.saturating_sub(current),
+                    capacity: self.capacity,
+                });
+            }
+            match self.used.compare_exchange_weak(current, current + bytes, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(seen) => current = seen,
+            }
+        }
+        // At least one float so every allocation has a distinct address.
+        let boxed: Box<[f32]> = vec![0.0f32; floats.max(1)].into_boxed_slice();
+        let addr = Box::into_raw(boxed) as *mut f32 as u64;
+        self.allocations.lock().insert(addr, floats);
+        Ok(DevicePtr(addr))
+    }
+
+    unsafe fn free(&self, ptr: DevicePtr) {
+        if let Some(floats) = self.allocations.lock().remove(&ptr.0) {
+            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr.0 as *mut f32, floats.max(1))));
+            self.used.fetch_sub(floats * 4, Ordering::AcqRel);
+        } else {
+            tracing::error!(?ptr, "free of an address the host device did not allocate; ignored");
+        }
+    }
+
+    fn alloc_pinned(&self, floats: usize) -> Result<PinnedBuf> {
+        Ok(PinnedBuf::zeroed_host(floats))
+    }
+
+    fn create_stream(&self) -> Result<StreamId> {
+        Ok(StreamId(self.next_stream.fetch_add(1, Ordering::Relaxed)))
+    }
+
+    fn upload_index(&self, pairs: &[RowPair]) -> Result<IndexId> {
+        let id = self.next_index.fetch_add(1, Ordering::Relaxed);
+        self.indexes.lock().insert(id, Arc::from(pairs));
+        Ok(IndexId(id))
+    }
+
+    fn free_index(&self, index: IndexId) {
+        self.indexes.lock().remove(&index.0);
+    }
+
+    unsafe fn copy_h2d(&self, _: StreamId, src: *const f32, dst: DevicePtr, floats: usize) -> Result<()> {
+        kernels::copy(src, dst.0 as *mut f32, floats);
+        Ok(())
+    }
+
+    unsafe fn copy_d2h(&self, _: StreamId, src: DevicePtr, dst: *mut f32, floats: usize) -> Result<()> {
+        kernels::copy(src.0 as *const f32, dst, floats);
+        Ok(())
+    }
+
+    unsafe fn copy_d2d(&self, _: StreamId, src: DevicePtr, dst: DevicePtr, floats: usize) -> Result<()> {
+        kernels::copy(src.0 as *const f32, dst.0 as *mut f32, floats);
+        Ok(())
+    }
+
+    unsafe fn fill_zero(&self, _: StreamId, dst: DevicePtr, floats: usize) -> Result<()> {
+        std::ptr::write_bytes(dst.0 as *mut f32, 0, floats);
+        Ok(())
+    }
+
+    unsafe fn gather(&self, _: StreamId, store: DevicePtr, index: IndexId, buffer: DevicePtr, width: usize) -> Result<()> {
+        self.row_kernel(RowOp::Gather, store, index, buffer, width)
+    }
+
+    unsafe fn scatter_assign(&self, _: StreamId, buffer: DevicePtr, index: IndexId, store: DevicePtr, width: usize) -> Result<()> {
+        self.row_kernel(RowOp::ScatterAssign, store, index, buffer, width)
+    }
+
+    unsafe fn scatter_add(&self, _: StreamId, buffer: DevicePtr, index: IndexId, store: DevicePtr, width: usize) -> Result<()> {
+        self.row_kernel(RowOp::ScatterAdd, store, index, buffer, width)
+    }
+
+    fn record_event(&self, _: StreamId) -> Result<EventId> {
+        Ok(EventId(self.next_event.fetch_add(1, Ordering::Relaxed)))
+    }
+
+    fn stream_wait_event(&self, _: StreamId, _: EventId) -> Result<()> {
+        Ok(())
+    }
+
+    fn synchronize_event(&self, _: EventId) -> Result<()> {
+        Ok(())
+    }
+
+    fn synchronize(&self, _: StreamId) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for HostDevice {
+    fn drop(&mut self) {
+        for (addr, floats) in self.allocations.get_mut().drain() {
+            // SAFETY: the device is going away; nothing can use its memory now.
+            unsafe { drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(addr as *mut f32, floats.max(1)))) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capacity_is_enforced_and_freed() {
+        let dev = HostDevice::new(1000);
+        let a = dev.alloc(200).unwrap();
+        assert_eq!(dev.used_bytes(), 800);
+        match dev.alloc(51) {
+            Err(Error::DeviceOutOfMemory { requested: 204, available: 200, capacity: 1000 }) => {}
+            other => panic!("{other:?}"),
+        }
+        unsafe { dev.free(a) };
+        assert_eq!(dev.used_bytes(), 0);
+        dev.alloc(250).unwrap();
+    }
+
+    #[test]
+    fn unknown_index_is_an_error_not_a_crash() {
+        let dev = HostDevice::new(1 << 20);
+        let s = dev.create_stream().unwrap();
+        let p = dev.alloc(16).unwrap();
+        let err = unsafe { dev.gather(s, p, IndexId(999), p, 4) }.unwrap_err();
+        assert!(matches!(err, Error::Device(_)));
+    }
+}

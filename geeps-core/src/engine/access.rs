@@ -1,0 +1,354 @@
+//! The data path of every call: fill a buffer for a read, pre-update or local
+//! access; apply an update; save local data; end a clock; merge published
+//! rows. Shared by the allocator, reclaimer and puller threads and by the
+//! application's slow path. Every function takes the lock of one region at a
+//! time and finishes its device work before releasing it.
+
+use std::sync::atomic::AtomicU64;
+
+use crate::device::host::{run_row_kernel, RowOp};
+use crate::device::{DevicePtr, PinnedBuf, RowPair, StreamId};
+use crate::engine::{Acquired, Shared, WaitPolicy};
+use crate::error::{Error, Result};
+use crate::index::{AccessPlan, Target};
+use crate::stats::StatsCollector;
+use crate::table::Slack;
+use crate::transport::{bytes_from_floats, floats_from_bytes, Publish, UpdateBatch};
+
+/// What an acquisition fills its buffer with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Fill {
+    Read(Slack),
+    Zero,
+    Local { fetch: bool },
+}
+
+/// Page-locked scratch owned by one thread, grown on demand.
+#[derive(Default)]
+pub(crate) struct Staging {
+    buf: Option<PinnedBuf>,
+}
+
+impl Staging {
+    fn get(&mut self, sh: &Shared, floats: usize) -> Result<&mut PinnedBuf> {
+        if self.buf.as_ref().is_none_or(|b| b.len() < floats) {
+            self.buf = Some(sh.device.alloc_pinned(floats.next_power_of_two())?);
+        }
+        Ok(self.buf.as_mut().expect("set above"))
+    }
+}
+
+fn count(counter: &AtomicU64, floats: usize) {
+    StatsCollector::add(counter, floats as u64 * 4);
+}
+
+/// Copies host-resident rows (`pairs`: buffer row ↔ host slot) into a device buffer.
+fn host_rows_in(sh: &Shared, stream: StreamId, host: &[f32], pairs: &[RowPair], buffer: DevicePtr, staging: &mut Staging) -> Result<()> {
+    if pairs.is_empty() {
+        return Ok(());
+    }
+    let w = sh.width();
+    count(&sh.stats.h2d, pairs.len() * w);
+    if sh.host_addressable {
+        // SAFETY: pairs were built from this region's layout and this buffer's
+        // keys; the store is only read by a gather.
+        unsafe { run_row_kernel(RowOp::Gather, pairs, host.as_ptr() as *mut f32, buffer.0 as *mut f32, w) };
+        return Ok(());
+    }
+    let stage = staging.get(sh, pairs.len() * w)?;
+    for (k, p) in pairs.iter().enumerate() {
+        let s = p.store_row as usize * w;
+        stage[k * w..(k + 1) * w].copy_from_slice(&host[s..s + w]);
+    }
+    // One copy per run of consecutive buffer rows.
+    let mut k = 0;
+    while k < pairs.len() {
+        let mut end = k + 1;
+        while end < pairs.len() && pairs[end].buffer_row == pairs[end - 1].buffer_row + 1 {
+            end += 1;
+        }
+        let dst = buffer.add_floats(pairs[k].buffer_row as usize * w);
+        // SAFETY: staging holds the rows; dst lies inside the buffer.
+        unsafe { sh.device.copy_h2d(stream, stage.as_ptr().add(k * w), dst, (end - k) * w)? };
+        k = end;
+    }
+    sh.device.synchronize(stream)
+}
+
+/// A host-visible view of a whole device buffer (a d2h copy when needed).
+fn host_view<'a>(sh: &Shared, stream: StreamId, acq: &Acquired, staging: &'a mut Staging) -> Result<*const f32> {
+    if sh.host_addressable {
+        return Ok(acq.ptr.0 as *const f32);
+    }
+    count(&sh.stats.d2h, acq.floats);
+    let stage = staging.get(sh, acq.floats)?;
+    // SAFETY: the buffer is live and held by the caller; staging is large enough.
+    unsafe { sh.device.copy_d2h(stream, acq.ptr, stage.as_mut_ptr(), acq.floats)? };
+    sh.device.synchronize(stream)?;
+    Ok(stage.as_ptr())
+}
+
+fn behind(included: &[u64]) -> String {
+    match included.iter().enumerate().min_by_key(|(_, c)| **c) {
+        Some((w, c)) => format!("worker {w} has ended {c} clocks on it"),
+        None => "no worker has joined".into(),
+    }
+}
+
+/// Fills a buffer for one acquisition. `clock_of` and `writes_of` give, per
+/// table, the application's clock and writes issued at this call.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn acquire(
+    sh: &Shared,
+    fill: Fill,
+    plan: &AccessPlan,
+    clock_of: &dyn Fn(usize) -> u64,
+    writes_of: &dyn Fn(usize) -> u64,
+    policy: WaitPolicy,
+    abort: &dyn Fn() -> Option<Error>,
+    staging: &mut Staging,
+) -> Result<Acquired> {
+    let w = sh.width();
+    // Earlier writes to these tables must be applied first (read-my-writes,
+    // and local data saved before it is fetched again).
+    let mut writes_seen = Vec::with_capacity(plan.tables.len());
+    {
+        let mut applied = sh.writes.lock();
+        for &t in &plan.tables {
+            let local = matches!(fill, Fill::Local { .. });
+            let needed = writes_of(t);
+            if (local || sh.config.read_my_writes) && !matches!(fill, Fill::Zero) {
+                let name = &sh.tables[t].name;
+                sh.wait(&mut applied, &sh.writes_cond, policy, |a| a[t] >= needed, abort, &|a| {
+                    format!("earlier writes to table `{name}` to be applied ({} of {needed})", a[t])
+                })?;
+            }
+            writes_seen.push((t, applied[t]));
+        }
+    }
+
+    if let Some(ptr) = plan.in_place {
+        return Ok(Acquired { buffer: None, ptr, floats: plan.rows * w, ages: Vec::new(), writes_seen });
+    }
+
+    let floats = plan.rows * w;
+    let buffer = sh.pool.acquire(floats, policy.deadline, abort)?;
+    let ptr = buffer.ptr;
+    let mut acq = Acquired { buffer: Some(buffer), ptr, floats, ages: Vec::new(), writes_seen };
+    let result = fill_buffer(sh, fill, plan, clock_of, policy, abort, staging, &mut acq);
+    match result {
+        Ok(()) => Ok(acq),
+        Err(e) => {
+            sh.discard(acq);
+            Err(e)
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn fill_buffer(
+    sh: &Shared,
+    fill: Fill,
+    plan: &AccessPlan,
+    clock_of: &dyn Fn(usize) -> u64,
+    policy: WaitPolicy,
+    abort: &dyn Fn() -> Option<Error>,
+    staging: &mut Staging,
+    acq: &mut Acquired,
+) -> Result<()> {
+    let w = sh.width();
+    let stream = sh.alloc_stream;
+    match fill {
+        Fill::Zero => {
+            // SAFETY: the buffer is ours and `floats` long.
+            unsafe { sh.device.fill_zero(stream, acq.ptr, acq.floats)? };
+        }
+        Fill::Local { fetch: false } => {}
+        Fill::Local { fetch: true } => {
+            for g in &plan.groups {
+                let Target::Local { table } = g.target else { continue };
+                let Some(region) = sh.stores.locals[table].as_ref() else { continue };
+                let host = region.host.lock();
+                if let (Some(ix), Some(dev)) = (&g.device_index, region.device.ptr) {
+                    // SAFETY: the index was built from this region's layout.
+                    unsafe { sh.device.gather(stream, dev, ix.id, acq.ptr, w)? };
+                }
+                host_rows_in(sh, stream, &host, &g.host_pairs, acq.ptr, staging)?;
+                sh.device.synchronize(stream)?;
+            }
+        }
+        Fill::Read(slack) => {
+            for g in &plan.groups {
+                let Target::Param { table, part } = g.target else { continue };
+                let Some(parts) = sh.stores.params[table].as_ref() else { continue };
+                let p = &parts[part];
+                let mut st = p.state.lock();
+                if let Some(required) = slack.required_age(clock_of(table)) {
+                    let name = &sh.tables[table].name;
+                    sh.wait(&mut st, &p.cond, policy, |s| s.age >= required, abort, &|s| {
+                        format!(
+                            "table `{name}` partition {part} to reach data age {required} (now {}; {})",
+                            s.age,
+                            behind(&s.included)
+                        )
+                    })?;
+                }
+                match acq.ages.iter_mut().find(|(t, _)| *t == table) {
+                    Some((_, a)) => *a = (*a).min(st.age),
+                    None => acq.ages.push((table, st.age)),
+                }
+                if let (Some(ix), Some(dev)) = (&g.device_index, p.device.ptr) {
+                    // SAFETY: the index was built from this partition's layout.
+                    unsafe { sh.device.gather(stream, dev, ix.id, acq.ptr, w)? };
+                }
+                host_rows_in(sh, stream, &st.host, &g.host_pairs, acq.ptr, staging)?;
+                sh.device.synchronize(stream)?;
+            }
+        }
+    }
+    sh.device.synchronize(stream)
+}
+
+/// Applies an update buffer: into the outgoing deltas, and (read-my-writes)
+/// into the cache.
+pub(crate) fn apply_update(sh: &Shared, plan: &AccessPlan, acq: &Acquired, staging: &mut Staging) -> Result<()> {
+    let w = sh.width();
+    let stream = sh.reclaim_stream;
+    let src = host_view(sh, stream, acq, staging)? as *mut f32;
+    for g in &plan.groups {
+        let Target::Param { table, part } = g.target else { continue };
+        let Some(parts) = sh.stores.params[table].as_ref() else { continue };
+        let p = &parts[part];
+        let mut st = p.state.lock();
+        // SAFETY: region pairs index the dense partition accumulator and the
+        // buffer; the lock makes the accumulator ours.
+        unsafe { run_row_kernel(RowOp::ScatterAdd, &g.region_pairs, st.accum.as_mut_ptr(), src, w) };
+        st.dirty = true;
+        if sh.config.read_my_writes {
+            if let (Some(ix), Some(dev)) = (&g.device_index, p.device.ptr) {
+                // SAFETY: built from this partition's layout; lock held.
+                unsafe { sh.device.scatter_add(stream, acq.ptr, ix.id, dev, w)? };
+            }
+            // SAFETY: host pairs index this partition's host part.
+            unsafe { run_row_kernel(RowOp::ScatterAdd, &g.host_pairs, st.host.as_mut_ptr(), src, w) };
+            sh.device.synchronize(stream)?;
+        }
+    }
+    Ok(())
+}
+
+/// Saves a local buffer back to the local store.
+pub(crate) fn save_local(sh: &Shared, plan: &AccessPlan, acq: &Acquired, staging: &mut Staging) -> Result<()> {
+    if plan.in_place.is_some() {
+        return Ok(());
+    }
+    let w = sh.width();
+    let stream = sh.reclaim_stream;
+    let needs_host = plan.groups.iter().any(|g| !g.host_pairs.is_empty());
+    let src = if needs_host { host_view(sh, stream, acq, staging)? as *mut f32 } else { std::ptr::null_mut() };
+    for g in &plan.groups {
+        let Target::Local { table } = g.target else { continue };
+        let Some(region) = sh.stores.locals[table].as_ref() else { continue };
+        let mut host = region.host.lock();
+        if let (Some(ix), Some(dev)) = (&g.device_index, region.device.ptr) {
+            // SAFETY: built from this region's layout; lock held.
+            unsafe { sh.device.scatter_assign(stream, acq.ptr, ix.id, dev, w)? };
+        }
+        if !g.host_pairs.is_empty() {
+            count(&sh.stats.d2h, g.host_pairs.len() * w);
+            // SAFETY: host pairs index this region's host part; src covers the buffer.
+            unsafe { run_row_kernel(RowOp::ScatterAssign, &g.host_pairs, host.as_mut_ptr(), src, w) };
+        }
+        sh.device.synchronize(stream)?;
+    }
+    Ok(())
+}
+
+/// Ends the current clock of `table`: takes each partition's deltas.
+pub(crate) fn end_clock(sh: &Shared, table: usize, clock: u64) -> Vec<UpdateBatch> {
+    let Some(parts) = sh.stores.params[table].as_ref() else { return Vec::new() };
+    parts
+        .iter()
+        .enumerate()
+        .map(|(part, p)| {
+            let mut st = p.state.lock();
+            let deltas = if st.dirty {
+                let bytes = bytes_from_floats(&st.accum);
+                let fresh = vec![0.0; st.accum.len()];
+                let taken = std::mem::replace(&mut st.accum, fresh);
+                if sh.config.read_my_writes {
+                    st.inflight.push_back((clock, taken));
+                }
+                st.dirty = false;
+                Some(bytes)
+            } else {
+                None
+            };
+            UpdateBatch { table: table as u32, partition: part as u32, worker: sh.rank as u32, clock, deltas }
+        })
+        .collect()
+}
+
+/// Merges published rows into the cache and advances its data age.
+pub(crate) fn apply_publish(sh: &Shared, publish: &Publish, staging: &mut Staging) -> Result<()> {
+    let w = sh.width();
+    let stream = sh.pull_stream;
+    let table = publish.table as usize;
+    let parts = sh
+        .stores
+        .params
+        .get(table)
+        .and_then(|p| p.as_ref())
+        .ok_or_else(|| Error::UnknownTable { table: publish.table, declared: sh.tables.len() })?;
+    let p = parts
+        .get(publish.partition as usize)
+        .ok_or_else(|| Error::InvalidKeys(format!("publication for partition {} of table {table}", publish.partition)))?;
+    let mut guard = p.state.lock();
+    let st = &mut *guard;
+    if publish.age < st.age {
+        return Ok(());
+    }
+    let mut merged = std::mem::take(&mut st.scratch);
+    merged.resize(st.accum.len(), 0.0);
+    floats_from_bytes(&publish.rows, &mut merged)?;
+    if sh.config.read_my_writes {
+        // Add back this worker's deltas the publication does not include yet.
+        let mine = publish.included.get(sh.rank).copied().unwrap_or(0);
+        st.inflight.retain(|(clock, _)| *clock >= mine);
+        for (_, d) in &st.inflight {
+            merged.iter_mut().zip(d).for_each(|(m, d)| *m += *d);
+        }
+        if st.dirty {
+            merged.iter_mut().zip(&st.accum).for_each(|(m, d)| *m += *d);
+        }
+    }
+    for (slot, r) in p.layout.host_order.iter().enumerate() {
+        let r = *r as usize;
+        st.host[slot * w..(slot + 1) * w].copy_from_slice(&merged[r * w..(r + 1) * w]);
+    }
+    if let Some(dev) = p.device.ptr {
+        let order = &p.layout.device_order;
+        count(&sh.stats.h2d, order.len() * w);
+        let contiguous = order.windows(2).all(|x| x[1] == x[0] + 1);
+        if contiguous && sh.host_addressable {
+            let first = order[0] as usize;
+            // SAFETY: the region holds `order.len()` rows; merged holds them from `first`.
+            unsafe { sh.device.copy_h2d(stream, merged.as_ptr().add(first * w), dev, order.len() * w)? };
+        } else {
+            let stage = staging.get(sh, order.len() * w)?;
+            for (slot, r) in order.iter().enumerate() {
+                let r = *r as usize;
+                stage[slot * w..(slot + 1) * w].copy_from_slice(&merged[r * w..(r + 1) * w]);
+            }
+            // SAFETY: as above, from staging.
+            unsafe { sh.device.copy_h2d(stream, stage.as_ptr(), dev, order.len() * w)? };
+        }
+        sh.device.synchronize(stream)?;
+    }
+    st.scratch = merged;
+    st.age = publish.age;
+    st.included.clone_from(&publish.included);
+    drop(guard);
+    p.cond.notify_all();
+    Ok(())
+}

@@ -1,0 +1,92 @@
+//! The allocator thread: walks the recorded sequence ahead of the
+//! application, filling buffers for reads, pre-updates and local accesses
+//! while the application computes. It predicts the application's clocks and
+//! writes from the recording; the application validates every prefetched
+//! buffer when it takes it, so a wrong prediction costs time, never
+//! correctness. It never blocks the application: its waits have no deadline
+//! and are abandoned as soon as the application changes course.
+
+use std::sync::Arc;
+
+use crate::engine::access::{self, Fill, Staging};
+use crate::engine::{Prefetched, Shared, WaitPolicy};
+use crate::error::Error;
+use crate::recorder::OpKind;
+
+pub(crate) fn fill_of(kind: &OpKind) -> Option<Fill> {
+    match kind {
+        OpKind::Read { slack } => Some(Fill::Read(*slack)),
+        OpKind::PreUpdate => Some(Fill::Zero),
+        OpKind::LocalAccess { fetch } => Some(Fill::Local { fetch: *fetch }),
+        _ => None,
+    }
+}
+
+pub(crate) fn run(sh: Arc<Shared>) {
+    let n = sh.ops.len();
+    if n == 0 {
+        return;
+    }
+    let mut staging = Staging::default();
+    loop {
+        // Advance through releases and clocks, stop at the next acquisition.
+        let (epoch, position, clocks, writes) = {
+            let mut c = sh.control.lock();
+            loop {
+                if c.shutdown || sh.failure().is_some() {
+                    return;
+                }
+                if c.ahead >= sh.acquires_per_iteration {
+                    sh.control_cond.wait(&mut c);
+                    continue;
+                }
+                let pos = c.cursor;
+                let op = &sh.ops[pos];
+                match &op.kind {
+                    OpKind::TableClock { table } => c.clocks[table.0 as usize] += 1,
+                    OpKind::Update { acquire } | OpKind::PostLocalAccess { acquire, save: true } => {
+                        if let Some(plan) = &sh.plans[*acquire] {
+                            for &t in &plan.tables {
+                                c.writes[t] += 1;
+                            }
+                        }
+                    }
+                    OpKind::PostRead { .. } | OpKind::PostLocalAccess { .. } => {}
+                    _ => {
+                        c.ahead += 1;
+                        c.cursor = (pos + 1) % n;
+                        break (c.epoch, pos, c.clocks.clone(), c.writes.clone());
+                    }
+                }
+                c.cursor = (pos + 1) % n;
+            }
+        };
+
+        let op = &sh.ops[position];
+        let (Some(fill), Some(plan)) = (fill_of(&op.kind), sh.plans[position].as_ref()) else { continue };
+        let abort = || {
+            if let Some(e) = sh.failure() {
+                return Some(e);
+            }
+            let c = sh.control.lock();
+            if c.shutdown || c.epoch != epoch {
+                Some(Error::ShutDown("prefetch abandoned".into()))
+            } else {
+                None
+            }
+        };
+        let result = access::acquire(&sh, fill, plan, &|t| clocks[t], &|t| writes[t], WaitPolicy::BACKGROUND, &abort, &mut staging);
+
+        let mut c = sh.control.lock();
+        if c.epoch == epoch && !c.shutdown {
+            c.ready.push_back(Prefetched { position, result });
+            drop(c);
+            sh.control_cond.notify_all();
+        } else {
+            drop(c);
+            if let Ok(acq) = result {
+                sh.discard(acq);
+            }
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! The engine shared by an instance's threads: stores, recorded sequence and
+//! its plans, buffer pool, write counters, the allocator's control block and
+//! the failure flag. The access work itself lives in `access.rs`; each thread
+//! has its own file. Nothing here is visible outside the crate.
+
+pub(crate) mod access;
+pub(crate) mod allocator;
+pub(crate) mod puller;
+pub(crate) mod pusher;
+pub(crate) mod reclaimer;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
+
+use crate::buffer_pool::{BufferPool, PoolBuf};
+use crate::config::Config;
+use crate::device::{Device, DevicePtr, StreamId};
+use crate::error::{Error, Result};
+use crate::index::AccessPlan;
+use crate::recorder::RecordedOp;
+use crate::stats::StatsCollector;
+use crate::store::Stores;
+use crate::table::TableSpec;
+
+/// A filled buffer ready for the application.
+pub(crate) struct Acquired {
+    /// `None` when the access is served in place (pinned local data).
+    pub(crate) buffer: Option<PoolBuf>,
+    pub(crate) ptr: DevicePtr,
+    pub(crate) floats: usize,
+    /// Per parameter table read: the data age the buffer was filled at.
+    pub(crate) ages: Vec<(usize, u64)>,
+    /// Per table: the writes applied before the buffer was filled.
+    pub(crate) writes_seen: Vec<(usize, u64)>,
+}
+
+/// An acquisition done ahead of the application.
+pub(crate) struct Prefetched {
+    pub(crate) position: usize,
+    pub(crate) result: Result<Acquired>,
+}
+
+/// What the allocator is doing; changed only under `Shared::control`.
+pub(crate) struct Control {
+    /// Bumped whenever the application leaves the recorded order: work of an
+    /// older epoch is discarded.
+    pub(crate) epoch: u64,
+    /// Next recorded position the allocator looks at.
+    pub(crate) cursor: usize,
+    /// Predicted clock per table at `cursor`.
+    pub(crate) clocks: Vec<u64>,
+    /// Predicted writes issued per table at `cursor`.
+    pub(crate) writes: Vec<u64>,
+    pub(crate) ready: VecDeque<Prefetched>,
+    /// Acquisitions of this epoch ready or in progress.
+    pub(crate) ahead: usize,
+    pub(crate) shutdown: bool,
+}
+
+pub(crate) struct Shared {
+    pub(crate) config: Config,
+    pub(crate) device: Arc<dyn Device>,
+    pub(crate) host_addressable: bool,
+    pub(crate) rank: usize,
+    pub(crate) tables: Arc<[TableSpec]>,
+    pub(crate) stores: Stores,
+    pub(crate) ops: Vec<RecordedOp>,
+    /// Per recorded position: the plan of an acquisition.
+    pub(crate) plans: Vec<Option<Arc<AccessPlan>>>,
+    /// Acquisitions per recorded iteration (the allocator's look-ahead bound).
+    pub(crate) acquires_per_iteration: usize,
+    pub(crate) pool: BufferPool,
+    /// Writes applied by the reclaimer, per table.
+    pub(crate) writes: Mutex<Vec<u64>>,
+    pub(crate) writes_cond: Condvar,
+    pub(crate) control: Mutex<Control>,
+    pub(crate) control_cond: Condvar,
+    failure: Mutex<Option<Error>>,
+    failed: AtomicBool,
+    pub(crate) stats: StatsCollector,
+    pub(crate) alloc_stream: StreamId,
+    pub(crate) reclaim_stream: StreamId,
+    pub(crate) pull_stream: StreamId,
+}
+
+/// How a wait behaves.
+#[derive(Clone, Copy)]
+pub(crate) struct WaitPolicy {
+    /// Fail after this instant.
+    pub(crate) deadline: Option<Instant>,
+    /// Log when waiting longer than the configured interval.
+    pub(crate) log: bool,
+}
+
+impl WaitPolicy {
+    /// Background waits: never time out, never log (the application's own
+    /// wait reports what the background is stuck on).
+    pub(crate) const BACKGROUND: WaitPolicy = WaitPolicy { deadline: None, log: false };
+}
+
+#[allow(clippy::too_many_arguments)]
+impl Shared {
+    pub(crate) fn new(
+        config: Config,
+        device: Arc<dyn Device>,
+        rank: usize,
+        tables: Arc<[TableSpec]>,
+        stores: Stores,
+        ops: Vec<RecordedOp>,
+        plans: Vec<Option<Arc<AccessPlan>>>,
+        pool_bytes: usize,
+    ) -> Result<Self> {
+        let host_addressable = device.info().host_addressable;
+        let acquires_per_iteration = ops.iter().filter(|o| o.kind.is_acquire()).count().max(1);
+        let n = tables.len();
+        Ok(Shared {
+            pool: BufferPool::new(device.clone(), pool_bytes),
+            alloc_stream: device.create_stream()?,
+            reclaim_stream: device.create_stream()?,
+            pull_stream: device.create_stream()?,
+            config,
+            device,
+            host_addressable,
+            rank,
+            tables,
+            stores,
+            ops,
+            plans,
+            acquires_per_iteration,
+            writes: Mutex::new(vec![0; n]),
+            writes_cond: Condvar::new(),
+            control: Mutex::new(Control {
+                epoch: 0,
+                cursor: 0,
+                clocks: vec![0; n],
+                writes: vec![0; n],
+                ready: VecDeque::new(),
+                ahead: 0,
+                shutdown: false,
+            }),
+            control_cond: Condvar::new(),
+            failure: Mutex::new(None),
+            failed: AtomicBool::new(false),
+            stats: StatsCollector::new(),
+        })
+    }
+
+    pub(crate) fn width(&self) -> usize {
+        self.config.row_width
+    }
+
+    /// The error every blocked or later call returns once the instance failed.
+    pub(crate) fn failure(&self) -> Option<Error> {
+        if self.failed.load(Ordering::Acquire) {
+            self.failure.lock().clone()
+        } else {
+            None
+        }
+    }
+
+    /// Fails the instance: every waiter wakes and returns `error`.
+    pub(crate) fn fail(&self, error: Error) {
+        {
+            let mut f = self.failure.lock();
+            if f.is_none() {
+                tracing::error!(rank = self.rank, %error, "geeps instance failed");
+                *f = Some(error);
+            }
+        }
+        self.failed.store(true, Ordering::Release);
+        self.wake_all();
+    }
+
+    /// Wakes every waiter so it re-checks its abort conditions.
+    pub(crate) fn wake_all(&self) {
+        self.control_cond.notify_all();
+        self.writes_cond.notify_all();
+        self.pool.wake();
+        for parts in self.stores.params.iter().flatten() {
+            for p in parts {
+                // Take the lock so no waiter misses the notification between
+                // its check and its wait.
+                drop(p.state.lock());
+                p.cond.notify_all();
+            }
+        }
+    }
+
+    /// Waits on `cond` until `ready` holds. `abort` is polled; `describe`
+    /// says what is awaited (for the slow-wait log and the timeout error).
+    pub(crate) fn wait<T>(
+        &self,
+        guard: &mut MutexGuard<'_, T>,
+        cond: &Condvar,
+        policy: WaitPolicy,
+        mut ready: impl FnMut(&mut T) -> bool,
+        abort: &dyn Fn() -> Option<Error>,
+        describe: &dyn Fn(&T) -> String,
+    ) -> Result<Duration> {
+        let start = Instant::now();
+        let mut next_log = start + self.config.slow_wait_log;
+        loop {
+            if ready(guard) {
+                return Ok(start.elapsed());
+            }
+            if let Some(e) = abort() {
+                return Err(e);
+            }
+            let now = Instant::now();
+            if let Some(d) = policy.deadline {
+                if now >= d {
+                    return Err(Error::Timeout { what: describe(guard), waited_ms: start.elapsed().as_millis() as u64 });
+                }
+            }
+            if policy.log && now >= next_log {
+                tracing::warn!(rank = self.rank, waited_ms = start.elapsed().as_millis() as u64, "still waiting for {}", describe(guard));
+                next_log = now + self.config.slow_wait_log;
+            }
+            // Bounded sleeps: aborts raised elsewhere are seen within 50 ms
+            // even if their notification went to another condition variable.
+            cond.wait_for(guard, Duration::from_millis(50));
+        }
+    }
+
+    /// Returns an acquisition's buffer to the pool.
+    pub(crate) fn discard(&self, acquired: Acquired) {
+        if let Some(b) = acquired.buffer {
+            self.pool.release(b);
+        }
+    }
+}

@@ -1,0 +1,67 @@
+//! The reclaimer thread: runs post_read, update, post_local_access and
+//! table_clock in the order the application issued them, so buffers return to
+//! the pool and deltas reach the cache and the pushers without blocking the
+//! application. It never waits on anything but its queue.
+
+use std::sync::Arc;
+
+use crossbeam_channel::{Receiver, Sender};
+
+use crate::engine::access::{self, Staging};
+use crate::engine::{Acquired, Shared};
+use crate::index::AccessPlan;
+use crate::transport::UpdateBatch;
+
+pub(crate) enum Release {
+    PostRead(Acquired),
+    Update(Arc<AccessPlan>, Acquired),
+    PostLocal { plan: Arc<AccessPlan>, acquired: Acquired, save: bool },
+    Clock { table: usize, clock: u64 },
+}
+
+pub(crate) fn run(sh: Arc<Shared>, rx: Receiver<Release>, pushers: Vec<Sender<UpdateBatch>>) {
+    let mut staging = Staging::default();
+    for op in rx {
+        let result = match op {
+            Release::PostRead(acq) => {
+                sh.discard(acq);
+                Ok(())
+            }
+            Release::Update(plan, acq) => {
+                let r = access::apply_update(&sh, &plan, &acq, &mut staging);
+                sh.discard(acq);
+                bump_writes(&sh, &plan);
+                r
+            }
+            Release::PostLocal { plan, acquired, save } => {
+                let r = if save { access::save_local(&sh, &plan, &acquired, &mut staging) } else { Ok(()) };
+                sh.discard(acquired);
+                if save {
+                    bump_writes(&sh, &plan);
+                }
+                r
+            }
+            Release::Clock { table, clock } => {
+                for batch in access::end_clock(&sh, table, clock) {
+                    let part = batch.partition as usize;
+                    if pushers[part].send(batch).is_err() {
+                        sh.fail(crate::error::Error::ShutDown("pusher thread has stopped".into()));
+                    }
+                }
+                Ok(())
+            }
+        };
+        if let Err(e) = result {
+            sh.fail(e);
+        }
+    }
+}
+
+fn bump_writes(sh: &Shared, plan: &AccessPlan) {
+    let mut w = sh.writes.lock();
+    for &t in &plan.tables {
+        w[t] += 1;
+    }
+    drop(w);
+    sh.writes_cond.notify_all();
+}

@@ -1,0 +1,37 @@
+//! geeps-core: the engine of geeps, a GPU-specialized parameter server.
+//!
+//! The public surface is small: declare tables with [`GeepsBuilder`], record
+//! one virtual iteration, then call [`Geeps::read`], [`Geeps::pre_update`],
+//! [`Geeps::local_access`] and [`Geeps::table_clock`] every iteration. Buffers
+//! are RAII guards. [`Device`] is the hardware seam and [`Transport`] the
+//! network seam; [`HostDevice`] and [`InProcessCluster`] implement them here.
+
+mod buffer_pool;
+mod buffers;
+mod config;
+pub mod device;
+mod engine;
+mod error;
+mod geeps;
+mod index;
+pub mod keeper;
+mod planner;
+mod recorder;
+mod stats;
+mod store;
+mod table;
+pub mod transport;
+pub mod vector_clock;
+
+pub use buffers::{LocalBuffer, RawBuffer, ReadBuffer, UpdateBuffer};
+pub use config::{Config, DEFAULT_ROW_WIDTH};
+pub use device::host::HostDevice;
+pub use device::{Device, DeviceInfo, DevicePtr};
+pub use error::{Error, Result};
+pub use geeps::{Geeps, GeepsBuilder, ReleaseAs};
+pub use planner::{Plan, TablePlacement};
+pub use recorder::Handle;
+pub use stats::{CallKind, CallStats, Stats};
+pub use table::{keys, RowKey, Slack, TableId, TableKind, TableSpec};
+pub use transport::in_process::InProcessCluster;
+pub use transport::Transport;

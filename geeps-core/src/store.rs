@@ -1,0 +1,174 @@
+//! Row storage split between device and host: the parameter cache (one
+//! region per table partition, with its data age, outgoing deltas and
+//! in-flight clocks) and the local store (one region per local table).
+//! It owns memory and the lock of each region; it never blocks or waits.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::device::{Device, DevicePtr, PinnedBuf};
+use crate::error::Result;
+
+const HOST_BIT: u32 = 1 << 31;
+
+/// Where each row of a region lives. Immutable once planned.
+#[derive(Debug)]
+pub(crate) struct Layout {
+    /// First global row of the region.
+    pub(crate) first_row: u32,
+    /// Per region row: device slot, or host slot with `HOST_BIT` set.
+    slots: Vec<u32>,
+    /// Region rows in device-slot order.
+    pub(crate) device_order: Vec<u32>,
+    /// Region rows in host-slot order.
+    pub(crate) host_order: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Slot {
+    Device(u32),
+    Host(u32),
+}
+
+impl Layout {
+    /// `device_order` lists the region rows kept on the device, in slot order;
+    /// every other row goes to the host in row order.
+    pub(crate) fn new(first_row: u32, rows: u32, device_order: Vec<u32>) -> Self {
+        let mut slots = vec![u32::MAX; rows as usize];
+        for (slot, r) in device_order.iter().enumerate() {
+            slots[*r as usize] = slot as u32;
+        }
+        let mut host_order = Vec::new();
+        for (r, s) in slots.iter_mut().enumerate() {
+            if *s == u32::MAX {
+                *s = host_order.len() as u32 | HOST_BIT;
+                host_order.push(r as u32);
+            }
+        }
+        Layout { first_row, slots, device_order, host_order }
+    }
+
+    pub(crate) fn rows(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Slot of a region-relative row.
+    pub(crate) fn slot(&self, row: u32) -> Slot {
+        let s = self.slots[row as usize];
+        if s & HOST_BIT != 0 {
+            Slot::Host(s & !HOST_BIT)
+        } else {
+            Slot::Device(s)
+        }
+    }
+}
+
+/// Device memory of a region; freed with it.
+pub(crate) struct DeviceRegion {
+    device: Arc<dyn Device>,
+    pub(crate) ptr: Option<DevicePtr>,
+}
+
+impl DeviceRegion {
+    pub(crate) fn new(device: &Arc<dyn Device>, floats: usize) -> Result<Self> {
+        let ptr = if floats == 0 { None } else { Some(device.alloc(floats)?) };
+        Ok(DeviceRegion { device: device.clone(), ptr })
+    }
+}
+
+impl Drop for DeviceRegion {
+    fn drop(&mut self) {
+        if let Some(ptr) = self.ptr.take() {
+            // SAFETY: the region owns this allocation, and the engine stops
+            // every thread using it before dropping the stores.
+            unsafe { self.device.free(ptr) };
+        }
+    }
+}
+
+/// Mutable state of one parameter partition, under its lock.
+pub(crate) struct ParamState {
+    /// Host part of the cached rows, in host-slot order.
+    pub(crate) host: PinnedBuf,
+    /// Data age of the cached rows.
+    pub(crate) age: u64,
+    /// The keepers' vector clock at the last publication (diagnostics).
+    pub(crate) included: Vec<u64>,
+    /// Deltas of the current clock, dense over the partition.
+    pub(crate) accum: Vec<f32>,
+    pub(crate) dirty: bool,
+    /// Deltas already pushed but not yet seen in a publication (read-my-writes).
+    pub(crate) inflight: VecDeque<(u64, Vec<f32>)>,
+    /// Scratch for merging publications.
+    pub(crate) scratch: Vec<f32>,
+}
+
+/// One partition of a parameter table in the parameter cache.
+pub(crate) struct ParamPartition {
+    pub(crate) layout: Layout,
+    pub(crate) device: DeviceRegion,
+    pub(crate) state: Mutex<ParamState>,
+    pub(crate) cond: Condvar,
+}
+
+impl ParamPartition {
+    pub(crate) fn new(device: &Arc<dyn Device>, layout: Layout, width: usize, workers: usize) -> Result<Self> {
+        let region = DeviceRegion::new(device, layout.device_order.len() * width)?;
+        let host = device.alloc_pinned(layout.host_order.len() * width)?;
+        let rows = layout.rows();
+        Ok(ParamPartition {
+            layout,
+            device: region,
+            state: Mutex::new(ParamState {
+                host,
+                age: 0,
+                included: vec![0; workers],
+                accum: vec![0.0; rows * width],
+                dirty: false,
+                inflight: VecDeque::new(),
+                scratch: Vec::new(),
+            }),
+            cond: Condvar::new(),
+        })
+    }
+}
+
+/// The local store of one local table.
+pub(crate) struct LocalRegion {
+    pub(crate) layout: Layout,
+    pub(crate) device: DeviceRegion,
+    pub(crate) host: Mutex<PinnedBuf>,
+}
+
+impl LocalRegion {
+    pub(crate) fn new(device: &Arc<dyn Device>, layout: Layout, width: usize) -> Result<Self> {
+        let region = DeviceRegion::new(device, layout.device_order.len() * width)?;
+        let host = device.alloc_pinned(layout.host_order.len() * width)?;
+        Ok(LocalRegion { layout, device: region, host: Mutex::new(host) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_assigns_device_then_host_slots() {
+        let l = Layout::new(10, 5, vec![3, 1]);
+        assert_eq!(l.slot(3), Slot::Device(0));
+        assert_eq!(l.slot(1), Slot::Device(1));
+        assert_eq!(l.slot(0), Slot::Host(0));
+        assert_eq!(l.slot(4), Slot::Host(2));
+        assert_eq!(l.host_order, vec![0, 2, 4]);
+    }
+}
+
+/// Every region of an instance.
+pub(crate) struct Stores {
+    /// Per table: its partitions if it is a parameter table.
+    pub(crate) params: Vec<Option<Vec<ParamPartition>>>,
+    /// Per table: its region if it is a local table.
+    pub(crate) locals: Vec<Option<LocalRegion>>,
+}

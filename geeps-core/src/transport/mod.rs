@@ -1,0 +1,105 @@
+//! The `Transport` trait: how a worker's pushers reach the keeper shards and
+//! how published rows reach its pullers. Core knows only this trait; the
+//! in-process transport lives here, the network one in geeps-net.
+//!
+//! Messages carry rows as raw little-endian `f32` bytes, dense over one
+//! partition: no per-row messages, no per-value encoding.
+
+pub mod in_process;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::error::{Error, Result};
+use crate::table::TableSpec;
+
+/// The deltas one worker made to one partition of a table during one clock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpdateBatch {
+    pub table: u32,
+    pub partition: u32,
+    pub worker: u32,
+    /// The clock this batch ends (the worker's clocks on the table so far).
+    pub clock: u64,
+    /// Dense deltas for every row of the partition, or `None` when the worker
+    /// touched nothing during the clock (the batch then only ticks the clock).
+    pub deltas: Option<Bytes>,
+}
+
+/// Fresh rows of one partition of a table, published when its data age advances.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Publish {
+    pub table: u32,
+    pub partition: u32,
+    /// The data age: every worker's updates of clocks `< age` are included.
+    pub age: u64,
+    /// The keeper's vector clock at publication: entry `w` counts the clocks of
+    /// worker `w` included in `rows` (used for read-my-writes).
+    pub included: Vec<u64>,
+    /// Dense rows of the partition.
+    pub rows: Bytes,
+}
+
+/// What a transport delivers to a worker.
+#[derive(Debug, Clone)]
+pub enum Inbound {
+    Rows(Publish),
+    /// The cluster failed (peer lost, protocol error); every blocked call fails with it.
+    Failed(Error),
+}
+
+/// Receives what the keepers send to one worker. Must not block for long.
+pub type Inbox = Arc<dyn Fn(Inbound) + Send + Sync>;
+
+/// Connects one worker to the keeper shards of its cluster.
+pub trait Transport: Send + Sync {
+    /// This worker's rank in `0..num_workers()`.
+    fn rank(&self) -> usize;
+    fn num_workers(&self) -> usize;
+    /// Keeper shards; every parameter table has one partition per shard.
+    fn num_shards(&self) -> usize;
+    /// Declares this worker's tables and starts delivery to `inbox`. A worker
+    /// whose row width or tables differ from the cluster's is refused.
+    fn join(&self, row_width: usize, tables: &[TableSpec], inbox: Inbox) -> Result<()>;
+    /// Sends a batch to the keeper owning its partition. Batches of one
+    /// partition must reach the keeper in the order they were pushed.
+    fn push(&self, batch: UpdateBatch) -> Result<()>;
+    /// Leaves the cluster: this worker no longer holds back the data age.
+    fn leave(&self);
+}
+
+/// Converts dense little-endian bytes to floats.
+pub(crate) fn floats_from_bytes(bytes: &[u8], out: &mut [f32]) -> Result<()> {
+    if bytes.len() != out.len() * 4 {
+        return Err(Error::Mismatch(format!("row payload of {} bytes, expected {}", bytes.len(), out.len() * 4)));
+    }
+    for (o, c) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+        *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+    }
+    Ok(())
+}
+
+/// Converts floats to dense little-endian bytes.
+pub(crate) fn bytes_from_floats(values: &[f32]) -> Bytes {
+    let mut v = Vec::with_capacity(values.len() * 4);
+    for f in values {
+        v.extend_from_slice(&f.to_le_bytes());
+    }
+    Bytes::from(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_bytes_roundtrip_and_length_check() {
+        let v = [1.5f32, -2.0, f32::MAX];
+        let b = bytes_from_floats(&v);
+        let mut out = [0.0; 3];
+        floats_from_bytes(&b, &mut out).unwrap();
+        assert_eq!(out, v);
+        assert!(floats_from_bytes(&b[1..], &mut out).is_err());
+    }
+}
