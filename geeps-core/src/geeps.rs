@@ -587,8 +587,15 @@ impl Geeps {
 
     /// Restarts the allocator at the application's position with its real state.
     fn resync(&self, sh: &Shared, app: &AppState) {
+        self.restart_allocator(sh, app, false);
+    }
+
+    /// Discards the allocator's work and restarts it at the application's
+    /// position, or parks it (`paused`) while the slow path runs.
+    fn restart_allocator(&self, sh: &Shared, app: &AppState, paused: bool) {
         let stale: Vec<_> = {
             let mut c = sh.control.lock();
+            c.paused = paused;
             c.epoch += 1;
             c.cursor = app.cursor;
             c.clocks.clone_from(&app.clocks);
@@ -606,16 +613,8 @@ impl Geeps {
     }
 
     fn set_paused(&self, sh: &Shared, app: &AppState, paused: bool) {
-        if sh.ops.is_empty() {
-            return;
-        }
-        if paused {
-            // Park the allocator on an impossible look-ahead so the slow path
-            // gets the pool to itself, and drop what it prefetched.
-            self.resync(sh, app);
-            sh.control.lock().ahead = usize::MAX / 2;
-        } else {
-            self.resync(sh, app);
+        if !sh.ops.is_empty() {
+            self.restart_allocator(sh, app, paused);
         }
     }
 

@@ -36,7 +36,7 @@ pub(crate) fn run(sh: Arc<Shared>) {
                 if c.shutdown || sh.failure().is_some() {
                     return;
                 }
-                if c.ahead >= sh.acquires_per_iteration {
+                if c.paused || c.ahead >= sh.acquires_per_iteration {
                     sh.control_cond.wait(&mut c);
                     continue;
                 }

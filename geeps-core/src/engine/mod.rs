@@ -58,6 +58,9 @@ pub(crate) struct Control {
     pub(crate) ready: VecDeque<Prefetched>,
     /// Acquisitions of this epoch ready or in progress.
     pub(crate) ahead: usize,
+    /// Set while the application serves a call on the slow path: the pool is
+    /// then its own.
+    pub(crate) paused: bool,
     pub(crate) shutdown: bool,
 }
 
@@ -140,6 +143,7 @@ impl Shared {
                 writes: vec![0; n],
                 ready: VecDeque::new(),
                 ahead: 0,
+                paused: false,
                 shutdown: false,
             }),
             control_cond: Condvar::new(),
