@@ -703,10 +703,11 @@ impl Geeps {
                     let p = &sh.stores.params[table].as_ref().map(|v| &v[part]);
                     if let Some(st) = p.and_then(|p| p.state.try_lock()) {
                         if st.age < required {
-                            let (w, c) = st.included.iter().enumerate().min_by_key(|(_, c)| **c).map(|(w, c)| (w, *c)).unwrap_or((0, 0));
                             why.push(format!(
-                                "table `{}` partition {part} is at data age {} and needs {required}: worker {w} has ended only {c} clocks",
-                                sh.tables[table].name, st.age
+                                "table `{}` partition {part} is at data age {} and needs {required}: {}",
+                                sh.tables[table].name,
+                                st.age,
+                                access::behind(&st.included, sh.rank)
                             ));
                         }
                     }

@@ -88,10 +88,13 @@ fn host_view<'a>(sh: &Shared, stream: StreamId, acq: &Acquired, staging: &'a mut
     Ok(stage.as_ptr())
 }
 
-fn behind(included: &[u64]) -> String {
-    match included.iter().enumerate().min_by_key(|(_, c)| **c) {
-        Some((w, c)) => format!("worker {w} has ended {c} clocks on it"),
-        None => "no worker has joined".into(),
+/// Names the worker holding back a data age, from the last publication.
+/// This worker is never the one behind (it has ended the clocks it reads at).
+pub(crate) fn behind(included: &[u64], me: usize) -> String {
+    let others = included.iter().enumerate().filter(|(w, _)| *w != me);
+    match others.min_by_key(|(_, c)| **c) {
+        Some((w, c)) => format!("worker {w} has ended {c} clocks on it as of the last publication"),
+        None => "this worker's own clocks are still in flight".into(),
     }
 }
 
@@ -189,7 +192,7 @@ fn fill_buffer(
                         format!(
                             "table `{name}` partition {part} to reach data age {required} (now {}; {})",
                             s.age,
-                            behind(&s.included)
+                            behind(&s.included, sh.rank)
                         )
                     })?;
                 }
