@@ -29,14 +29,30 @@ struct Case {
 }
 
 fn case() -> impl Strategy<Value = Case> {
-    (2usize..=4, 1usize..=6, prop_oneof![Just(Slack::BSP), Just(Slack::Bounded(1)), Just(Slack::Bounded(2)), Just(Slack::Unbounded)], prop_oneof![Just(1usize << 20), Just(2 * ROWS as usize * WIDTH * 4)])
+    (
+        2usize..=4,
+        1usize..=6,
+        prop_oneof![Just(Slack::BSP), Just(Slack::Bounded(1)), Just(Slack::Bounded(2)), Just(Slack::Unbounded)],
+        prop_oneof![Just(1usize << 20), Just(2 * ROWS as usize * WIDTH * 4)],
+    )
         .prop_flat_map(|(workers, clocks, slack, budget)| {
             (
-                proptest::collection::vec(proptest::collection::vec(proptest::collection::vec(0u8..4, ROWS as usize), clocks), workers),
+                proptest::collection::vec(
+                    proptest::collection::vec(proptest::collection::vec(0u8..4, ROWS as usize), clocks),
+                    workers,
+                ),
                 proptest::collection::vec(proptest::collection::vec(0u16..400, clocks), workers),
                 proptest::collection::vec(proptest::collection::vec(proptest::bool::weighted(0.2), clocks), workers),
             )
-                .prop_map(move |(deltas, delay_us, keyed)| Case { workers, clocks, slack, deltas, delay_us, keyed, budget })
+                .prop_map(move |(deltas, delay_us, keyed)| Case {
+                    workers,
+                    clocks,
+                    slack,
+                    deltas,
+                    delay_us,
+                    keyed,
+                    budget,
+                })
         })
 }
 
@@ -48,7 +64,7 @@ fn sum(case: &Case, worker: Option<usize>, clocks: std::ops::Range<usize>, row: 
 }
 
 /// Runs one case; returns an error string instead of panicking in threads.
-pub fn run_case(case: &Case, transports: Vec<Arc<dyn Transport>>) -> Result<(), String> {
+fn run_case(case: &Case, transports: Vec<Arc<dyn Transport>>) -> Result<(), String> {
     let case = Arc::new(case.clone());
     let threads: Vec<_> = transports
         .into_iter()
@@ -75,21 +91,27 @@ pub fn run_case(case: &Case, transports: Vec<Arc<dyn Transport>>) -> Result<(), 
                 for c in 0..case.clocks {
                     std::thread::sleep(Duration::from_micros(u64::from(case.delay_us[rank][c])));
                     let keyed = case.keyed[rank][c];
-                    let read = if keyed { ps.read_keys(&k, case.slack) } else { ps.read(r) }.map_err(|e| e.to_string())?;
+                    let read =
+                        if keyed { ps.read_keys(&k, case.slack) } else { ps.read(r) }.map_err(|e| e.to_string())?;
                     let seen = read.as_slice().map_err(|e| e.to_string())?.to_vec();
                     for row in 0..ROWS as usize {
                         let floor = match case.slack.required_age(c as u64) {
-                            Some(age) => sum(&case, None, 0..age as usize, row) + sum(&case, Some(rank), age as usize..c, row),
+                            Some(age) => {
+                                sum(&case, None, 0..age as usize, row) + sum(&case, Some(rank), age as usize..c, row)
+                            }
                             None => sum(&case, Some(rank), 0..c, row),
                         };
                         let ceiling = sum(&case, None, 0..case.clocks, row);
                         for v in &seen[row * WIDTH..(row + 1) * WIDTH] {
                             if *v < floor || *v > ceiling {
-                                return Err(format!("rank {rank} clock {c} row {row}: saw {v}, must be in [{floor}, {ceiling}]"));
+                                return Err(format!(
+                                    "rank {rank} clock {c} row {row}: saw {v}, must be in [{floor}, {ceiling}]"
+                                ));
                             }
                         }
                     }
-                    let mut up = if keyed { ps.pre_update_keys(&k) } else { ps.pre_update(u) }.map_err(|e| e.to_string())?;
+                    let mut up =
+                        if keyed { ps.pre_update_keys(&k) } else { ps.pre_update(u) }.map_err(|e| e.to_string())?;
                     let s = up.as_mut_slice().map_err(|e| e.to_string())?;
                     for row in 0..ROWS as usize {
                         s[row * WIDTH..(row + 1) * WIDTH].fill(f32::from(case.deltas[rank][c][row]));
@@ -104,7 +126,10 @@ pub fn run_case(case: &Case, transports: Vec<Arc<dyn Transport>>) -> Result<(), 
                 for row in 0..ROWS as usize {
                     let want = sum(&case, None, 0..case.clocks, row);
                     if seen[row * WIDTH..(row + 1) * WIDTH].iter().any(|v| *v != want) {
-                        return Err(format!("rank {rank}: final row {row} is {:?}, expected {want}", &seen[row * WIDTH..(row + 1) * WIDTH]));
+                        return Err(format!(
+                            "rank {rank}: final row {row} is {:?}, expected {want}",
+                            &seen[row * WIDTH..(row + 1) * WIDTH]
+                        ));
                     }
                 }
                 drop(total);

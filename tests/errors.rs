@@ -46,7 +46,9 @@ fn unknown_tables_rows_and_wrong_kinds() {
     assert!(matches!(ps.virtual_read(&[], Slack::BSP), Err(Error::InvalidKeys(_))));
     ps.finish_virtual_iteration().unwrap();
     assert!(matches!(ps.read_keys(&[RowKey::new(w, 99)], Slack::BSP), Err(Error::UnknownRow { .. })));
-    assert!(matches!(ps.local_access_keys(&[RowKey::new(a, 0), RowKey::new(a, 0)], true), Err(Error::InvalidKeys(m)) if m.contains("twice")));
+    assert!(
+        matches!(ps.local_access_keys(&[RowKey::new(a, 0), RowKey::new(a, 0)], true), Err(Error::InvalidKeys(m)) if m.contains("twice"))
+    );
     assert!(matches!(ps.table_clock(a), Err(Error::InvalidKeys(_))));
     // Still usable.
     ps.read_keys(&keys(w, 0..4), Slack::BSP).unwrap().post().unwrap();
@@ -78,9 +80,13 @@ fn double_release_and_wrong_release_kind() {
     ps.finish_virtual_iteration().unwrap();
     let raw = ps.read_keys(&keys(w, 0..2), Slack::BSP).unwrap().into_raw();
     // A read buffer cannot be applied as an update; it stays held.
-    assert!(matches!(ps.release_raw(raw.ticket, ReleaseAs::Update), Err(Error::InvalidHandle(m)) if m.contains("post_read")));
+    assert!(
+        matches!(ps.release_raw(raw.ticket, ReleaseAs::Update), Err(Error::InvalidHandle(m)) if m.contains("post_read"))
+    );
     ps.release_raw(raw.ticket, ReleaseAs::PostRead).unwrap();
-    assert!(matches!(ps.release_raw(raw.ticket, ReleaseAs::PostRead), Err(Error::InvalidHandle(m)) if m.contains("already released")));
+    assert!(
+        matches!(ps.release_raw(raw.ticket, ReleaseAs::PostRead), Err(Error::InvalidHandle(m)) if m.contains("already released"))
+    );
     assert!(matches!(ps.release_raw(12345, ReleaseAs::PostRead), Err(Error::InvalidHandle(_))));
     let up = ps.pre_update_keys(&keys(w, 0..1)).unwrap().into_raw();
     assert!(matches!(ps.release_raw(up.ticket, ReleaseAs::PostLocal { save: None }), Err(Error::InvalidHandle(_))));
@@ -104,7 +110,11 @@ fn budget_too_small_names_the_bytes_needed() {
 #[test]
 fn a_wait_past_the_deadline_names_the_worker_behind() {
     let cluster = InProcessCluster::new(2).unwrap();
-    let mut b = Geeps::builder(Config { wait_deadline: Duration::from_millis(300), slow_wait_log: Duration::from_millis(100), ..config() });
+    let mut b = Geeps::builder(Config {
+        wait_deadline: Duration::from_millis(300),
+        slow_wait_log: Duration::from_millis(100),
+        ..config()
+    });
     let w = b.parameter_table("w", 2);
     let mut b1 = Geeps::builder(config());
     b1.parameter_table("w", 2);

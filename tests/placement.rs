@@ -11,7 +11,12 @@ const WIDTH: usize = 8;
 /// A two-layer pipeline: forward reads p0 and p1 with local activations,
 /// backward updates both. Returns every value read, the plan and the stats.
 fn train(budget: usize, iterations: usize) -> (Vec<f32>, Plan, Stats) {
-    let mut b = Geeps::builder(Config { row_width: WIDTH, device_memory: budget, wait_deadline: Duration::from_secs(20), ..Config::default() });
+    let mut b = Geeps::builder(Config {
+        row_width: WIDTH,
+        device_memory: budget,
+        wait_deadline: Duration::from_secs(20),
+        ..Config::default()
+    });
     let p0 = b.parameter_table("p0", 16);
     let p1 = b.parameter_table("p1", 8);
     let act = b.local_table("act", 12);
@@ -142,8 +147,16 @@ fn out_of_order_and_unrecorded_calls_stay_correct() {
         // Every third iteration: reversed order, an extra keyed update, an
         // extra clock on p1 only.
         let odd = it % 3 == 1;
-        let (a, b) = if odd { (ps.read(r1).unwrap(), ps.read(r0).unwrap()) } else { (ps.read(r0).unwrap(), ps.read(r1).unwrap()) };
-        let (v0, v1) = if odd { (b.as_slice().unwrap()[0], a.as_slice().unwrap()[0]) } else { (a.as_slice().unwrap()[0], b.as_slice().unwrap()[0]) };
+        let (a, b) = if odd {
+            (ps.read(r1).unwrap(), ps.read(r0).unwrap())
+        } else {
+            (ps.read(r0).unwrap(), ps.read(r1).unwrap())
+        };
+        let (v0, v1) = if odd {
+            (b.as_slice().unwrap()[0], a.as_slice().unwrap()[0])
+        } else {
+            (a.as_slice().unwrap()[0], b.as_slice().unwrap()[0])
+        };
         assert_eq!([v0, v1], expected, "iteration {it}");
         let mut d0 = ps.pre_update(u0).unwrap();
         d0.as_mut_slice().unwrap().fill(1.0);

@@ -44,7 +44,8 @@ const WEIGHT_ROWS: usize = PARAMS.div_ceil(ROW_WIDTH);
 /// Offset of the progress row in the read/update buffers (it follows the
 /// weight rows, in key order). Its slots: loss sum, examples, correct.
 const PROGRESS: usize = WEIGHT_ROWS * ROW_WIDTH;
-const SEED: u64 = 0x6765_6570_73;
+/// Fixed, so that BSP runs are reproducible (shuffles differ only by rank).
+const SEED: u64 = 2016;
 
 /// What to train, and how.
 #[derive(Debug, Clone)]
@@ -153,13 +154,19 @@ fn read_idx(path: &Path, rank: usize) -> Result<(Vec<usize>, Vec<u8>), BoxError>
     }
     // Magic: two zero bytes, 0x08 (unsigned byte), then the number of dimensions.
     if bytes[..4] != [0, 0, 0x08, rank as u8] {
-        return Err(context(&format!("not an IDX file of u8 with {rank} dimension(s) (magic {:02x?})", &bytes[..4])).into());
+        return Err(
+            context(&format!("not an IDX file of u8 with {rank} dimension(s) (magic {:02x?})", &bytes[..4])).into()
+        );
     }
     let dims: Vec<usize> =
         bytes[4..header].chunks_exact(4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize).collect();
     let len: usize = dims.iter().product();
     if bytes.len() - header != len {
-        return Err(context(&format!("dimensions {dims:?} need {len} bytes of data, the file has {}", bytes.len() - header)).into());
+        return Err(context(&format!(
+            "dimensions {dims:?} need {len} bytes of data, the file has {}",
+            bytes.len() - header
+        ))
+        .into());
     }
     bytes.drain(..header);
     Ok((dims, bytes))
@@ -279,7 +286,8 @@ fn worker(
         let buf = ps.read(read)?;
         let current = buf.as_slice()?;
         if rank == 0 && clock > 0 && clock % iters == 0 {
-            // This read holds (at least, for slack 0 exactly) every update of the epoch just ended.
+            // Under BSP this read holds exactly the updates of every clock so
+            // far, so it closes the epoch; with slack it may lack the last few.
             reporter.epoch_done(clock / iters - 1, current, test_set);
         }
         let first = (clock % iters) * cfg.batch;
@@ -316,7 +324,8 @@ struct Reporter {
 impl Reporter {
     fn epoch_done(&mut self, epoch: usize, current: &[f32], test_set: &Dataset) {
         let now = [current[PROGRESS], current[PROGRESS + 1], current[PROGRESS + 2]];
-        let examples = (now[1] - self.seen[1]).max(1.0);
+        // NaN (0/0) if no batch arrived, which only a slack of a whole epoch allows.
+        let examples = now[1] - self.seen[1];
         let (test_loss, test_accuracy) = evaluate(&current[..PARAMS], test_set);
         let report = EpochReport {
             epoch,
@@ -347,7 +356,8 @@ fn logits(w: &[f32], x: &[f32]) -> [f32; CLASSES] {
 /// Softmax of `z` in place; returns the cross-entropy of class `y` and the
 /// predicted class.
 fn softmax_loss(z: &mut [f32; CLASSES], y: usize) -> (f32, usize) {
-    let (argmax, max) = z.iter().copied().enumerate().fold((0, f32::NEG_INFINITY), |a, b| if b.1 > a.1 { b } else { a });
+    let (argmax, max) =
+        z.iter().copied().enumerate().fold((0, f32::NEG_INFINITY), |a, b| if b.1 > a.1 { b } else { a });
     let mut sum = 0.0;
     for v in z.iter_mut() {
         *v = (*v - max).exp();

@@ -27,7 +27,7 @@ use crate::index::{self, AccessPlan};
 use crate::planner::{self, Plan};
 use crate::recorder::{Handle, OpKind, Recorder};
 use crate::stats::{CallKind, Stats};
-use crate::store::{LocalRegion, Layout, ParamPartition, Stores};
+use crate::store::{Layout, LocalRegion, ParamPartition, Stores};
 use crate::table::{partition_range, RowKey, Slack, TableId, TableKind, TableSpec};
 use crate::transport::in_process::InProcessCluster;
 use crate::transport::{Inbound, Inbox, Transport};
@@ -94,10 +94,16 @@ impl GeepsBuilder {
                 return Err(Error::InvalidConfig { field: "tables", reason: format!("table `{}` has 0 rows", t.name) });
             }
             if t.rows >= 1 << 31 {
-                return Err(Error::InvalidConfig { field: "tables", reason: format!("table `{}` has more than 2^31 rows", t.name) });
+                return Err(Error::InvalidConfig {
+                    field: "tables",
+                    reason: format!("table `{}` has more than 2^31 rows", t.name),
+                });
             }
             if self.tables[..i].iter().any(|o| o.name == t.name) {
-                return Err(Error::InvalidConfig { field: "tables", reason: format!("table name `{}` is declared twice", t.name) });
+                return Err(Error::InvalidConfig {
+                    field: "tables",
+                    reason: format!("table name `{}` is declared twice", t.name),
+                });
             }
         }
         let device = match self.device {
@@ -120,9 +126,11 @@ impl GeepsBuilder {
                 Inbound::Failed(_) => 0,
             };
             let msg = match msg {
-                Inbound::Rows(p) if part >= route.len() => {
-                    Inbound::Failed(Error::Mismatch(format!("publication for partition {} of {} partitions", p.partition, route.len())))
-                }
+                Inbound::Rows(p) if part >= route.len() => Inbound::Failed(Error::Mismatch(format!(
+                    "publication for partition {} of {} partitions",
+                    p.partition,
+                    route.len()
+                ))),
                 m => m,
             };
             let _ = route[part.min(route.len() - 1)].send(PullMsg::Inbound(msg));
@@ -307,7 +315,8 @@ impl Geeps {
     /// Records a `local_access` of `keys`; `fetch = false` skips loading them.
     pub fn virtual_local_access(&self, keys: &[RowKey], fetch: bool) -> Result<Handle> {
         index::validate_keys(&self.tables, keys, TableKind::Local, "local_access")?;
-        let pos = self.record("virtual_local_access", |r| Ok(r.acquire(OpKind::LocalAccess { fetch }, Arc::from(keys))))?;
+        let pos =
+            self.record("virtual_local_access", |r| Ok(r.acquire(OpKind::LocalAccess { fetch }, Arc::from(keys))))?;
         Ok(self.handle(pos))
     }
 
@@ -347,7 +356,10 @@ impl Geeps {
     }
 
     fn param_tables(&self) -> Vec<TableId> {
-        (0..self.tables.len() as u32).map(TableId).filter(|t| self.tables[t.0 as usize].kind == TableKind::Parameter).collect()
+        (0..self.tables.len() as u32)
+            .map(TableId)
+            .filter(|t| self.tables[t.0 as usize].kind == TableKind::Parameter)
+            .collect()
     }
 
     /// Ends the virtual iteration: plans placement, builds the indexes, sizes
@@ -377,7 +389,11 @@ impl Geeps {
     }
 
     #[allow(clippy::type_complexity)]
-    fn start(&self, recorder: Recorder, pull_rx: Vec<Receiver<PullMsg>>) -> Result<(), (Error, Recorder, Vec<Receiver<PullMsg>>)> {
+    fn start(
+        &self,
+        recorder: Recorder,
+        pull_rx: Vec<Receiver<PullMsg>>,
+    ) -> Result<(), (Error, Recorder, Vec<Receiver<PullMsg>>)> {
         let ops_copy = recorder.ops.clone();
         let fail = |e: Error, pull_rx| (e, Recorder { ops: ops_copy.clone() }, pull_rx);
         let ops = match recorder.finish() {
@@ -409,8 +425,11 @@ impl Geeps {
                     let mut parts = Vec::with_capacity(self.parts);
                     for p in 0..self.parts {
                         let range = partition_range(spec.rows, self.parts, p);
-                        let on_device: Vec<u32> =
-                            range.clone().filter(|r| placement.on_device[t][*r as usize]).map(|r| r - range.start).collect();
+                        let on_device: Vec<u32> = range
+                            .clone()
+                            .filter(|r| placement.on_device[t][*r as usize])
+                            .map(|r| r - range.start)
+                            .collect();
                         let layout = Layout::new(range.start, range.len() as u32, on_device);
                         parts.push(ParamPartition::new(&self.device, layout, width, workers)?);
                     }
@@ -428,7 +447,15 @@ impl Geeps {
         let mut plans = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
             plans.push(if op.kind.is_acquire() {
-                Some(Arc::new(index::build(&self.device, &self.tables, &stores, self.parts, &op.keys, placement.in_place[i], width)?))
+                Some(Arc::new(index::build(
+                    &self.device,
+                    &self.tables,
+                    &stores,
+                    self.parts,
+                    &op.keys,
+                    placement.in_place[i],
+                    width,
+                )?))
             } else {
                 None
             });
@@ -452,20 +479,33 @@ impl Geeps {
         let mut push_tx = Vec::new();
         for (p, rx) in pull_rx.into_iter().enumerate() {
             let s = sh.clone();
-            threads.push(std::thread::Builder::new().name(format!("geeps{rank}-puller-{p}")).spawn(move || puller::run(s, rx))?);
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("geeps{rank}-puller-{p}"))
+                    .spawn(move || puller::run(s, rx))?,
+            );
         }
         for p in 0..self.parts {
             let (tx, rx) = unbounded();
             push_tx.push(tx);
             let (s, t) = (sh.clone(), self.transport.clone());
-            threads.push(std::thread::Builder::new().name(format!("geeps{rank}-pusher-{p}")).spawn(move || pusher::run(s, t, rx))?);
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("geeps{rank}-pusher-{p}"))
+                    .spawn(move || pusher::run(s, t, rx))?,
+            );
         }
         let (tx, rx) = unbounded();
         *self.reclaim_tx.lock() = Some(tx);
         let s = sh.clone();
-        threads.push(std::thread::Builder::new().name(format!("geeps{rank}-reclaimer")).spawn(move || reclaimer::run(s, rx, push_tx))?);
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("geeps{rank}-reclaimer"))
+                .spawn(move || reclaimer::run(s, rx, push_tx))?,
+        );
         let s = sh;
-        threads.push(std::thread::Builder::new().name(format!("geeps{rank}-allocator")).spawn(move || allocator::run(s))?);
+        threads
+            .push(std::thread::Builder::new().name(format!("geeps{rank}-allocator")).spawn(move || allocator::run(s))?);
         Ok(())
     }
 
@@ -618,7 +658,15 @@ impl Geeps {
         }
     }
 
-    fn register(&self, app: &mut AppState, kind: LiveKind, plan: Arc<AccessPlan>, acquired: Acquired, release_at: Option<usize>, save: bool) -> RawBuffer {
+    fn register(
+        &self,
+        app: &mut AppState,
+        kind: LiveKind,
+        plan: Arc<AccessPlan>,
+        acquired: Acquired,
+        release_at: Option<usize>,
+        save: bool,
+    ) -> RawBuffer {
         let ticket = app.next_ticket;
         app.next_ticket += 1;
         let raw = RawBuffer { ticket, ptr: acquired.ptr, floats: acquired.floats };
@@ -632,10 +680,16 @@ impl Geeps {
         let sh = &run.shared;
         let pos = self.own(h)?;
         let Some(op) = sh.ops.get(pos) else {
-            return Err(Error::InvalidHandle(format!("handle {pos} was not recorded (the sequence has {} calls)", sh.ops.len())));
+            return Err(Error::InvalidHandle(format!(
+                "handle {pos} was not recorded (the sequence has {} calls)",
+                sh.ops.len()
+            )));
         };
         if op.kind.name() != want {
-            return Err(Error::InvalidHandle(format!("{want} needs a handle recorded by virtual_{want}; handle {pos} is a {}", op.kind.name())));
+            return Err(Error::InvalidHandle(format!(
+                "{want} needs a handle recorded by virtual_{want}; handle {pos} is a {}",
+                op.kind.name()
+            )));
         }
         let (Some(fill), Some(plan)) = (fill_of(&op.kind), sh.plans[pos].clone()) else {
             return Err(Error::InvalidHandle(format!("handle {pos} is not an acquisition")));
@@ -722,7 +776,14 @@ impl Geeps {
     }
 
     /// Serves an acquisition synchronously on the application's thread.
-    fn acquire_now(&self, sh: &Shared, fill: Fill, plan: &AccessPlan, clocks: &[u64], writes: &[u64]) -> Result<Acquired> {
+    fn acquire_now(
+        &self,
+        sh: &Shared,
+        fill: Fill,
+        plan: &AccessPlan,
+        clocks: &[u64],
+        writes: &[u64],
+    ) -> Result<Acquired> {
         sh.stats.slow_path.fetch_add(1, Ordering::Relaxed);
         let policy = WaitPolicy { deadline: Some(Instant::now() + self.config.wait_deadline), log: true };
         let abort = || sh.failure();
@@ -737,7 +798,15 @@ impl Geeps {
         let start = Instant::now();
         let run = self.running(call.name())?;
         let sh = &run.shared;
-        let plan = Arc::new(index::build(&self.device, &self.tables, &sh.stores, self.parts, keys, None, self.config.row_width)?);
+        let plan = Arc::new(index::build(
+            &self.device,
+            &self.tables,
+            &sh.stores,
+            self.parts,
+            keys,
+            None,
+            self.config.row_width,
+        )?);
         let (clocks, writes) = {
             let app = self.app.lock();
             (app.clocks.clone(), app.writes.clone())
@@ -778,7 +847,10 @@ impl Geeps {
         );
         if !ok {
             app.live.insert(ticket, live);
-            return Err(Error::InvalidHandle(format!("buffer {ticket} must be released with {expected}, not {}", call.name())));
+            return Err(Error::InvalidHandle(format!(
+                "buffer {ticket} must be released with {expected}, not {}",
+                call.name()
+            )));
         }
         let save = match how {
             ReleaseAs::PostLocal { save } => save.unwrap_or(live.save),
@@ -793,7 +865,9 @@ impl Geeps {
         let n = sh.ops.len();
         let recorded_as = live.release_at.map(|r| &sh.ops[r].kind);
         let as_recorded = match (recorded_as, how) {
-            (Some(OpKind::PostRead { .. }), ReleaseAs::PostRead) | (Some(OpKind::Update { .. }), ReleaseAs::Update) => true,
+            (Some(OpKind::PostRead { .. }), ReleaseAs::PostRead) | (Some(OpKind::Update { .. }), ReleaseAs::Update) => {
+                true
+            }
             (Some(OpKind::PostLocalAccess { save: s, .. }), ReleaseAs::PostLocal { .. }) => *s == save,
             _ => false,
         };
@@ -829,6 +903,7 @@ impl Geeps {
             *phase = Phase::ShutDown;
         }
         if let Some(run) = self.running.get() {
+            tracing::info!(rank = self.rank(), "geeps stats: {}", run.shared.stats.snapshot());
             run.shared.control.lock().shutdown = true;
             run.shared.wake_all();
         }
@@ -889,5 +964,14 @@ impl Drop for Geeps {
                 run.shared.discard(live.acquired);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_instance_can_be_shared_across_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<super::Geeps>();
     }
 }

@@ -87,7 +87,9 @@ pub(crate) fn build(
     in_place_offset: Option<u32>,
     width: usize,
 ) -> Result<AccessPlan> {
-    let mut groups: Vec<(Target, Vec<RowPair>, Vec<RowPair>, Vec<RowPair>)> = Vec::new();
+    // (target, device pairs, host pairs, region pairs)
+    type Pending = (Target, Vec<RowPair>, Vec<RowPair>, Vec<RowPair>);
+    let mut groups: Vec<Pending> = Vec::new();
     let mut tables_touched: Vec<usize> = Vec::new();
     for (i, k) in keys.iter().enumerate() {
         let t = k.table.0 as usize;
@@ -97,11 +99,13 @@ pub(crate) fn build(
         let (target, layout) = match tables[t].kind {
             TableKind::Parameter => {
                 let part = partition_of(tables[t].rows, num_parts, k.row);
-                let parts = stores.params[t].as_ref().ok_or_else(|| Error::UnknownTable { table: t as u32, declared: tables.len() })?;
+                let parts =
+                    stores.params[t].as_ref().ok_or(Error::UnknownTable { table: t as u32, declared: tables.len() })?;
                 (Target::Param { table: t, part }, &parts[part].layout)
             }
             TableKind::Local => {
-                let region = stores.locals[t].as_ref().ok_or_else(|| Error::UnknownTable { table: t as u32, declared: tables.len() })?;
+                let region =
+                    stores.locals[t].as_ref().ok_or(Error::UnknownTable { table: t as u32, declared: tables.len() })?;
                 (Target::Local { table: t }, &region.layout)
             }
         };
@@ -160,10 +164,20 @@ mod tests {
         let t = tables();
         let k = |table, row| RowKey::new(TableId(table), row);
         assert!(matches!(validate_keys(&t, &[], TableKind::Parameter, "read"), Err(Error::InvalidKeys(_))));
-        assert!(matches!(validate_keys(&t, &[k(5, 0)], TableKind::Parameter, "read"), Err(Error::UnknownTable { table: 5, declared: 2 })));
-        assert!(matches!(validate_keys(&t, &[k(0, 10)], TableKind::Parameter, "read"), Err(Error::UnknownRow { rows: 10, .. })));
-        assert!(matches!(validate_keys(&t, &[k(1, 0)], TableKind::Parameter, "read"), Err(Error::InvalidKeys(m)) if m.contains("local_access")));
-        assert!(matches!(validate_keys(&t, &[k(0, 1), k(0, 1)], TableKind::Parameter, "read"), Err(Error::InvalidKeys(m)) if m.contains("twice")));
+        assert!(matches!(
+            validate_keys(&t, &[k(5, 0)], TableKind::Parameter, "read"),
+            Err(Error::UnknownTable { table: 5, declared: 2 })
+        ));
+        assert!(matches!(
+            validate_keys(&t, &[k(0, 10)], TableKind::Parameter, "read"),
+            Err(Error::UnknownRow { rows: 10, .. })
+        ));
+        assert!(
+            matches!(validate_keys(&t, &[k(1, 0)], TableKind::Parameter, "read"), Err(Error::InvalidKeys(m)) if m.contains("local_access"))
+        );
+        assert!(
+            matches!(validate_keys(&t, &[k(0, 1), k(0, 1)], TableKind::Parameter, "read"), Err(Error::InvalidKeys(m)) if m.contains("twice"))
+        );
         validate_keys(&t, &[k(0, 1), k(0, 2)], TableKind::Parameter, "read").unwrap();
     }
 }

@@ -46,7 +46,9 @@ impl KeeperShard {
         let count = self.tables.len();
         match self.tables.get_mut(table as usize) {
             Some(t) if t.parameter => Ok(t),
-            Some(_) => Err(Error::InvalidKeys(format!("table {table} is a local table; keepers hold parameter tables only"))),
+            Some(_) => {
+                Err(Error::InvalidKeys(format!("table {table} is a local table; keepers hold parameter tables only")))
+            }
             None => Err(Error::UnknownTable { table, declared: count }),
         }
     }
@@ -58,7 +60,10 @@ impl KeeperShard {
         let t = self.table_mut(batch.table, batch.partition)?;
         let worker = batch.worker as usize;
         if worker >= t.clock.entries().len() {
-            return Err(Error::InvalidKeys(format!("update from worker {worker}, but the cluster has {}", t.clock.entries().len())));
+            return Err(Error::InvalidKeys(format!(
+                "update from worker {worker}, but the cluster has {}",
+                t.clock.entries().len()
+            )));
         }
         if t.clock.entries()[worker] != batch.clock {
             return Err(Error::Mismatch(format!(
@@ -109,7 +114,10 @@ impl KeeperShard {
 
     /// Publications of every parameter table (for a worker that just joined).
     pub fn all_publications(&self) -> Vec<Publish> {
-        (0..self.tables.len() as u32).filter(|&i| self.tables[i as usize].parameter).map(|i| self.publication(i)).collect()
+        (0..self.tables.len() as u32)
+            .filter(|&i| self.tables[i as usize].parameter)
+            .map(|i| self.publication(i))
+            .collect()
     }
 
     /// The worker holding back a table's age, and its clock.

@@ -54,7 +54,11 @@ impl fmt::Display for Plan {
             self.param_host_bytes
         )?;
         for t in &self.tables {
-            writeln!(f, "  {:?} table `{}`: {} rows on device, {} on host", t.kind, t.name, t.rows_on_device, t.rows_on_host)?;
+            writeln!(
+                f,
+                "  {:?} table `{}`: {} rows on device, {} on host",
+                t.kind, t.name, t.rows_on_device, t.rows_on_host
+            )?;
         }
         Ok(())
     }
@@ -65,10 +69,6 @@ impl fmt::Display for Plan {
 struct Unit {
     table: usize,
     rows: Vec<u32>,
-    /// True when the unit is exactly the key list of its accesses, so a
-    /// pinned unit is handed out in place (no buffer) — the only kind whose
-    /// pinning lowers the peak.
-    exact: bool,
     local: bool,
 }
 
@@ -126,7 +126,7 @@ fn analyse(ops: &[RecordedOp], tables: &[TableSpec]) -> Analysis {
             for r in &rows {
                 claimed[t].insert(*r, u);
             }
-            units.push(Unit { table: t, rows, exact, local });
+            units.push(Unit { table: t, rows, local });
         }
         if exact {
             let u = units.len() - 1;
@@ -204,7 +204,11 @@ pub(crate) fn plan(ops: &[RecordedOp], tables: &[TableSpec], row_width: usize, b
         if budget < peak0 {
             return Err(Error::BudgetTooSmall { budget, needed: peak0, what: "one peak of access buffers" });
         }
-        tracing::warn!(budget, peak = peak0, "device budget fits one peak only: no double buffering, prefetch cannot overlap");
+        tracing::warn!(
+            budget,
+            peak = peak0,
+            "device budget fits one peak only: no double buffering, prefetch cannot overlap"
+        );
     } else {
         // Then other local data, then parameter data, while memory remains.
         for local_pass in [true, false] {
@@ -232,10 +236,7 @@ pub(crate) fn plan(ops: &[RecordedOp], tables: &[TableSpec], row_width: usize, b
             }
         }
     }
-    let in_place = op_unit
-        .iter()
-        .map(|u| u.filter(|&u| pinned[u] && units[u].local).map(|u| unit_offset[u]))
-        .collect();
+    let in_place = op_unit.iter().map(|u| u.filter(|&u| pinned[u] && units[u].local).map(|u| unit_offset[u])).collect();
 
     let mut plan = Plan {
         budget,
@@ -258,7 +259,12 @@ pub(crate) fn plan(ops: &[RecordedOp], tables: &[TableSpec], row_width: usize, b
         };
         *d += dev as usize * row_bytes;
         *h += host as usize * row_bytes;
-        plan.tables.push(TablePlacement { name: spec.name.clone(), kind: spec.kind, rows_on_device: dev, rows_on_host: host });
+        plan.tables.push(TablePlacement {
+            name: spec.name.clone(),
+            kind: spec.kind,
+            rows_on_device: dev,
+            rows_on_host: host,
+        });
     }
     plan.pool_bytes = budget - plan.local_device_bytes - plan.param_device_bytes;
     debug_assert!(plan.pool_bytes >= plan.peak_bytes);
@@ -282,7 +288,8 @@ mod tests {
         let mut r = Recorder::default();
         for layer in 0..2u32 {
             let p = r.acquire(OpKind::Read { slack: Slack::BSP }, Arc::from(keys(TableId(layer), 0..4)));
-            let a = r.acquire(OpKind::LocalAccess { fetch: true }, Arc::from(keys(TableId(2), layer * 2..layer * 2 + 2)));
+            let a =
+                r.acquire(OpKind::LocalAccess { fetch: true }, Arc::from(keys(TableId(2), layer * 2..layer * 2 + 2)));
             r.release(p, OpKind::PostRead { acquire: p }, "read").unwrap();
             r.release(a, OpKind::PostLocalAccess { acquire: a, save: true }, "local_access").unwrap();
         }

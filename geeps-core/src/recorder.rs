@@ -34,14 +34,27 @@ impl Handle {
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum OpKind {
-    Read { slack: Slack },
+    Read {
+        slack: Slack,
+    },
     PreUpdate,
-    LocalAccess { fetch: bool },
+    LocalAccess {
+        fetch: bool,
+    },
     /// Releases of the acquisition at position `acquire`.
-    PostRead { acquire: usize },
-    Update { acquire: usize },
-    PostLocalAccess { acquire: usize, save: bool },
-    TableClock { table: TableId },
+    PostRead {
+        acquire: usize,
+    },
+    Update {
+        acquire: usize,
+    },
+    PostLocalAccess {
+        acquire: usize,
+        save: bool,
+    },
+    TableClock {
+        table: TableId,
+    },
 }
 
 impl OpKind {
@@ -114,7 +127,9 @@ impl Recorder {
 
     /// Checks the finished recording: every acquisition must be released.
     pub(crate) fn finish(self) -> Result<Vec<RecordedOp>> {
-        if let Some((pos, op)) = self.ops.iter().enumerate().find(|(_, op)| op.kind.is_acquire() && op.release.is_none()) {
+        if let Some((pos, op)) =
+            self.ops.iter().enumerate().find(|(_, op)| op.kind.is_acquire() && op.release.is_none())
+        {
             return Err(Error::InvalidHandle(format!(
                 "virtual {} at position {pos} was never released in the virtual iteration; record its post_read/update/post_local_access too",
                 op.kind.name()

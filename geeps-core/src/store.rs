@@ -150,6 +150,14 @@ impl LocalRegion {
     }
 }
 
+/// Every region of an instance.
+pub(crate) struct Stores {
+    /// Per table: its partitions if it is a parameter table.
+    pub(crate) params: Vec<Option<Vec<ParamPartition>>>,
+    /// Per table: its region if it is a local table.
+    pub(crate) locals: Vec<Option<LocalRegion>>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,12 +171,4 @@ mod tests {
         assert_eq!(l.slot(4), Slot::Host(2));
         assert_eq!(l.host_order, vec![0, 2, 4]);
     }
-}
-
-/// Every region of an instance.
-pub(crate) struct Stores {
-    /// Per table: its partitions if it is a parameter table.
-    pub(crate) params: Vec<Option<Vec<ParamPartition>>>,
-    /// Per table: its region if it is a local table.
-    pub(crate) locals: Vec<Option<LocalRegion>>,
 }

@@ -78,11 +78,7 @@ impl PinnedBuf {
     /// # Safety
     /// `ptr` must be valid for reads and writes of `len` initialised floats
     /// until `release` runs, and owned by nothing else.
-    pub unsafe fn from_raw(
-        ptr: *mut f32,
-        len: usize,
-        release: Box<dyn FnOnce(*mut f32, usize) + Send + Sync>,
-    ) -> Self {
+    pub unsafe fn from_raw(ptr: *mut f32, len: usize, release: Box<dyn FnOnce(*mut f32, usize) + Send + Sync>) -> Self {
         PinnedBuf { ptr, len, release: Some(release) }
     }
 
@@ -180,17 +176,38 @@ pub trait Device: Send + Sync + 'static {
     /// # Safety
     /// Every row named by the index lies inside the live ranges at `store` and
     /// `buffer`, each `row_width` floats wide.
-    unsafe fn gather(&self, stream: StreamId, store: DevicePtr, index: IndexId, buffer: DevicePtr, row_width: usize) -> Result<()>;
+    unsafe fn gather(
+        &self,
+        stream: StreamId,
+        store: DevicePtr,
+        index: IndexId,
+        buffer: DevicePtr,
+        row_width: usize,
+    ) -> Result<()>;
     /// `store[store_row] = buffer[buffer_row]` for every pair of `index`.
     ///
     /// # Safety
     /// As for [`Device::gather`].
-    unsafe fn scatter_assign(&self, stream: StreamId, buffer: DevicePtr, index: IndexId, store: DevicePtr, row_width: usize) -> Result<()>;
+    unsafe fn scatter_assign(
+        &self,
+        stream: StreamId,
+        buffer: DevicePtr,
+        index: IndexId,
+        store: DevicePtr,
+        row_width: usize,
+    ) -> Result<()>;
     /// `store[store_row] += buffer[buffer_row]` for every pair of `index`.
     ///
     /// # Safety
     /// As for [`Device::gather`].
-    unsafe fn scatter_add(&self, stream: StreamId, buffer: DevicePtr, index: IndexId, store: DevicePtr, row_width: usize) -> Result<()>;
+    unsafe fn scatter_add(
+        &self,
+        stream: StreamId,
+        buffer: DevicePtr,
+        index: IndexId,
+        store: DevicePtr,
+        row_width: usize,
+    ) -> Result<()>;
 
     fn record_event(&self, stream: StreamId) -> Result<EventId>;
     /// Makes later work on `stream` wait for `event`, without blocking the host.

@@ -43,7 +43,14 @@ fn count(counter: &AtomicU64, floats: usize) {
 }
 
 /// Copies host-resident rows (`pairs`: buffer row ↔ host slot) into a device buffer.
-fn host_rows_in(sh: &Shared, stream: StreamId, host: &[f32], pairs: &[RowPair], buffer: DevicePtr, staging: &mut Staging) -> Result<()> {
+fn host_rows_in(
+    sh: &Shared,
+    stream: StreamId,
+    host: &[f32],
+    pairs: &[RowPair],
+    buffer: DevicePtr,
+    staging: &mut Staging,
+) -> Result<()> {
     if pairs.is_empty() {
         return Ok(());
     }
@@ -76,7 +83,7 @@ fn host_rows_in(sh: &Shared, stream: StreamId, host: &[f32], pairs: &[RowPair], 
 }
 
 /// A host-visible view of a whole device buffer (a d2h copy when needed).
-fn host_view<'a>(sh: &Shared, stream: StreamId, acq: &Acquired, staging: &'a mut Staging) -> Result<*const f32> {
+fn host_view(sh: &Shared, stream: StreamId, acq: &Acquired, staging: &mut Staging) -> Result<*const f32> {
     if sh.host_addressable {
         return Ok(acq.ptr.0 as *const f32);
     }
@@ -303,9 +310,9 @@ pub(crate) fn apply_publish(sh: &Shared, publish: &Publish, staging: &mut Stagin
         .get(table)
         .and_then(|p| p.as_ref())
         .ok_or_else(|| Error::UnknownTable { table: publish.table, declared: sh.tables.len() })?;
-    let p = parts
-        .get(publish.partition as usize)
-        .ok_or_else(|| Error::InvalidKeys(format!("publication for partition {} of table {table}", publish.partition)))?;
+    let p = parts.get(publish.partition as usize).ok_or_else(|| {
+        Error::InvalidKeys(format!("publication for partition {} of table {table}", publish.partition))
+    })?;
     let mut guard = p.state.lock();
     let st = &mut *guard;
     if publish.age < st.age {

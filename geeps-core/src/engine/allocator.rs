@@ -75,7 +75,16 @@ pub(crate) fn run(sh: Arc<Shared>) {
                 None
             }
         };
-        let result = access::acquire(&sh, fill, plan, &|t| clocks[t], &|t| writes[t], WaitPolicy::BACKGROUND, &abort, &mut staging);
+        let result = access::acquire(
+            &sh,
+            fill,
+            plan,
+            &|t| clocks[t],
+            &|t| writes[t],
+            WaitPolicy::BACKGROUND,
+            &abort,
+            &mut staging,
+        );
 
         let mut c = sh.control.lock();
         if c.epoch == epoch && !c.shutdown {

@@ -217,11 +217,19 @@ impl Shared {
             let now = Instant::now();
             if let Some(d) = policy.deadline {
                 if now >= d {
-                    return Err(Error::Timeout { what: describe(guard), waited_ms: start.elapsed().as_millis() as u64 });
+                    return Err(Error::Timeout {
+                        what: describe(guard),
+                        waited_ms: start.elapsed().as_millis() as u64,
+                    });
                 }
             }
             if policy.log && now >= next_log {
-                tracing::warn!(rank = self.rank, waited_ms = start.elapsed().as_millis() as u64, "still waiting for {}", describe(guard));
+                tracing::warn!(
+                    rank = self.rank,
+                    waited_ms = start.elapsed().as_millis() as u64,
+                    "still waiting for {}",
+                    describe(guard)
+                );
                 next_log = now + self.config.slow_wait_log;
             }
             // Bounded sleeps: aborts raised elsewhere are seen within 50 ms

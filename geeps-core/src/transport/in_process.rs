@@ -46,10 +46,16 @@ impl InProcessCluster {
     /// A cluster with an explicit number of keeper shards.
     pub fn with_shards(workers: usize, shards: usize) -> Result<Self> {
         if workers == 0 {
-            return Err(Error::InvalidConfig { field: "workers", reason: "0; a cluster needs at least one worker".into() });
+            return Err(Error::InvalidConfig {
+                field: "workers",
+                reason: "0; a cluster needs at least one worker".into(),
+            });
         }
         if shards == 0 {
-            return Err(Error::InvalidConfig { field: "shards", reason: "0; a cluster needs at least one keeper shard".into() });
+            return Err(Error::InvalidConfig {
+                field: "shards",
+                reason: "0; a cluster needs at least one keeper shard".into(),
+            });
         }
         let mut senders = Vec::new();
         let mut threads = Vec::new();
@@ -62,7 +68,12 @@ impl InProcessCluster {
             threads.push(t);
         }
         Ok(InProcessCluster {
-            inner: Arc::new(Cluster { workers, shards: senders, declared: Mutex::new(None), threads: Mutex::new(threads) }),
+            inner: Arc::new(Cluster {
+                workers,
+                shards: senders,
+                declared: Mutex::new(None),
+                threads: Mutex::new(threads),
+            }),
         })
     }
 

@@ -4,10 +4,11 @@
 //! therefore trivially complete); kernels are parallel loops.
 
 mod kernels;
+mod memory;
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 
@@ -85,16 +86,17 @@ impl Device for HostDevice {
                 Err(seen) => current = seen,
             }
         }
-        // At least one float so every allocation has a distinct address.
-        let boxed: Box<[f32]> = vec![0.0f32; floats.max(1)].into_boxed_slice();
-        let addr = Box::into_raw(boxed) as *mut f32 as u64;
-        self.allocations.lock().insert(addr, floats);
-        Ok(DevicePtr(addr))
+        let Some(ptr) = memory::alloc_zeroed(floats) else {
+            self.used.fetch_sub(bytes, Ordering::AcqRel);
+            return Err(Error::Device(format!("host allocation of {bytes} bytes failed")));
+        };
+        self.allocations.lock().insert(ptr as u64, floats);
+        Ok(DevicePtr(ptr as u64))
     }
 
     unsafe fn free(&self, ptr: DevicePtr) {
         if let Some(floats) = self.allocations.lock().remove(&ptr.0) {
-            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr.0 as *mut f32, floats.max(1))));
+            memory::free(ptr.0 as *mut f32, floats);
             self.used.fetch_sub(floats * 4, Ordering::AcqRel);
         } else {
             tracing::error!(?ptr, "free of an address the host device did not allocate; ignored");
@@ -139,15 +141,36 @@ impl Device for HostDevice {
         Ok(())
     }
 
-    unsafe fn gather(&self, _: StreamId, store: DevicePtr, index: IndexId, buffer: DevicePtr, width: usize) -> Result<()> {
+    unsafe fn gather(
+        &self,
+        _: StreamId,
+        store: DevicePtr,
+        index: IndexId,
+        buffer: DevicePtr,
+        width: usize,
+    ) -> Result<()> {
         self.row_kernel(RowOp::Gather, store, index, buffer, width)
     }
 
-    unsafe fn scatter_assign(&self, _: StreamId, buffer: DevicePtr, index: IndexId, store: DevicePtr, width: usize) -> Result<()> {
+    unsafe fn scatter_assign(
+        &self,
+        _: StreamId,
+        buffer: DevicePtr,
+        index: IndexId,
+        store: DevicePtr,
+        width: usize,
+    ) -> Result<()> {
         self.row_kernel(RowOp::ScatterAssign, store, index, buffer, width)
     }
 
-    unsafe fn scatter_add(&self, _: StreamId, buffer: DevicePtr, index: IndexId, store: DevicePtr, width: usize) -> Result<()> {
+    unsafe fn scatter_add(
+        &self,
+        _: StreamId,
+        buffer: DevicePtr,
+        index: IndexId,
+        store: DevicePtr,
+        width: usize,
+    ) -> Result<()> {
         self.row_kernel(RowOp::ScatterAdd, store, index, buffer, width)
     }
 
@@ -172,7 +195,7 @@ impl Drop for HostDevice {
     fn drop(&mut self) {
         for (addr, floats) in self.allocations.get_mut().drain() {
             // SAFETY: the device is going away; nothing can use its memory now.
-            unsafe { drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(addr as *mut f32, floats.max(1)))) };
+            unsafe { memory::free(addr as *mut f32, floats) };
         }
     }
 }
