@@ -183,3 +183,30 @@ fn out_of_order_and_unrecorded_calls_stay_correct() {
     assert!(stats.resyncs > 0, "{stats}");
     assert!(stats.prefetch_hits > 0, "{stats}");
 }
+
+#[test]
+fn fetch_and_save_flags_skip_their_copies() {
+    // A budget of one 4-row buffer: the local rows stay on the host.
+    let mut b = Geeps::builder(Config { row_width: WIDTH, device_memory: 4 * WIDTH * 4, ..Config::default() });
+    let act = b.local_table("act", 4);
+    let ps = b.build().unwrap();
+    ps.finish_virtual_iteration().unwrap();
+    let k = keys(act, 0..4);
+    let mut l = ps.local_access_keys(&k, true).unwrap();
+    l.as_mut_slice().unwrap().fill(5.0);
+    l.post().unwrap();
+    let mut l = ps.local_access_keys(&k, true).unwrap();
+    assert!(l.as_slice().unwrap().iter().all(|v| *v == 5.0));
+    l.as_mut_slice().unwrap().fill(7.0);
+    l.post_with(false).unwrap();
+    let l = ps.local_access_keys(&k, true).unwrap();
+    assert!(l.as_slice().unwrap().iter().all(|v| *v == 5.0), "save = false must not store");
+    l.post_with(false).unwrap();
+    let before = ps.stats();
+    let l = ps.local_access_keys(&k, false).unwrap();
+    l.post_with(false).unwrap();
+    let after = ps.stats();
+    assert_eq!(after.bytes_host_to_device, before.bytes_host_to_device, "fetch = false copies nothing in");
+    assert_eq!(after.bytes_device_to_host, before.bytes_device_to_host, "save = false copies nothing out");
+    assert_eq!(ps.plan().unwrap().local_host_bytes, 4 * WIDTH * 4);
+}
