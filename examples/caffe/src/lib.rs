@@ -1,0 +1,1 @@
+//! geeps-caffe (being built).

@@ -1,0 +1,1 @@
+//! geeps-cuda (being built).

@@ -1,0 +1,1 @@
+//! geeps-ffi (being built).

@@ -1,0 +1,1 @@
+//! geeps-net (being built).
