@@ -41,3 +41,6 @@
 //! See `docs/architecture.md` for how the engine works.
 
 pub use geeps_core::*;
+
+/// Geeps across processes and machines: keepers, bootstrap, launcher.
+pub use geeps_net as net;

@@ -1,0 +1,211 @@
+//! `NetCluster`: this process's membership in a networked geeps cluster. It
+//! owns the async runtime, serves this rank's keeper shard, resolves where
+//! the other keepers are (bootstrap, rendezvous) and hands out the worker's
+//! transport. Shutdown waits for every worker to leave (so no rank pulls a
+//! shard away from the others), with a deadline, then joins everything.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use geeps_core::{Error, Result, Transport};
+use tokio::net::TcpListener;
+use tokio::runtime::Runtime;
+use tokio::sync::watch;
+
+use crate::bootstrap::{self, Addresses};
+use crate::keeper_service::KeeperService;
+use crate::net_transport::NetTransport;
+use crate::options::NetOptions;
+use crate::rendezvous;
+
+/// Who this process is in the cluster and where everyone listens.
+#[derive(Debug, Clone)]
+pub struct ClusterSpec {
+    pub rank: usize,
+    pub world: usize,
+    pub addresses: Addresses,
+    /// Address to listen on (`host` or `host:port`); by default this rank's
+    /// entry in the address list, or the interface that reaches the
+    /// rendezvous. Never all interfaces unless asked for.
+    pub listen: Option<String>,
+    pub options: NetOptions,
+}
+
+impl ClusterSpec {
+    /// A cluster whose keeper addresses are known, by rank.
+    pub fn fixed(rank: usize, addresses: Vec<String>, options: NetOptions) -> Self {
+        ClusterSpec { rank, world: addresses.len(), addresses: Addresses::Fixed(addresses), listen: None, options }
+    }
+
+    /// From the environment (hosts file, `GEEPS_*`, Slurm, MPI, torchrun);
+    /// `GEEPS_TOKEN` and `GEEPS_LISTEN` override the options.
+    pub fn from_env(mut options: NetOptions) -> Result<Self> {
+        let env = |k: &str| std::env::var(k).ok();
+        let b = bootstrap::from_env(&env)?;
+        if let Some(token) = env("GEEPS_TOKEN") {
+            options.token = token;
+        }
+        tracing::info!(rank = b.rank, world = b.world, source = b.source, "geeps cluster bootstrap");
+        Ok(ClusterSpec { rank: b.rank, world: b.world, addresses: b.addresses, listen: env("GEEPS_LISTEN"), options })
+    }
+}
+
+/// This process's keeper shard and worker connection.
+pub struct NetCluster {
+    rank: usize,
+    addresses: Vec<String>,
+    options: NetOptions,
+    runtime: Option<Runtime>,
+    service: Arc<KeeperService>,
+    stop: watch::Sender<bool>,
+    transport: Arc<NetTransport>,
+}
+
+/// The local interface used to reach `server` (no packet is sent).
+fn interface_towards(server: &str) -> Result<String> {
+    let socket = UdpSocket::bind("0.0.0.0:0")?;
+    socket.connect(server).map_err(|e| Error::InvalidConfig {
+        field: "rendezvous",
+        reason: format!("cannot route to `{server}`: {e}; set GEEPS_LISTEN to this host's address"),
+    })?;
+    Ok(socket.local_addr()?.ip().to_string())
+}
+
+fn with_port(listen: &str, port: u16) -> String {
+    if listen.parse::<SocketAddr>().is_ok() || (listen.contains(':') && !listen.contains("::")) {
+        listen.to_string()
+    } else {
+        format!("{listen}:{port}")
+    }
+}
+
+impl NetCluster {
+    /// Joins the cluster described by the environment.
+    pub fn from_env() -> Result<Self> {
+        Self::start(ClusterSpec::from_env(NetOptions::default())?)
+    }
+
+    /// Starts this rank's keeper and resolves the other keepers' addresses.
+    pub fn start(spec: ClusterSpec) -> Result<Self> {
+        if spec.world == 0 || spec.rank >= spec.world {
+            return Err(Error::InvalidConfig { field: "rank", reason: format!("rank {} of world {}", spec.rank, spec.world) });
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name(format!("geeps{}-net", spec.rank))
+            .enable_all()
+            .build()?;
+        let opts = spec.options.clone();
+        let (listener, addresses) = runtime.block_on(async {
+            match &spec.addresses {
+                Addresses::Fixed(list) => {
+                    if list.len() != spec.world {
+                        return Err(Error::InvalidConfig {
+                            field: "addresses",
+                            reason: format!("{} addresses for {} ranks", list.len(), spec.world),
+                        });
+                    }
+                    let own = &list[spec.rank];
+                    let port = own.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap_or(bootstrap::DEFAULT_PORT);
+                    let bind = spec.listen.as_deref().map(|l| with_port(l, port)).unwrap_or_else(|| own.clone());
+                    let listener = TcpListener::bind(&bind).await.map_err(|e| Error::InvalidConfig {
+                        field: "listen",
+                        reason: format!("rank {} cannot listen on {bind}: {e}", spec.rank),
+                    })?;
+                    Ok((listener, list.clone()))
+                }
+                Addresses::Rendezvous { server, hosted_by_rank0 } => {
+                    let host = match &spec.listen {
+                        Some(l) => l.clone(),
+                        None => interface_towards(server)?,
+                    };
+                    let listener = TcpListener::bind(with_port(&host, 0)).await?;
+                    let me = listener.local_addr()?.to_string();
+                    if *hosted_by_rank0 && spec.rank == 0 {
+                        let rv = TcpListener::bind(server.as_str()).await.map_err(|e| Error::InvalidConfig {
+                            field: "MASTER_ADDR",
+                            reason: format!("rank 0 hosts the rendezvous but cannot listen on {server}: {e}"),
+                        })?;
+                        let (world, token, timeout) = (spec.world, opts.token.clone(), opts.connect_timeout);
+                        tokio::spawn(async move {
+                            if let Err(e) = rendezvous::serve(rv, world, token, timeout).await {
+                                tracing::error!(error = %e, "rendezvous failed");
+                            }
+                        });
+                    }
+                    let roster = rendezvous::register(server, spec.rank, spec.world, &opts.token, &me, opts.connect_timeout).await?;
+                    Ok((listener, roster))
+                }
+            }
+        })?;
+        tracing::info!(rank = spec.rank, listen = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "keeper listening");
+        let service = KeeperService::new(spec.rank, spec.world, opts.clone());
+        let (stop, stop_rx) = watch::channel(false);
+        runtime.spawn(service.clone().serve(listener, stop_rx));
+        let transport = Arc::new(NetTransport::new(spec.rank, addresses.clone(), opts.clone(), runtime.handle().clone()));
+        Ok(NetCluster { rank: spec.rank, addresses, options: opts, runtime: Some(runtime), service, stop, transport })
+    }
+
+    /// The transport to give this rank's `GeepsBuilder`.
+    pub fn transport(&self) -> Arc<dyn Transport> {
+        self.transport.clone()
+    }
+
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    pub fn world(&self) -> usize {
+        self.addresses.len()
+    }
+
+    /// Every rank's keeper address.
+    pub fn addresses(&self) -> &[String] {
+        &self.addresses
+    }
+
+    /// Waits (up to the shutdown timeout) until every worker has left this
+    /// rank's keeper, then stops it. Shut this rank's `Geeps` down first.
+    pub fn shutdown(&mut self) -> Result<()> {
+        let Some(runtime) = self.runtime.take() else { return Ok(()) };
+        let service = self.service.clone();
+        let timeout = self.options.shutdown_timeout;
+        let rank = self.rank;
+        let waited = runtime.block_on(async move {
+            let start = Instant::now();
+            let mut last_log = start;
+            loop {
+                let (active, absent) = service.pending();
+                if active.is_empty() && absent.is_empty() {
+                    return Ok(());
+                }
+                if start.elapsed() >= timeout {
+                    return Err((active, absent));
+                }
+                if last_log.elapsed() >= Duration::from_secs(5) {
+                    tracing::warn!(rank, ?active, never_joined = ?absent, "keeper waits for workers to leave before shutting down");
+                    last_log = Instant::now();
+                }
+                let _ = tokio::time::timeout(Duration::from_millis(200), service.changed()).await;
+            }
+        });
+        let _ = self.stop.send(true);
+        runtime.shutdown_timeout(Duration::from_secs(2));
+        match waited {
+            Ok(()) => Ok(()),
+            Err((active, absent)) => Err(Error::Timeout {
+                what: format!("workers {active:?} to leave (never joined: {absent:?}) before stopping keeper {rank}"),
+                waited_ms: timeout.as_millis() as u64,
+            }),
+        }
+    }
+}
+
+impl Drop for NetCluster {
+    fn drop(&mut self) {
+        if let Err(e) = self.shutdown() {
+            tracing::warn!(error = %e, "geeps cluster shutdown");
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! Framing on a byte stream: `u32` little-endian header length, the prost
+//! header, then `payload_len` raw bytes. Reading enforces size limits before
+//! allocating, so a hostile or corrupt peer cannot make a keeper allocate
+//! without bound. Never interprets the header beyond its payload length.
+
+use bytes::{Bytes, BytesMut};
+use prost::Message;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::wire::Header;
+
+/// Largest header accepted.
+pub const MAX_HEADER_BYTES: usize = 1 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    #[error("connection closed")]
+    Closed,
+    #[error("connection closed in the middle of a frame ({0})")]
+    Truncated(&'static str),
+    #[error("header of {0} bytes exceeds the limit of {MAX_HEADER_BYTES}")]
+    HeaderTooLarge(usize),
+    #[error("payload of {len} bytes exceeds the limit of {limit} (raise `max_message_bytes` on every rank if this is intended)")]
+    PayloadTooLarge { len: u64, limit: u64 },
+    #[error("undecodable header: {0}")]
+    Decode(#[from] prost::DecodeError),
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+async fn read_exact_or<R: AsyncRead + Unpin>(r: &mut R, buf: &mut [u8], what: &'static str) -> Result<(), FrameError> {
+    match r.read_exact(buf).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(FrameError::Truncated(what)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Reads one frame. `Closed` only at a clean frame boundary.
+pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, max_payload: u64) -> Result<(Header, Bytes), FrameError> {
+    let mut len = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        let n = r.read(&mut len[got..]).await?;
+        if n == 0 {
+            return Err(if got == 0 { FrameError::Closed } else { FrameError::Truncated("header length") });
+        }
+        got += n;
+    }
+    let header_len = u32::from_le_bytes(len) as usize;
+    if header_len > MAX_HEADER_BYTES {
+        return Err(FrameError::HeaderTooLarge(header_len));
+    }
+    let mut head = vec![0u8; header_len];
+    read_exact_or(r, &mut head, "header").await?;
+    let header = Header::decode(&head[..])?;
+    if header.payload_len > max_payload {
+        return Err(FrameError::PayloadTooLarge { len: header.payload_len, limit: max_payload });
+    }
+    let mut payload = BytesMut::zeroed(header.payload_len as usize);
+    read_exact_or(r, &mut payload, "payload").await?;
+    Ok((header, payload.freeze()))
+}
+
+/// Writes one frame (header length, header, payload) without copying the payload.
+pub async fn write_frame<W: AsyncWrite + Unpin>(w: &mut W, mut header: Header, payload: Option<&Bytes>) -> Result<(), FrameError> {
+    header.payload_len = payload.map_or(0, |p| p.len() as u64);
+    let mut head = Vec::with_capacity(4 + header.encoded_len());
+    head.extend_from_slice(&(header.encoded_len() as u32).to_le_bytes());
+    header.encode(&mut head).map_err(|e| FrameError::Io(std::io::Error::other(e)))?;
+    w.write_all(&head).await?;
+    if let Some(p) = payload {
+        w.write_all(p).await?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{Body, Ping, Refused};
+
+    #[tokio::test]
+    async fn roundtrip_and_limits() {
+        let mut buf = Vec::new();
+        let payload = Bytes::from_static(&[1, 2, 3, 4]);
+        write_frame(&mut buf, Header::new(Body::Ping(Ping {})), Some(&payload)).await.unwrap();
+        write_frame(&mut buf, Header::new(Body::Refused(Refused { reason: "x".into() })), None).await.unwrap();
+        let mut r = &buf[..];
+        let (h, p) = read_frame(&mut r, 16).await.unwrap();
+        assert_eq!(h.body, Some(Body::Ping(Ping {})));
+        assert_eq!(p, payload);
+        let (h, p) = read_frame(&mut r, 16).await.unwrap();
+        assert!(matches!(h.body, Some(Body::Refused(_))));
+        assert!(p.is_empty());
+        assert!(matches!(read_frame(&mut r, 16).await, Err(FrameError::Closed)));
+
+        // Payload over the limit is refused before it is read.
+        let mut r = &buf[..];
+        assert!(matches!(read_frame(&mut r, 3).await, Err(FrameError::PayloadTooLarge { len: 4, limit: 3 })));
+        // Truncated anywhere: an error, not a hang or a panic.
+        for cut in 1..buf.len() / 2 {
+            let mut r = &buf[..cut];
+            let e = read_frame(&mut r, 16).await.unwrap_err();
+            assert!(matches!(e, FrameError::Truncated(_)), "cut {cut}: {e}");
+        }
+        // A huge declared header is refused.
+        let mut bad = (u32::MAX).to_le_bytes().to_vec();
+        bad.extend_from_slice(&[0; 8]);
+        assert!(matches!(read_frame(&mut &bad[..], 16).await, Err(FrameError::HeaderTooLarge(_))));
+        // Garbage header bytes.
+        let mut bad = 3u32.to_le_bytes().to_vec();
+        bad.extend_from_slice(&[0xff, 0xff, 0xff]);
+        assert!(matches!(read_frame(&mut &bad[..], 16).await, Err(FrameError::Decode(_))));
+    }
+}

@@ -1,0 +1,295 @@
+//! The keeper service of one process: accepts worker connections, checks
+//! each worker's handshake (protocol version, token, rank, row width, tables),
+//! applies update batches through the core keeper logic and publishes fresh
+//! rows to every connected worker when a data age advances. Bad input is
+//! rejected with a log line and a `Failure` frame; it never panics and never
+//! stops the keeper. A worker that vanishes without leaving is reported to
+//! every other worker as lost.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use geeps_core::keeper::KeeperShard;
+use geeps_core::transport::{Publish, UpdateBatch};
+use geeps_core::{TableKind, TableSpec};
+use parking_lot::Mutex;
+use tokio::io::BufReader;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch, Notify};
+
+use crate::conn::{writer, Outgoing, Queue};
+use crate::frame::{read_frame, write_frame, FrameError};
+use crate::options::NetOptions;
+use crate::wire::{Body, Failure, Header, Hello, PublishHeader, Refused, TableDecl, Welcome, PROTOCOL_VERSION};
+
+#[derive(Default)]
+struct Peer {
+    queue: Option<Queue>,
+    address: String,
+    joined: bool,
+    left: bool,
+    lost: bool,
+}
+
+struct State {
+    keeper: Option<KeeperShard>,
+    declared: Option<(u32, Vec<TableDecl>)>,
+    peers: Vec<Peer>,
+}
+
+pub(crate) struct KeeperService {
+    shard: usize,
+    world: usize,
+    opts: NetOptions,
+    state: Mutex<State>,
+    changed: Notify,
+}
+
+pub(crate) fn table_decls(tables: &[TableSpec]) -> Vec<TableDecl> {
+    tables
+        .iter()
+        .map(|t| TableDecl {
+            name: t.name.clone(),
+            kind: match t.kind {
+                TableKind::Parameter => 0,
+                TableKind::Local => 1,
+            },
+            rows: t.rows,
+        })
+        .collect()
+}
+
+fn table_specs(decls: &[TableDecl]) -> Result<Vec<TableSpec>, String> {
+    decls
+        .iter()
+        .map(|d| {
+            let kind = match d.kind {
+                0 => TableKind::Parameter,
+                1 => TableKind::Local,
+                k => return Err(format!("table `{}` has unknown kind {k}", d.name)),
+            };
+            Ok(TableSpec { name: d.name.clone(), kind, rows: d.rows })
+        })
+        .collect()
+}
+
+pub(crate) fn publish_frame(p: &Publish) -> Outgoing {
+    Outgoing::new(
+        Body::Publish(PublishHeader { table: p.table, partition: p.partition, age: p.age, included: p.included.clone() }),
+        Some(p.rows.clone()),
+    )
+}
+
+impl KeeperService {
+    pub(crate) fn new(shard: usize, world: usize, opts: NetOptions) -> Arc<Self> {
+        Arc::new(KeeperService {
+            shard,
+            world,
+            opts,
+            state: Mutex::new(State { keeper: None, declared: None, peers: (0..world).map(|_| Peer::default()).collect() }),
+            changed: Notify::new(),
+        })
+    }
+
+    /// Accepts connections until `stop` turns true.
+    pub(crate) async fn serve(self: Arc<Self>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, addr)) => {
+                        let me = self.clone();
+                        tokio::spawn(async move { me.handle(stream, addr).await });
+                    }
+                    Err(e) => tracing::warn!(shard = self.shard, error = %e, "accept failed"),
+                },
+                _ = stop.changed() => return,
+            }
+        }
+    }
+
+    /// Ranks that joined and have neither left nor been lost, and ranks not yet joined.
+    pub(crate) fn pending(&self) -> (Vec<usize>, Vec<usize>) {
+        let st = self.state.lock();
+        let active = st.peers.iter().enumerate().filter(|(_, p)| p.joined && !p.left && !p.lost).map(|(r, _)| r).collect();
+        let absent = st.peers.iter().enumerate().filter(|(_, p)| !p.joined).map(|(r, _)| r).collect();
+        (active, absent)
+    }
+
+    pub(crate) async fn changed(&self) {
+        self.changed.notified().await
+    }
+
+    fn check_hello(&self, st: &mut State, h: &Hello) -> Result<(), String> {
+        if h.protocol != PROTOCOL_VERSION {
+            return Err(format!(
+                "protocol version {} but this keeper speaks {PROTOCOL_VERSION}; run the same geeps version on every rank",
+                h.protocol
+            ));
+        }
+        if h.token != self.opts.token {
+            return Err("cluster token mismatch; give every rank the same GEEPS_TOKEN".into());
+        }
+        if h.world as usize != self.world {
+            return Err(format!("world size {} but this cluster has {} ranks", h.world, self.world));
+        }
+        let rank = h.rank as usize;
+        if rank >= self.world {
+            return Err(format!("rank {rank} is outside 0..{}", self.world));
+        }
+        if st.peers[rank].joined && !st.peers[rank].left && !st.peers[rank].lost {
+            return Err(format!("rank {rank} is already connected (two processes with the same rank?)"));
+        }
+        table_specs(&h.tables)?;
+        match &st.declared {
+            None => st.declared = Some((h.row_width, h.tables.clone())),
+            Some((w, _)) if *w != h.row_width => {
+                return Err(format!("row width {} but the cluster uses {w}; set the same row_width on every rank", h.row_width))
+            }
+            Some((_, t)) if *t != h.tables => {
+                let show = |t: &[TableDecl]| t.iter().map(|d| format!("{}:{}x{}", d.name, d.kind, d.rows)).collect::<Vec<_>>();
+                return Err(format!(
+                    "tables {:?} differ from the cluster's {:?}; declare the same tables on every rank",
+                    show(&h.tables),
+                    show(t)
+                ));
+            }
+            Some(_) => {}
+        }
+        Ok(())
+    }
+
+    fn broadcast(&self, st: &State, out: impl Fn() -> Outgoing, except: Option<usize>) {
+        for (r, p) in st.peers.iter().enumerate() {
+            if Some(r) != except {
+                if let Some(q) = &p.queue {
+                    let _ = q.send(out());
+                }
+            }
+        }
+    }
+
+    async fn handle(self: Arc<Self>, stream: TcpStream, addr: SocketAddr) {
+        let _ = stream.set_nodelay(true);
+        let (rd, mut wr) = stream.into_split();
+        let mut rd = BufReader::with_capacity(256 * 1024, rd);
+        let max = self.opts.max_message_bytes;
+        let hello = match tokio::time::timeout(self.opts.connect_timeout, read_frame(&mut rd, max)).await {
+            Ok(Ok((Header { body: Some(Body::Hello(h)), .. }, _))) => h,
+            Ok(Ok((h, _))) => {
+                tracing::warn!(shard = self.shard, %addr, "first frame is not a hello ({:?}); closing", h.body);
+                return;
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(shard = self.shard, %addr, error = %e, "bad handshake; closing");
+                return;
+            }
+            Err(_) => {
+                tracing::warn!(shard = self.shard, %addr, "no handshake within the connect timeout; closing");
+                return;
+            }
+        };
+        let rank = hello.rank as usize;
+        let (tx, rx) = mpsc::unbounded_channel();
+        // Check and register under one lock: two connections claiming one rank
+        // cannot both get in.
+        let refused = {
+            let mut st = self.state.lock();
+            match self.check_hello(&mut st, &hello) {
+                Err(reason) => Some(reason),
+                Ok(()) => {
+                    if st.keeper.is_none() {
+                        let specs = table_specs(&hello.tables).unwrap_or_default();
+                        st.keeper = Some(KeeperShard::new(self.shard, self.world, self.world, hello.row_width as usize, &specs));
+                    }
+                    let _ = tx.send(Outgoing::new(Body::Welcome(Welcome { shard: self.shard as u32 }), None));
+                    if let Some(k) = &st.keeper {
+                        for p in k.all_publications() {
+                            let _ = tx.send(publish_frame(&p));
+                        }
+                    }
+                    st.peers[rank] =
+                        Peer { queue: Some(tx), address: addr.to_string(), joined: true, left: false, lost: false };
+                    None
+                }
+            }
+        };
+        if let Some(reason) = refused {
+            tracing::warn!(shard = self.shard, %addr, rank, %reason, "join refused");
+            let _ = write_frame(&mut wr, Header::new(Body::Refused(Refused { reason })), None).await;
+            return;
+        }
+        tracing::debug!(shard = self.shard, rank, %addr, "worker joined");
+        self.changed.notify_waiters();
+        tokio::spawn(writer(wr, rx, self.opts.heartbeat));
+
+        let reason = loop {
+            let frame = match tokio::time::timeout(self.opts.peer_timeout, read_frame(&mut rd, max)).await {
+                Ok(Ok(f)) => f,
+                Ok(Err(FrameError::Closed)) => break "connection closed without leaving".to_string(),
+                Ok(Err(e)) => break format!("bad frame: {e}"),
+                Err(_) => break format!("silent for {} s", self.opts.peer_timeout.as_secs()),
+            };
+            match frame {
+                (Header { body: Some(Body::Update(u)), .. }, payload) => self.apply(rank, u, payload),
+                (Header { body: Some(Body::Leave(_)), .. }, _) => {
+                    let mut st = self.state.lock();
+                    st.peers[rank].left = true;
+                    st.peers[rank].queue = None;
+                    let pubs = st.keeper.as_mut().map(|k| k.depart(rank)).unwrap_or_default();
+                    for p in &pubs {
+                        self.broadcast(&st, || publish_frame(p), None);
+                    }
+                    drop(st);
+                    tracing::debug!(shard = self.shard, rank, "worker left");
+                    self.changed.notify_waiters();
+                    return;
+                }
+                (Header { body: Some(Body::Ping(_)), .. }, _) => {}
+                (h, _) => break format!("unexpected frame {:?}", h.body),
+            }
+        };
+        // The worker is gone without leaving: everyone blocked on it must fail.
+        let mut st = self.state.lock();
+        st.peers[rank].lost = true;
+        st.peers[rank].queue = None;
+        let address = st.peers[rank].address.clone();
+        tracing::error!(shard = self.shard, rank, %address, %reason, "worker lost");
+        let failure = Failure { kind: 1, rank: rank as u32, address, message: reason };
+        self.broadcast(&st, || Outgoing::new(Body::Failure(failure.clone()), None), None);
+        drop(st);
+        self.changed.notify_waiters();
+    }
+
+    fn apply(&self, rank: usize, u: crate::wire::UpdateHeader, payload: Bytes) {
+        let mut st = self.state.lock();
+        let result = if u.worker as usize != rank {
+            Err(format!("connection of rank {rank} sent a batch of worker {}", u.worker))
+        } else if !u.has_deltas && !payload.is_empty() {
+            Err("batch without deltas carries a payload".into())
+        } else {
+            let batch = UpdateBatch {
+                table: u.table,
+                partition: u.partition,
+                worker: u.worker,
+                clock: u.clock,
+                deltas: u.has_deltas.then_some(payload),
+            };
+            match st.keeper.as_mut() {
+                Some(k) => k.apply(&batch).map_err(|e| e.to_string()),
+                None => Err("no tables declared".into()),
+            }
+        };
+        match result {
+            Ok(Some(p)) => self.broadcast(&st, || publish_frame(&p), None),
+            Ok(None) => {}
+            Err(message) => {
+                tracing::warn!(shard = self.shard, rank, table = u.table, clock = u.clock, %message, "update batch rejected");
+                if let Some(q) = &st.peers[rank].queue {
+                    let f = Failure { kind: 0, rank: self.shard as u32, address: String::new(), message };
+                    let _ = q.send(Outgoing::new(Body::Failure(f), None));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! The worker side of the network transport: one connection to every keeper
+//! shard (its own process's included), over which pushers send update
+//! batches and keepers publish rows. Connecting retries until the connect
+//! timeout (peers may start later); a keeper that refuses the handshake, goes
+//! silent or disconnects fails the worker with an error naming it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use geeps_core::transport::{Inbound, Inbox, Publish, Transport, UpdateBatch};
+use geeps_core::{Error, Result, TableSpec};
+use parking_lot::Mutex;
+use tokio::io::BufReader;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::runtime::Handle;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::conn::{writer, Outgoing, Queue};
+use crate::frame::{read_frame, write_frame, FrameError};
+use crate::keeper_service::table_decls;
+use crate::options::NetOptions;
+use crate::wire::{Body, Header, Hello, Leave, UpdateHeader, PROTOCOL_VERSION};
+
+pub(crate) struct NetTransport {
+    rank: usize,
+    addresses: Vec<String>,
+    opts: NetOptions,
+    runtime: Handle,
+    queues: Mutex<Vec<Option<Queue>>>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    closing: Arc<AtomicBool>,
+}
+
+fn lost(rank: usize, address: &str, reason: impl Into<String>) -> Error {
+    Error::PeerLost { rank, address: address.to_string(), reason: reason.into() }
+}
+
+impl NetTransport {
+    pub(crate) fn new(rank: usize, addresses: Vec<String>, opts: NetOptions, runtime: Handle) -> Self {
+        NetTransport {
+            rank,
+            addresses,
+            opts,
+            runtime,
+            queues: Mutex::new(Vec::new()),
+            tasks: Mutex::new(Vec::new()),
+            closing: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    async fn connect(&self, shard: usize, hello: &Hello) -> Result<(BufReader<OwnedReadHalf>, OwnedWriteHalf)> {
+        let address = &self.addresses[shard];
+        let start = Instant::now();
+        let mut last_log = start;
+        let stream = loop {
+            match TcpStream::connect(address.as_str()).await {
+                Ok(s) => break s,
+                Err(e) if start.elapsed() < self.opts.connect_timeout => {
+                    if last_log.elapsed().as_secs() >= 5 {
+                        tracing::warn!(rank = self.rank, shard, %address, error = %e, "still waiting for the keeper to accept");
+                        last_log = Instant::now();
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+                Err(e) => {
+                    return Err(lost(
+                        shard,
+                        address,
+                        format!("could not connect within {} s: {e}", self.opts.connect_timeout.as_secs()),
+                    ))
+                }
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let (rd, mut wr) = stream.into_split();
+        let mut rd_buf = BufReader::with_capacity(256 * 1024, rd);
+        write_frame(&mut wr, Header::new(Body::Hello(hello.clone())), None)
+            .await
+            .map_err(|e| lost(shard, address, format!("handshake failed: {e}")))?;
+        let reply = tokio::time::timeout(self.opts.connect_timeout, read_frame(&mut rd_buf, 1 << 20)).await;
+        match reply {
+            Ok(Ok((Header { body: Some(Body::Welcome(_)), .. }, _))) => {}
+            Ok(Ok((Header { body: Some(Body::Refused(r)), .. }, _))) => {
+                return Err(Error::Mismatch(format!("keeper {shard} at {address} refused rank {}: {}", self.rank, r.reason)))
+            }
+            Ok(Ok((h, _))) => return Err(lost(shard, address, format!("unexpected handshake reply {:?}", h.body))),
+            Ok(Err(e)) => return Err(lost(shard, address, format!("handshake failed: {e}"))),
+            Err(_) => return Err(lost(shard, address, "no handshake reply within the connect timeout")),
+        }
+        // Keep the buffered reader: publications may already sit behind the welcome.
+        Ok((rd_buf, wr))
+    }
+}
+
+async fn reader(
+    mut rd: BufReader<OwnedReadHalf>,
+    shard: usize,
+    address: String,
+    opts: NetOptions,
+    inbox: Inbox,
+    closing: Arc<AtomicBool>,
+) {
+    let failure = loop {
+        let frame = match tokio::time::timeout(opts.peer_timeout, read_frame(&mut rd, opts.max_message_bytes)).await {
+            Ok(Ok(f)) => f,
+            Ok(Err(FrameError::Closed)) => break lost(shard, &address, "keeper closed the connection"),
+            Ok(Err(e)) => break lost(shard, &address, format!("bad frame from keeper: {e}")),
+            Err(_) => break lost(shard, &address, format!("keeper silent for {} s", opts.peer_timeout.as_secs())),
+        };
+        match frame {
+            (Header { body: Some(Body::Publish(p)), .. }, rows) => inbox(Inbound::Rows(Publish {
+                table: p.table,
+                partition: p.partition,
+                age: p.age,
+                included: p.included,
+                rows,
+            })),
+            (Header { body: Some(Body::Failure(f)), .. }, _) if f.kind == 1 => {
+                break Error::PeerLost { rank: f.rank as usize, address: f.address, reason: f.message }
+            }
+            (Header { body: Some(Body::Failure(f)), .. }, _) => {
+                break Error::Mismatch(format!("keeper {shard} at {address} rejected an update: {}", f.message))
+            }
+            (Header { body: Some(Body::Ping(_)), .. }, _) => {}
+            (h, _) => break lost(shard, &address, format!("unexpected frame {:?}", h.body)),
+        }
+    };
+    if !closing.load(Ordering::Acquire) {
+        inbox(Inbound::Failed(failure));
+    }
+}
+
+impl Transport for NetTransport {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn num_workers(&self) -> usize {
+        self.addresses.len()
+    }
+
+    fn num_shards(&self) -> usize {
+        self.addresses.len()
+    }
+
+    fn join(&self, row_width: usize, tables: &[TableSpec], inbox: Inbox) -> Result<()> {
+        let hello = Hello {
+            protocol: PROTOCOL_VERSION,
+            token: self.opts.token.clone(),
+            rank: self.rank as u32,
+            world: self.addresses.len() as u32,
+            row_width: row_width as u32,
+            tables: table_decls(tables),
+        };
+        let mut queues = Vec::with_capacity(self.addresses.len());
+        let mut tasks = Vec::new();
+        for shard in 0..self.addresses.len() {
+            let (rd, wr) = self.runtime.block_on(self.connect(shard, &hello))?;
+            let (tx, rx) = mpsc::unbounded_channel();
+            queues.push(Some(tx));
+            tasks.push(self.runtime.spawn(writer(wr, rx, self.opts.heartbeat)));
+            let (address, opts, inbox, closing) =
+                (self.addresses[shard].clone(), self.opts.clone(), inbox.clone(), self.closing.clone());
+            tasks.push(self.runtime.spawn(reader(rd, shard, address, opts, inbox, closing)));
+        }
+        *self.queues.lock() = queues;
+        self.tasks.lock().extend(tasks);
+        Ok(())
+    }
+
+    fn push(&self, batch: UpdateBatch) -> Result<()> {
+        let shard = batch.partition as usize;
+        let queues = self.queues.lock();
+        let Some(Some(q)) = queues.get(shard) else {
+            return Err(Error::InvalidKeys(format!("partition {shard} has no keeper connection")));
+        };
+        let header = UpdateHeader {
+            table: batch.table,
+            partition: batch.partition,
+            worker: batch.worker,
+            clock: batch.clock,
+            has_deltas: batch.deltas.is_some(),
+        };
+        q.send(Outgoing::new(Body::Update(header), batch.deltas))
+            .map_err(|_| lost(shard, &self.addresses[shard], "connection to the keeper is closed"))
+    }
+
+    fn leave(&self) {
+        self.closing.store(true, Ordering::Release);
+        let queues: Vec<_> = self.queues.lock().drain(..).collect();
+        for q in queues.iter().flatten() {
+            let _ = q.send(Outgoing::new(Body::Leave(Leave { rank: self.rank as u32 }), None));
+        }
+        drop(queues);
+        // Writers flush the leave and close; readers then see the keeper close.
+        let tasks: Vec<_> = self.tasks.lock().drain(..).collect();
+        let deadline = self.opts.heartbeat * 5 + std::time::Duration::from_secs(5);
+        self.runtime.block_on(async {
+            for t in tasks {
+                let abort = t.abort_handle();
+                if tokio::time::timeout(deadline, t).await.is_err() {
+                    abort.abort();
+                }
+            }
+        });
+    }
+}

@@ -1,0 +1,160 @@
+//! The wire protocol: prost-encoded headers, one per frame, followed by the
+//! frame's raw payload (dense little-endian `f32` rows). These types are the
+//! protocol's schema; bump `PROTOCOL_VERSION` when they change meaning.
+
+/// Checked at join: a worker and a keeper of different versions refuse each other.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Header {
+    /// Bytes of raw payload following the header.
+    #[prost(uint64, tag = "1")]
+    pub payload_len: u64,
+    #[prost(oneof = "Body", tags = "2, 3, 4, 5, 6, 7, 8, 9, 10, 11")]
+    pub body: Option<Body>,
+}
+
+#[derive(Clone, PartialEq, prost::Oneof)]
+pub enum Body {
+    #[prost(message, tag = "2")]
+    Hello(Hello),
+    #[prost(message, tag = "3")]
+    Welcome(Welcome),
+    #[prost(message, tag = "4")]
+    Refused(Refused),
+    #[prost(message, tag = "5")]
+    Update(UpdateHeader),
+    #[prost(message, tag = "6")]
+    Publish(PublishHeader),
+    #[prost(message, tag = "7")]
+    Leave(Leave),
+    #[prost(message, tag = "8")]
+    Failure(Failure),
+    #[prost(message, tag = "9")]
+    Ping(Ping),
+    #[prost(message, tag = "10")]
+    Register(Register),
+    #[prost(message, tag = "11")]
+    Roster(Roster),
+}
+
+/// A worker's first frame to a keeper.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Hello {
+    #[prost(uint32, tag = "1")]
+    pub protocol: u32,
+    #[prost(string, tag = "2")]
+    pub token: String,
+    #[prost(uint32, tag = "3")]
+    pub rank: u32,
+    #[prost(uint32, tag = "4")]
+    pub world: u32,
+    #[prost(uint32, tag = "5")]
+    pub row_width: u32,
+    #[prost(message, repeated, tag = "6")]
+    pub tables: Vec<TableDecl>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct TableDecl {
+    #[prost(string, tag = "1")]
+    pub name: String,
+    /// 0 = parameter, 1 = local.
+    #[prost(uint32, tag = "2")]
+    pub kind: u32,
+    #[prost(uint32, tag = "3")]
+    pub rows: u32,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Welcome {
+    #[prost(uint32, tag = "1")]
+    pub shard: u32,
+}
+
+/// Join refused; the reason says what to fix.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Refused {
+    #[prost(string, tag = "1")]
+    pub reason: String,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct UpdateHeader {
+    #[prost(uint32, tag = "1")]
+    pub table: u32,
+    #[prost(uint32, tag = "2")]
+    pub partition: u32,
+    #[prost(uint32, tag = "3")]
+    pub worker: u32,
+    #[prost(uint64, tag = "4")]
+    pub clock: u64,
+    /// False when the batch only ends the clock (no payload).
+    #[prost(bool, tag = "5")]
+    pub has_deltas: bool,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PublishHeader {
+    #[prost(uint32, tag = "1")]
+    pub table: u32,
+    #[prost(uint32, tag = "2")]
+    pub partition: u32,
+    #[prost(uint64, tag = "3")]
+    pub age: u64,
+    #[prost(uint64, repeated, tag = "4")]
+    pub included: Vec<u64>,
+}
+
+/// A worker leaves the cluster on purpose.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Leave {
+    #[prost(uint32, tag = "1")]
+    pub rank: u32,
+}
+
+/// Keeper to worker: a batch was rejected, or a peer was lost.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Failure {
+    /// 0 = rejected batch, 1 = peer lost.
+    #[prost(uint32, tag = "1")]
+    pub kind: u32,
+    #[prost(uint32, tag = "2")]
+    pub rank: u32,
+    #[prost(string, tag = "3")]
+    pub address: String,
+    #[prost(string, tag = "4")]
+    pub message: String,
+}
+
+/// Keeps an idle connection alive; its absence for the peer timeout means the peer is lost.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Ping {}
+
+/// Rendezvous: a rank announces where its keeper listens.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Register {
+    #[prost(uint32, tag = "1")]
+    pub protocol: u32,
+    #[prost(string, tag = "2")]
+    pub token: String,
+    #[prost(uint32, tag = "3")]
+    pub rank: u32,
+    #[prost(uint32, tag = "4")]
+    pub world: u32,
+    #[prost(string, tag = "5")]
+    pub address: String,
+}
+
+/// Rendezvous: every rank's keeper address, by rank.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Roster {
+    #[prost(string, repeated, tag = "1")]
+    pub addresses: Vec<String>,
+}
+
+impl Header {
+    pub fn new(body: Body) -> Self {
+        Header { payload_len: 0, body: Some(body) }
+    }
+}

@@ -1,0 +1,76 @@
+//! Shared helpers of the geeps-net tests: start a loopback cluster of N ranks
+//! in one process (one thread per rank) through a rendezvous.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use geeps_core::{Config, Geeps, TableId, Transport};
+use geeps_net::{Addresses, ClusterSpec, NetCluster, NetOptions};
+
+pub fn options() -> NetOptions {
+    NetOptions {
+        token: "test-token".into(),
+        peer_timeout: Duration::from_secs(10),
+        connect_timeout: Duration::from_secs(10),
+        heartbeat: Duration::from_millis(200),
+        shutdown_timeout: Duration::from_secs(10),
+        ..NetOptions::default()
+    }
+}
+
+/// Starts a rendezvous on loopback; returns its address.
+pub fn rendezvous(world: usize, token: &str) -> String {
+    let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = std_listener.local_addr().unwrap().to_string();
+    std_listener.set_nonblocking(true).unwrap();
+    let token = token.to_string();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(std_listener).unwrap();
+            let _ = geeps_net::rendezvous::serve(listener, world, token, Duration::from_secs(20)).await;
+        });
+    });
+    addr
+}
+
+pub fn spec(rank: usize, world: usize, server: &str, options: NetOptions) -> ClusterSpec {
+    ClusterSpec {
+        rank,
+        world,
+        addresses: Addresses::Rendezvous { server: server.to_string(), hosted_by_rank0: false },
+        listen: Some("127.0.0.1".into()),
+        options,
+    }
+}
+
+/// Runs `body(rank, cluster)` on `world` threads, each with its own NetCluster.
+pub fn run_ranks<R: Send + 'static>(
+    world: usize,
+    body: impl Fn(usize, &NetCluster) -> R + Send + Sync + 'static,
+) -> Vec<R> {
+    let server = rendezvous(world, "test-token");
+    let body = Arc::new(body);
+    let threads: Vec<_> = (0..world)
+        .map(|rank| {
+            let (server, body) = (server.clone(), body.clone());
+            std::thread::spawn(move || {
+                let mut cluster = NetCluster::start(spec(rank, world, &server, options())).expect("cluster start");
+                let r = body(rank, &cluster);
+                cluster.shutdown().expect("clean shutdown");
+                r
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().expect("rank thread")).collect()
+}
+
+/// A one-table instance on `transport`.
+pub fn instance(transport: Arc<dyn Transport>, rows: u32, width: usize) -> (Geeps, TableId) {
+    let mut b = Geeps::builder(Config { row_width: width, wait_deadline: Duration::from_secs(20), ..Config::default() });
+    let t = b.parameter_table("w", rows);
+    b.transport(transport);
+    (b.build().expect("build"), t)
+}
