@@ -1,0 +1,158 @@
+//! The buffers an instance has handed to C and not yet taken back: by
+//! acquisition handle (real calls by handle) and by buffer id (keyed calls),
+//! each with the engine ticket that releases it and its kind. C posts by
+//! handle or id, so this table is what turns a post into the engine's
+//! `release_raw(ticket, ..)`. It never releases anything itself.
+
+use std::collections::HashMap;
+
+use geeps_core::ReleaseAs;
+
+use crate::status::{Failure, FfiResult, GeepsStatus};
+use crate::GeepsHandle;
+
+/// The kind of buffer, which fixes how it may be released.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Read,
+    Update,
+    Local,
+}
+
+impl Kind {
+    fn acquired_by(self) -> &'static str {
+        match self {
+            Kind::Read => "read",
+            Kind::Update => "pre_update",
+            Kind::Local => "local_access",
+        }
+    }
+
+    fn released_by(self) -> &'static str {
+        match self {
+            Kind::Read => "post_read",
+            Kind::Update => "update (or discard_update)",
+            Kind::Local => "post_local_access",
+        }
+    }
+
+    /// Whether `how` releases a buffer of this kind.
+    pub(crate) fn accepts(self, how: ReleaseAs) -> bool {
+        matches!(
+            (self, how),
+            (Kind::Read, ReleaseAs::PostRead)
+                | (Kind::Update, ReleaseAs::Update | ReleaseAs::Discard)
+                | (Kind::Local, ReleaseAs::PostLocal { .. })
+        )
+    }
+
+    /// The release that gives a buffer back without writing anything, for a
+    /// buffer acquired but not handed out.
+    pub(crate) fn give_back(self) -> ReleaseAs {
+        match self {
+            Kind::Read => ReleaseAs::PostRead,
+            Kind::Update => ReleaseAs::Discard,
+            Kind::Local => ReleaseAs::PostLocal { save: Some(false) },
+        }
+    }
+}
+
+/// Where a held buffer came from: a recorded handle, or a keyed call's id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Key {
+    Handle(GeepsHandle),
+    Buffer(u64),
+}
+
+impl Key {
+    fn describe(self) -> String {
+        match self {
+            Key::Handle(h) => format!("handle {h:#x}"),
+            Key::Buffer(id) => format!("buffer {id}"),
+        }
+    }
+}
+
+/// A buffer held by C.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Entry {
+    pub(crate) ticket: u64,
+    pub(crate) kind: Kind,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Held {
+    entries: HashMap<Key, Entry>,
+}
+
+impl Held {
+    /// Fails if `key` already holds a buffer: a handle names one buffer at
+    /// a time, or its post would be ambiguous.
+    pub(crate) fn check_free(&self, key: Key) -> FfiResult {
+        match self.entries.get(&key) {
+            Some(e) => Err(Failure::new(
+                GeepsStatus::InvalidHandle,
+                format!(
+                    "{} already holds a {} buffer; call {} on it before acquiring it again",
+                    key.describe(),
+                    e.kind.acquired_by(),
+                    e.kind.released_by()
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    pub(crate) fn insert(&mut self, key: Key, entry: Entry) -> FfiResult {
+        self.check_free(key)?;
+        self.entries.insert(key, entry);
+        Ok(())
+    }
+
+    /// Takes the entry of `key` for a release `how` (named `call`); leaves
+    /// it held if it is not there or of another kind.
+    pub(crate) fn take(&mut self, key: Key, how: ReleaseAs, call: &str) -> FfiResult<Entry> {
+        let Some(entry) = self.entries.get(&key).copied() else {
+            return Err(Failure::new(
+                GeepsStatus::InvalidHandle,
+                format!(
+                    "{call}: {} holds no buffer of this instance (never acquired, or already released)",
+                    key.describe()
+                ),
+            ));
+        };
+        if !entry.kind.accepts(how) {
+            return Err(Failure::new(
+                GeepsStatus::InvalidHandle,
+                format!(
+                    "{call}: {} holds a {} buffer; release it with {}",
+                    key.describe(),
+                    entry.kind.acquired_by(),
+                    entry.kind.released_by()
+                ),
+            ));
+        }
+        self.entries.remove(&key);
+        Ok(entry)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn posts_must_match_what_is_held() {
+        let mut held = Held::default();
+        let key = Key::Handle(7);
+        held.insert(key, Entry { ticket: 1, kind: Kind::Read }).unwrap();
+        let again = held.insert(key, Entry { ticket: 2, kind: Kind::Read }).unwrap_err();
+        assert!(again.message.contains("already holds a read buffer"), "{}", again.message);
+        let wrong = held.take(key, ReleaseAs::Update, "update").unwrap_err();
+        assert!(wrong.message.contains("release it with post_read"), "{}", wrong.message);
+        assert_eq!(held.take(key, ReleaseAs::PostRead, "post_read").unwrap().ticket, 1);
+        let double = held.take(key, ReleaseAs::PostRead, "post_read").unwrap_err();
+        assert_eq!(double.status, GeepsStatus::InvalidHandle);
+        assert!(held.take(Key::Buffer(1), ReleaseAs::PostRead, "post_read").is_err(), "ids and handles differ");
+    }
+}

@@ -1,0 +1,185 @@
+//! `geeps_instance`: one engine instance as C holds it. It owns the life of
+//! the C object (tables declared, then joined to the cluster at the first
+//! virtual call, then shut down) and the table of buffers held by C. Every
+//! acquisition and release goes through here so the held table and the
+//! engine never disagree. It must never serve an access itself.
+
+use std::sync::OnceLock;
+
+use geeps_core::{Geeps, RawBuffer, ReleaseAs, Result as CoreResult, TableKind};
+use parking_lot::Mutex;
+
+use crate::config::Settings;
+use crate::held::{Entry, Held, Key, Kind};
+use crate::registry::Registry;
+use crate::status::{Failure, FfiResult, GeepsStatus};
+
+/// One geeps instance: one worker of a data-parallel job. Opaque; create
+/// with `geeps_new`, free with `geeps_free`.
+pub struct GeepsInstance {
+    /// Set once, when the instance joins its cluster.
+    geeps: OnceLock<Geeps>,
+    declaring: Mutex<Declaring>,
+    held: Mutex<Held>,
+}
+
+/// What the instance knows before it joins.
+struct Declaring {
+    settings: Settings,
+    tables: Vec<(String, TableKind, u32)>,
+    /// Shut down before it ever joined.
+    shut_down: bool,
+}
+
+pub(crate) static INSTANCES: Registry<GeepsInstance> = Registry::new("geeps_instance");
+
+impl GeepsInstance {
+    pub(crate) fn new(settings: Settings) -> Self {
+        GeepsInstance {
+            geeps: OnceLock::new(),
+            declaring: Mutex::new(Declaring { settings, tables: Vec::new(), shut_down: false }),
+            held: Mutex::new(Held::default()),
+        }
+    }
+
+    /// Declares a table; only before the instance joins its cluster.
+    pub(crate) fn declare(&self, name: &str, kind: TableKind, rows: u32) -> FfiResult<u32> {
+        let mut d = self.declaring.lock();
+        if d.shut_down {
+            return Err(Failure::new(GeepsStatus::ShutDown, format!("table `{name}`: the instance is shut down")));
+        }
+        if self.geeps.get().is_some() {
+            return Err(Failure::new(
+                GeepsStatus::InvalidState,
+                format!("table `{name}` is declared too late: tables are declared before the first virtual call"),
+            ));
+        }
+        // The engine checks these when it joins; checking them here as well
+        // keeps one bad declaration from making the instance unusable.
+        let reason = if rows == 0 {
+            Some("it has 0 rows".to_string())
+        } else if rows >= 1 << 31 {
+            Some("it has more than 2^31 rows".to_string())
+        } else if d.tables.iter().any(|(n, _, _)| n == name) {
+            Some("the name is declared twice".to_string())
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            return Err(Failure::new(GeepsStatus::InvalidConfig, format!("table `{name}`: {reason}")));
+        }
+        d.tables.push((name.to_string(), kind, rows));
+        Ok(d.tables.len() as u32 - 1)
+    }
+
+    /// The engine instance, joining the cluster first if it has not yet.
+    pub(crate) fn join(&self) -> FfiResult<&Geeps> {
+        if let Some(g) = self.geeps.get() {
+            return Ok(g);
+        }
+        let d = self.declaring.lock();
+        if let Some(g) = self.geeps.get() {
+            return Ok(g);
+        }
+        if d.shut_down {
+            return Err(Failure::new(GeepsStatus::ShutDown, "the instance was shut down before it joined its cluster"));
+        }
+        let mut builder = Geeps::builder(d.settings.config.clone());
+        for (name, kind, rows) in &d.tables {
+            match kind {
+                TableKind::Parameter => builder.parameter_table(name, *rows),
+                TableKind::Local => builder.local_table(name, *rows),
+            };
+        }
+        let claim = match &d.settings.cluster {
+            Some((cluster, rank)) => {
+                let (claim, transport) = cluster.claim(*rank)?;
+                builder.transport(transport);
+                Some(claim)
+            }
+            None => None,
+        };
+        match builder.build() {
+            // We hold `declaring` and saw the cell empty, so this sets it.
+            Ok(g) => Ok(self.geeps.get_or_init(|| g)),
+            Err(e) => {
+                if let Some(claim) = claim {
+                    claim.release();
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    /// The engine instance for a real call (`call`), which never joins.
+    pub(crate) fn joined(&self, call: &str) -> FfiResult<&Geeps> {
+        if let Some(g) = self.geeps.get() {
+            return Ok(g);
+        }
+        let status = if self.declaring.lock().shut_down { GeepsStatus::ShutDown } else { GeepsStatus::InvalidState };
+        Err(Failure::new(
+            status,
+            format!("{call}: the instance has not finished its virtual iteration; call geeps_finish_virtual_iteration first"),
+        ))
+    }
+
+    /// Stops the instance; idempotent.
+    pub(crate) fn shutdown(&self) -> FfiResult {
+        let mut d = self.declaring.lock();
+        match self.geeps.get() {
+            Some(g) => Ok(g.shutdown()?),
+            None => {
+                d.shut_down = true;
+                Ok(())
+            }
+        }
+    }
+
+    /// (rank, workers, row width), known before the instance joins.
+    pub(crate) fn shape(&self) -> (usize, usize, usize) {
+        match self.geeps.get() {
+            Some(g) => (g.rank(), g.num_workers(), g.row_width()),
+            None => {
+                let d = self.declaring.lock();
+                let (rank, workers) = d.settings.cluster.as_ref().map_or((0, 1), |(c, r)| (*r, c.workers()));
+                (rank, workers, d.settings.config.row_width)
+            }
+        }
+    }
+
+    /// Acquires a buffer and records it as held under `key` (None: under its
+    /// own ticket, for keyed calls).
+    pub(crate) fn acquire(
+        &self,
+        call: &str,
+        key: Option<Key>,
+        kind: Kind,
+        get: impl FnOnce(&Geeps) -> CoreResult<RawBuffer>,
+    ) -> FfiResult<RawBuffer> {
+        let g = self.joined(call)?;
+        if let Some(key) = key {
+            self.held.lock().check_free(key)?;
+        }
+        let raw = get(g)?;
+        let key = key.unwrap_or(Key::Buffer(raw.ticket));
+        if let Err(f) = self.held.lock().insert(key, Entry { ticket: raw.ticket, kind }) {
+            // Another thread acquired the same handle meanwhile: give this
+            // buffer back unchanged, the other one stays held.
+            let _ = g.release_raw(raw.ticket, kind.give_back());
+            return Err(f);
+        }
+        Ok(raw)
+    }
+
+    /// Releases the buffer held under `key`. A release the engine refuses
+    /// leaves the buffer held, as the engine does.
+    pub(crate) fn release(&self, call: &str, key: Key, how: ReleaseAs) -> FfiResult {
+        let g = self.joined(call)?;
+        let entry = self.held.lock().take(key, how, call)?;
+        if let Err(e) = g.release_raw(entry.ticket, how) {
+            let _ = self.held.lock().insert(key, entry);
+            return Err(e.into());
+        }
+        Ok(())
+    }
+}
