@@ -44,3 +44,7 @@ pub use geeps_core::*;
 
 /// Geeps across processes and machines: keepers, bootstrap, launcher.
 pub use geeps_net as net;
+
+/// The CUDA device (feature `cuda`): see `docs/gpu.md`.
+#[cfg(feature = "cuda")]
+pub use geeps_cuda::{CudaConfig, CudaDevice, CudaProbe};

@@ -28,7 +28,9 @@ pub struct LaunchShape {
 /// last block may be partial (the kernels check `row < pairs`).
 pub fn launch_shape(pairs: usize, width: usize) -> Result<LaunchShape> {
     if pairs == 0 || width == 0 {
-        return Err(Error::Device(format!("a row kernel needs at least one row and one column (got {pairs} × {width})")));
+        return Err(Error::Device(format!(
+            "a row kernel needs at least one row and one column (got {pairs} × {width})"
+        )));
     }
     let width32 = u32::try_from(width)
         .map_err(|_| Error::Device(format!("row width {width} does not fit the kernels' 32-bit column index")))?;
@@ -37,7 +39,9 @@ pub fn launch_shape(pairs: usize, width: usize) -> Result<LaunchShape> {
     // The kernels compute `block * block_y + y` in 32 bits.
     let limit = u32::MAX as usize - BLOCK_THREADS as usize;
     if pairs > limit {
-        return Err(Error::Device(format!("an index of {pairs} rows exceeds the kernels' limit of {limit}; split the access")));
+        return Err(Error::Device(format!(
+            "an index of {pairs} rows exceeds the kernels' limit of {limit}; split the access"
+        )));
     }
     let grid = pairs.div_ceil(block_y as usize) as u32;
     Ok(LaunchShape { grid, block_x, block_y })

@@ -19,14 +19,15 @@ pub const MIN_DRIVER_VERSION: i32 = 12000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RowKernel {
     /// `buffer[buffer_row] = store[store_row]`
-    Gather,
+    Gather = 0,
     /// `store[store_row] = buffer[buffer_row]`
-    ScatterAssign,
+    ScatterAssign = 1,
     /// `store[store_row] += buffer[buffer_row]`
-    ScatterAdd,
+    ScatterAdd = 2,
 }
 
 impl RowKernel {
+    /// Every kernel, in discriminant order.
     pub const ALL: [RowKernel; 3] = [RowKernel::Gather, RowKernel::ScatterAssign, RowKernel::ScatterAdd];
 
     /// The kernel's entry name in [`ROWS_PTX`].
@@ -44,12 +45,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn all_lists_the_kernels_in_discriminant_order() {
+        for (i, k) in RowKernel::ALL.iter().enumerate() {
+            assert_eq!(*k as usize, i);
+        }
+    }
+
+    #[test]
     fn every_kernel_is_in_the_ptx_at_the_documented_isa_and_target() {
         for k in RowKernel::ALL {
             assert!(ROWS_PTX.contains(&format!(".visible .entry {}(", k.entry())), "{k:?} missing");
         }
         assert!(ROWS_PTX.contains(".version 8.0\n"), "PTX ISA changed: update MIN_DRIVER_VERSION and docs/gpu.md");
         let (major, minor) = MIN_COMPUTE_CAPABILITY;
-        assert!(ROWS_PTX.contains(&format!(".target sm_{major}{minor}\n")), "target changed: update MIN_COMPUTE_CAPABILITY");
+        assert!(
+            ROWS_PTX.contains(&format!(".target sm_{major}{minor}\n")),
+            "target changed: update MIN_COMPUTE_CAPABILITY"
+        );
     }
 }
