@@ -189,7 +189,7 @@ typedef struct geeps_call_stats {
 
 /**
  * A snapshot of an instance's counters since `geeps_finish_virtual_iteration`
- * (or `geeps_reset_stats`). Set `struct_size = sizeof(geeps_stats)` before
+ * (or `geeps_stats_reset`). Set `struct_size = sizeof(geeps_stats)` before
  * the call.
  */
 typedef struct geeps_stats {
@@ -603,7 +603,7 @@ enum geeps_status geeps_post_local_access_buffer(struct geeps_instance *ps, uint
 /**
  * Fills `*out` with the instance's counters (also after shutdown).
  */
-enum geeps_status geeps_stats(const struct geeps_instance *ps, struct geeps_stats *out);
+enum geeps_status geeps_stats_get(const struct geeps_instance *ps, struct geeps_stats *out);
 
 /**
  * The counters as one line of text, written like `snprintf`: at most
@@ -618,13 +618,13 @@ enum geeps_status geeps_stats_string(const struct geeps_instance *ps,
 /**
  * Zeroes the counters and restarts the stall-fraction clock.
  */
-enum geeps_status geeps_reset_stats(struct geeps_instance *ps);
+enum geeps_status geeps_stats_reset(struct geeps_instance *ps);
 
 /**
  * Fills `*out` with the placement plan (after
  * `geeps_finish_virtual_iteration`, before shutdown).
  */
-enum geeps_status geeps_plan(const struct geeps_instance *ps, struct geeps_plan *out);
+enum geeps_status geeps_plan_get(const struct geeps_instance *ps, struct geeps_plan *out);
 
 /**
  * The placement plan as text, one line per table after a summary line,

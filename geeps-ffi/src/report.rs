@@ -48,7 +48,7 @@ pub struct GeepsCallStats {
 }
 
 /// A snapshot of an instance's counters since `geeps_finish_virtual_iteration`
-/// (or `geeps_reset_stats`). Set `struct_size = sizeof(geeps_stats)` before
+/// (or `geeps_stats_reset`). Set `struct_size = sizeof(geeps_stats)` before
 /// the call.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -149,7 +149,7 @@ fn plan(ps: *const GeepsInstance) -> FfiResult<Plan> {
 
 /// Fills `*out` with the instance's counters (also after shutdown).
 #[no_mangle]
-pub extern "C" fn geeps_stats(ps: *const GeepsInstance, out: *mut GeepsStats) -> GeepsStatus {
+pub extern "C" fn geeps_stats_get(ps: *const GeepsInstance, out: *mut GeepsStats) -> GeepsStatus {
     guard(|| write_versioned(out, "out", GeepsStats::from(&stats(ps)?)))
 }
 
@@ -168,9 +168,9 @@ pub extern "C" fn geeps_stats_string(
 
 /// Zeroes the counters and restarts the stall-fraction clock.
 #[no_mangle]
-pub extern "C" fn geeps_reset_stats(ps: *mut GeepsInstance) -> GeepsStatus {
+pub extern "C" fn geeps_stats_reset(ps: *mut GeepsInstance) -> GeepsStatus {
     guard(|| {
-        INSTANCES.get(ps, "ps")?.joined("reset_stats")?.reset_stats();
+        INSTANCES.get(ps, "ps")?.joined("stats_reset")?.reset_stats();
         Ok(())
     })
 }
@@ -178,7 +178,7 @@ pub extern "C" fn geeps_reset_stats(ps: *mut GeepsInstance) -> GeepsStatus {
 /// Fills `*out` with the placement plan (after
 /// `geeps_finish_virtual_iteration`, before shutdown).
 #[no_mangle]
-pub extern "C" fn geeps_plan(ps: *const GeepsInstance, out: *mut GeepsPlan) -> GeepsStatus {
+pub extern "C" fn geeps_plan_get(ps: *const GeepsInstance, out: *mut GeepsPlan) -> GeepsStatus {
     guard(|| write_versioned(out, "out", GeepsPlan::from(&plan(ps)?)))
 }
 

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# CI for the C ABI (called by .ci/run after the workspace tests):
+#   1. regenerate include/geeps.h with cbindgen and fail if it differs from
+#      the committed one;
+#   2. the C error-path test under AddressSanitizer + UBSan (shared library);
+#   3. the C++ trainer compiled against geeps.h and the static library,
+#      2 workers on 2 threads, must train;
+#   4. install under a temporary prefix and build the trainer again through
+#      pkg-config (and through CMake's find_package when cmake is present).
+# Needs gcc, g++ and gzip; installs pkg-config with apt when it is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> ffi: %s\n' "$*"; }
+
+lib="${CARGO_TARGET_DIR:-target}/release"
+abs_lib="$(pwd)/$lib"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+step "regenerate include/geeps.h (cbindgen) and build libgeeps"
+cargo build --release -p geeps-ffi --features header
+if ! git diff --exit-code -- include/geeps.h; then
+  echo "include/geeps.h is stale: run scripts/gen-header.sh and commit it" >&2
+  exit 1
+fi
+
+step "C error paths under AddressSanitizer"
+gcc -std=c11 -Wall -Wextra -Werror -g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
+  -fno-sanitize-recover=all -Iinclude geeps-ffi/ctest/error_paths.c \
+  -L"$lib" -lgeeps -Wl,-rpath,"$abs_lib" -o "$work/error_paths"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 "$work/error_paths"
+
+step "C++ trainer (static libgeeps, 2 workers)"
+g++ -std=c++17 -O2 -Wall -Wextra -Werror -Iinclude examples/cpp_trainer/trainer.cpp \
+  "$lib/libgeeps.a" -lpthread -ldl -lm -lrt -lutil -o "$work/cpp_trainer"
+"$work/cpp_trainer" --data examples/data --workers 2 --epochs 3
+
+step "install, then build the trainer through pkg-config"
+if ! command -v pkg-config >/dev/null; then
+  (apt-get update -qq && apt-get install -y -qq pkgconf) >/dev/null
+fi
+GEEPS_NO_BUILD=1 scripts/install.sh "$work/prefix"
+export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
+test "$(pkg-config --modversion geeps)" = "$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n1)"
+# shellcheck disable=SC2046 # pkg-config prints several words on purpose
+g++ -std=c++17 -O2 examples/cpp_trainer/trainer.cpp $(pkg-config --cflags --libs geeps) \
+  -Wl,-rpath,"$work/prefix/lib" -o "$work/cpp_trainer_pc"
+"$work/cpp_trainer_pc" --data examples/data --workers 2 --epochs 2 --train-images 4000
+
+if command -v cmake >/dev/null; then
+  step "build the trainer through CMake find_package(geeps)"
+  cmake -S examples/cpp_trainer -B "$work/cmake" -DCMAKE_PREFIX_PATH="$work/prefix" \
+    -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$work/cmake" >/dev/null
+  "$work/cmake/cpp_trainer" --data examples/data --workers 2 --epochs 2 --train-images 4000
+else
+  step "cmake not installed: CMake package not exercised"
+fi

@@ -1,0 +1,431 @@
+/*
+ * The error paths of the geeps C API, driven from C: NULL pointers, unknown
+ * and foreign handles, double posts, wrong-kind posts, calls out of order,
+ * calls after shutdown, freed objects, bad values, cluster mismatches and a
+ * timeout. After each failure the instance must still train correctly.
+ * Built and run under AddressSanitizer by .ci/ffi.sh; prints
+ * "N passed, N failed" and exits non-zero on any failure.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "geeps.h"
+
+static int passed, failed;
+
+#define CHECK(cond)                                                              \
+    do {                                                                         \
+        if (cond) {                                                              \
+            passed++;                                                            \
+        } else {                                                                 \
+            failed++;                                                            \
+            fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, \
+                    __LINE__, #cond, geeps_last_error_message());                \
+        }                                                                        \
+    } while (0)
+
+/* The call returns `want`, and a failure leaves a message that says why. */
+#define EXPECT(want, call)                                                       \
+    do {                                                                         \
+        geeps_status got_ = (call);                                              \
+        if (got_ == (want) &&                                                    \
+            ((want) == GEEPS_STATUS_OK || geeps_last_error_message()[0] != '\0')) { \
+            passed++;                                                            \
+        } else {                                                                 \
+            failed++;                                                            \
+            fprintf(stderr, "%s:%d: %s returned %s, expected %s (last error: %s)\n", \
+                    __FILE__, __LINE__, #call, geeps_status_name(got_),          \
+                    geeps_status_name(want), geeps_last_error_message());        \
+        }                                                                        \
+    } while (0)
+
+#define OK(call) EXPECT(GEEPS_STATUS_OK, call)
+
+/* The last error message mentions `text`. */
+#define MESSAGE_HAS(text) CHECK(strstr(geeps_last_error_message(), (text)) != NULL)
+
+enum { WIDTH = 4, ROWS = 8, LOCAL_ROWS = 2 };
+
+static const uint32_t ALL[ROWS] = {0, 1, 2, 3, 4, 5, 6, 7};
+
+/* One instance with a parameter table `w` and a local table `m`, and one
+ * recorded iteration: read w, local_access m, pre_update w, update,
+ * post_local_access, post_read, clock. */
+typedef struct {
+    geeps_instance *ps;
+    geeps_table w, m;
+    geeps_handle read, local, grad;
+} worker;
+
+static geeps_config *small_config(void) {
+    geeps_config *cfg = NULL;
+    OK(geeps_config_new(&cfg));
+    OK(geeps_config_set_row_width(cfg, WIDTH));
+    OK(geeps_config_set_device_memory(cfg, 1 << 20));
+    OK(geeps_config_set_wait_deadline_ms(cfg, 2000));
+    return cfg;
+}
+
+static void declare(worker *k, const geeps_config *cfg) {
+    OK(geeps_new(cfg, &k->ps));
+    OK(geeps_parameter_table(k->ps, "w", ROWS, &k->w));
+    OK(geeps_local_table(k->ps, "m", LOCAL_ROWS, &k->m));
+    CHECK(k->w == 0 && k->m == 1);
+}
+
+static void record(worker *k) {
+    OK(geeps_virtual_read(k->ps, k->w, ALL, ROWS, GEEPS_SLACK_BSP, &k->read));
+    OK(geeps_virtual_local_access(k->ps, k->m, ALL, LOCAL_ROWS, true, &k->local));
+    OK(geeps_virtual_pre_update(k->ps, k->w, ALL, ROWS, &k->grad));
+    OK(geeps_virtual_update(k->ps, k->grad));
+    OK(geeps_virtual_post_local_access(k->ps, k->local, true));
+    OK(geeps_virtual_post_read(k->ps, k->read));
+    OK(geeps_virtual_table_clock(k->ps, k->w));
+    CHECK(k->read != GEEPS_INVALID_HANDLE && k->grad != k->read);
+}
+
+/* One real iteration in recorded order: checks the parameters read equal
+ * `expect` (BSP, one worker), adds 1 to each, counts in the local rows. */
+static void iterate(worker *k, float expect) {
+    float *params = NULL, *local = NULL, *delta = NULL;
+    OK(geeps_read(k->ps, k->read, &params));
+    OK(geeps_local_access(k->ps, k->local, &local));
+    OK(geeps_pre_update(k->ps, k->grad, &delta));
+    if (params == NULL || local == NULL || delta == NULL) {
+        failed++;
+        return;
+    }
+    int fresh = 1;
+    for (int i = 0; i < ROWS * WIDTH; i++) {
+        fresh &= params[i] == expect && delta[i] == 0.0f;
+        delta[i] = 1.0f;
+    }
+    CHECK(fresh);
+    local[0] += 1.0f;
+    OK(geeps_update(k->ps, k->grad));
+    OK(geeps_post_local_access(k->ps, k->local));
+    OK(geeps_post_read(k->ps, k->read));
+    OK(geeps_table_clock(k->ps, k->w));
+}
+
+static void null_pointers_and_freed_objects(void) {
+    geeps_config *cfg = small_config();
+    geeps_instance *ps = NULL;
+    geeps_table t;
+    geeps_handle h;
+    float *buf = (float *)&t; /* must be cleared to NULL on failure */
+    size_t n;
+
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_config_new(NULL));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_new(NULL, &ps));
+    CHECK(ps == NULL);
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_new(cfg, NULL));
+    MESSAGE_HAS("`out` is NULL");
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_config_set_row_width(NULL, 4));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_read(NULL, 1, &buf));
+    CHECK(buf == NULL);
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_cluster_new(2, NULL));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_rank(NULL, &n));
+
+    OK(geeps_new(cfg, &ps));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_parameter_table(ps, NULL, 4, &t));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_parameter_table(ps, "w", 4, NULL));
+    EXPECT(GEEPS_STATUS_INVALID_ARGUMENT, geeps_parameter_table(ps, "\xff\xfe", 4, &t));
+    MESSAGE_HAS("UTF-8");
+    OK(geeps_parameter_table(ps, "w", ROWS, &t));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_virtual_read(ps, t, NULL, 3, 0, &h));
+    MESSAGE_HAS("`rows` is NULL");
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_virtual_read(ps, t, ALL, ROWS, 0, NULL));
+    EXPECT(GEEPS_STATUS_INVALID_KEYS, geeps_virtual_read(ps, t, NULL, 0, 0, &h));
+    OK(geeps_rank(ps, &n));
+    CHECK(n == 0);
+    OK(geeps_num_workers(ps, &n));
+    CHECK(n == 1);
+    OK(geeps_row_width(ps, &n));
+    CHECK(n == WIDTH);
+
+    /* Freed objects are refused, not used. */
+    OK(geeps_free(ps));
+    EXPECT(GEEPS_STATUS_INVALID_ARGUMENT, geeps_free(ps));
+    MESSAGE_HAS("not a live geeps_instance");
+    EXPECT(GEEPS_STATUS_INVALID_ARGUMENT, geeps_finish_virtual_iteration(ps));
+    OK(geeps_config_free(cfg));
+    EXPECT(GEEPS_STATUS_INVALID_ARGUMENT, geeps_config_free(cfg));
+    EXPECT(GEEPS_STATUS_INVALID_ARGUMENT, geeps_new(cfg, &ps));
+    EXPECT(GEEPS_STATUS_INVALID_ARGUMENT, geeps_read((geeps_instance *)&n, 1, &buf));
+    OK(geeps_free(NULL));
+    OK(geeps_config_free(NULL));
+    OK(geeps_cluster_free(NULL));
+}
+
+static void bad_values(void) {
+    geeps_config *cfg = small_config();
+    EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_config_set_row_width(cfg, 0));
+    MESSAGE_HAS("row_width");
+    EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_config_set_device_memory(cfg, 0));
+    EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_config_set_wait_deadline_ms(cfg, 0));
+    EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_config_set_slow_wait_log_ms(cfg, 0));
+    OK(geeps_config_set_read_my_writes(cfg, true));
+
+    worker k = {0};
+    OK(geeps_new(cfg, &k.ps));
+    geeps_table t;
+    EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_parameter_table(k.ps, "empty", 0, &t));
+    OK(geeps_parameter_table(k.ps, "w", ROWS, &k.w));
+    EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_local_table(k.ps, "w", 2, &t));
+    MESSAGE_HAS("declared twice");
+    OK(geeps_local_table(k.ps, "m", LOCAL_ROWS, &k.m));
+
+    geeps_handle h;
+    uint32_t twice[2] = {1, 1}, outside[1] = {ROWS};
+    EXPECT(GEEPS_STATUS_UNKNOWN_TABLE, geeps_virtual_read(k.ps, 9, ALL, 1, 0, &h));
+    EXPECT(GEEPS_STATUS_UNKNOWN_ROW, geeps_virtual_read(k.ps, k.w, outside, 1, 0, &h));
+    EXPECT(GEEPS_STATUS_INVALID_KEYS, geeps_virtual_read(k.ps, k.w, twice, 2, 0, &h));
+    EXPECT(GEEPS_STATUS_INVALID_KEYS, geeps_virtual_read(k.ps, k.m, ALL, 1, 0, &h));
+    EXPECT(GEEPS_STATUS_INVALID_KEYS, geeps_virtual_local_access(k.ps, k.w, ALL, 1, true, &h));
+    EXPECT(GEEPS_STATUS_INVALID_KEYS, geeps_virtual_table_clock(k.ps, k.m));
+    EXPECT(GEEPS_STATUS_UNKNOWN_TABLE, geeps_virtual_table_clock(k.ps, 9));
+
+    /* None of that was recorded: the instance trains. */
+    record(&k);
+    OK(geeps_finish_virtual_iteration(k.ps));
+    iterate(&k, 0.0f);
+    EXPECT(GEEPS_STATUS_UNKNOWN_TABLE, geeps_table_clock(k.ps, 9));
+    geeps_buffer b;
+    EXPECT(GEEPS_STATUS_UNKNOWN_ROW, geeps_read_keys(k.ps, k.w, outside, 1, 0, &b));
+    CHECK(b.id == 0 && b.data == NULL);
+    iterate(&k, 1.0f);
+    OK(geeps_free(k.ps));
+
+    /* A budget below one peak: refused, and the recording is kept. */
+    OK(geeps_config_set_device_memory(cfg, 64));
+    declare(&k, cfg);
+    record(&k);
+    EXPECT(GEEPS_STATUS_BUDGET_TOO_SMALL, geeps_finish_virtual_iteration(k.ps));
+    MESSAGE_HAS("raise `device_memory`");
+    OK(geeps_free(k.ps));
+    OK(geeps_config_free(cfg));
+    EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_cluster_new(0, &(geeps_cluster *){NULL}));
+}
+
+static void handles_and_posts(void) {
+    geeps_config *cfg = small_config();
+    worker k = {0}, other = {0};
+    declare(&k, cfg);
+    declare(&other, cfg);
+    record(&k);
+    record(&other);
+    float *buf = NULL;
+
+    /* Out of order: real calls before the end of the virtual iteration. */
+    EXPECT(GEEPS_STATUS_INVALID_STATE, geeps_read(k.ps, k.read, &buf));
+    MESSAGE_HAS("finish_virtual_iteration");
+    EXPECT(GEEPS_STATUS_INVALID_STATE, geeps_table_clock(k.ps, k.w));
+    geeps_stats stats = {.struct_size = sizeof stats};
+    geeps_plan plan = {.struct_size = sizeof plan};
+    EXPECT(GEEPS_STATUS_INVALID_STATE, geeps_plan_get(k.ps, &plan));
+    /* Recording mistakes. */
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_virtual_post_read(k.ps, k.read));
+    MESSAGE_HAS("already released");
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_virtual_update(k.ps, k.read));
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_virtual_post_read(k.ps, other.read));
+    MESSAGE_HAS("belongs to instance");
+    geeps_table late;
+    EXPECT(GEEPS_STATUS_INVALID_STATE, geeps_parameter_table(k.ps, "late", 4, &late));
+    MESSAGE_HAS("declared too late");
+
+    OK(geeps_finish_virtual_iteration(k.ps));
+    OK(geeps_finish_virtual_iteration(other.ps));
+    EXPECT(GEEPS_STATUS_INVALID_STATE, geeps_finish_virtual_iteration(k.ps));
+    geeps_handle h;
+    EXPECT(GEEPS_STATUS_INVALID_STATE, geeps_virtual_read(k.ps, k.w, ALL, 1, 0, &h));
+    iterate(&k, 0.0f);
+
+    /* Unknown, foreign and wrong-kind handles. */
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_read(k.ps, GEEPS_INVALID_HANDLE, &buf));
+    CHECK(buf == NULL);
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_read(k.ps, k.read + 1000, &buf));
+    MESSAGE_HAS("was not recorded");
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_read(k.ps, other.read, &buf));
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_pre_update(k.ps, k.read, &buf));
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_local_access(k.ps, k.grad, &buf));
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_post_read(k.ps, k.read));
+    MESSAGE_HAS("holds no buffer");
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_update(k.ps, 12345));
+
+    /* Double acquisition, wrong-kind posts, double posts. */
+    float *params = NULL, *delta = NULL, *local = NULL;
+    OK(geeps_read(k.ps, k.read, &params));
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_read(k.ps, k.read, &buf));
+    MESSAGE_HAS("already holds a read buffer");
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_update(k.ps, k.read));
+    MESSAGE_HAS("release it with post_read");
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_post_local_access(k.ps, k.read));
+    OK(geeps_local_access(k.ps, k.local, &local));
+    OK(geeps_pre_update(k.ps, k.grad, &delta));
+    CHECK(params != NULL && params[0] == 1.0f && local != NULL && local[0] == 1.0f);
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_post_read(k.ps, k.grad));
+    delta[0] = 1.0f;
+    for (int i = 1; i < ROWS * WIDTH; i++) delta[i] = 1.0f;
+    local[0] += 1.0f;
+    OK(geeps_update(k.ps, k.grad));
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_update(k.ps, k.grad));
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_discard_update(k.ps, k.grad));
+    OK(geeps_post_local_access(k.ps, k.local));
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_post_local_access(k.ps, k.local));
+    OK(geeps_post_read(k.ps, k.read));
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_post_read(k.ps, k.read));
+    OK(geeps_table_clock(k.ps, k.w));
+    iterate(&k, 2.0f);
+
+    /* Out of recorded order works (slow path) and is counted. */
+    OK(geeps_pre_update(k.ps, k.grad, &delta));
+    OK(geeps_discard_update(k.ps, k.grad));
+    OK(geeps_read(k.ps, k.read, &params));
+    CHECK(params != NULL && params[WIDTH] == 3.0f);
+    OK(geeps_post_read(k.ps, k.read));
+    OK(geeps_stats_get(k.ps, &stats));
+    CHECK(stats.struct_size == sizeof stats && stats.resyncs > 0);
+    CHECK(stats.calls[GEEPS_CALL_KIND_READ].count >= 3);
+    OK(geeps_clock(k.ps));
+    iterate(&k, 3.0f);
+
+    /* Keyed calls: released by id, and only the right way, once. */
+    geeps_buffer rb, ub, lb;
+    uint32_t two[2] = {6, 7};
+    OK(geeps_read_keys(k.ps, k.w, two, 2, GEEPS_SLACK_UNBOUNDED, &rb));
+    CHECK(rb.id != 0 && rb.floats == 2 * WIDTH && rb.data != NULL && rb.data[0] == 4.0f);
+    OK(geeps_pre_update_keys(k.ps, k.w, two, 2, &ub));
+    OK(geeps_local_access_keys(k.ps, k.m, ALL, 1, true, &lb));
+    CHECK(lb.data != NULL && lb.data[0] == 4.0f);
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_update_buffer(k.ps, rb.id));
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_post_read(k.ps, rb.id));
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_post_read_buffer(k.ps, 999999));
+    OK(geeps_post_read_buffer(k.ps, rb.id));
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_post_read_buffer(k.ps, rb.id));
+    OK(geeps_discard_buffer(k.ps, ub.id));
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_update_buffer(k.ps, ub.id));
+    OK(geeps_post_local_access_buffer(k.ps, lb.id, false));
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_post_local_access_buffer(k.ps, lb.id, false));
+    iterate(&k, 4.0f);
+
+    /* Stats and plan, as structs (any struct_size) and as strings. */
+    OK(geeps_plan_get(k.ps, &plan));
+    CHECK(plan.struct_size == sizeof plan && plan.peak_bytes > 0 && plan.budget == 1 << 20);
+    struct { size_t struct_size; size_t budget; } old_plan = {sizeof old_plan, 0};
+    OK(geeps_plan_get(k.ps, (geeps_plan *)&old_plan));
+    CHECK(old_plan.struct_size == sizeof old_plan && old_plan.budget == 1 << 20);
+    geeps_plan zero = {0};
+    EXPECT(GEEPS_STATUS_INVALID_ARGUMENT, geeps_plan_get(k.ps, &zero));
+    MESSAGE_HAS("struct_size");
+    char text[16];
+    size_t len = 0, full = 0;
+    OK(geeps_plan_string(k.ps, NULL, 0, &full));
+    CHECK(full > sizeof text);
+    OK(geeps_plan_string(k.ps, text, sizeof text, &len));
+    CHECK(len == full && strlen(text) == sizeof text - 1 && strncmp(text, "budget", 6) == 0);
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_stats_string(k.ps, NULL, 8, &len));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_stats_string(k.ps, text, sizeof text, NULL));
+    OK(geeps_stats_reset(k.ps));
+
+    /* Calls after shutdown; a buffer still held stays readable until free. */
+    OK(geeps_read(k.ps, k.read, &params));
+    OK(geeps_shutdown(k.ps));
+    OK(geeps_shutdown(k.ps));
+    EXPECT(GEEPS_STATUS_SHUT_DOWN, geeps_post_read(k.ps, k.read));
+    CHECK(params != NULL && params[0] == 5.0f);
+    EXPECT(GEEPS_STATUS_SHUT_DOWN, geeps_pre_update(k.ps, k.grad, &buf));
+    EXPECT(GEEPS_STATUS_SHUT_DOWN, geeps_local_access(k.ps, k.local, &buf));
+    EXPECT(GEEPS_STATUS_SHUT_DOWN, geeps_read_keys(k.ps, k.w, ALL, 1, 0, &rb));
+    EXPECT(GEEPS_STATUS_SHUT_DOWN, geeps_table_clock(k.ps, k.w));
+    EXPECT(GEEPS_STATUS_SHUT_DOWN, geeps_clock(k.ps));
+    EXPECT(GEEPS_STATUS_SHUT_DOWN, geeps_virtual_read(k.ps, k.w, ALL, 1, 0, &h));
+    EXPECT(GEEPS_STATUS_SHUT_DOWN, geeps_finish_virtual_iteration(k.ps));
+    EXPECT(GEEPS_STATUS_SHUT_DOWN, geeps_plan_get(k.ps, &plan));
+    OK(geeps_stats_get(k.ps, &stats));
+    OK(geeps_free(k.ps));
+
+    /* Shut down before it ever joined. */
+    worker early = {0};
+    declare(&early, cfg);
+    OK(geeps_shutdown(early.ps));
+    EXPECT(GEEPS_STATUS_SHUT_DOWN, geeps_parameter_table(early.ps, "x", 1, &late));
+    EXPECT(GEEPS_STATUS_SHUT_DOWN, geeps_virtual_clock(early.ps));
+    EXPECT(GEEPS_STATUS_SHUT_DOWN, geeps_read(early.ps, 1, &buf));
+    OK(geeps_free(early.ps));
+
+    iterate(&other, 0.0f);
+    OK(geeps_free(other.ps));
+    OK(geeps_config_free(cfg));
+}
+
+static void clusters(void) {
+    geeps_cluster *cluster = NULL;
+    OK(geeps_cluster_new(2, &cluster));
+    geeps_config *cfg = small_config();
+    OK(geeps_config_set_wait_deadline_ms(cfg, 300));
+    EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_config_set_cluster(cfg, cluster, 2));
+    MESSAGE_HAS("rank");
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_config_set_cluster(cfg, NULL, 0));
+
+    worker a = {0}, twin = {0}, b = {0};
+    OK(geeps_config_set_cluster(cfg, cluster, 0));
+    declare(&a, cfg);
+    declare(&twin, cfg);
+    OK(geeps_config_set_cluster(cfg, cluster, 1));
+    OK(geeps_cluster_free(cluster)); /* the config keeps it alive */
+    declare(&b, cfg);
+    record(&a);
+    /* A second instance for rank 0 is refused when it joins. */
+    geeps_handle h;
+    EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_virtual_read(twin.ps, twin.w, ALL, 1, 0, &h));
+    MESSAGE_HAS("already has an instance");
+    OK(geeps_free(twin.ps));
+
+    /* Rank 1 declares other tables: a mismatch, and it can try again. */
+    worker odd = {0};
+    geeps_table t;
+    OK(geeps_new(cfg, &odd.ps));
+    OK(geeps_parameter_table(odd.ps, "w", ROWS + 1, &t));
+    EXPECT(GEEPS_STATUS_MISMATCH, geeps_virtual_clock(odd.ps));
+    OK(geeps_free(odd.ps));
+
+    /* Rank 1 joins but never clocks: rank 0's second BSP read times out. */
+    record(&b);
+    OK(geeps_finish_virtual_iteration(a.ps));
+    OK(geeps_finish_virtual_iteration(b.ps));
+    iterate(&a, 0.0f);
+    float *buf = NULL;
+    EXPECT(GEEPS_STATUS_TIMEOUT, geeps_read(a.ps, a.read, &buf));
+    MESSAGE_HAS("worker 1");
+    CHECK(buf == NULL);
+    /* Rank 1 catches up (at clock 0 it sees no one's updates yet); rank 0
+     * goes on where it was and sees both workers' clock-0 updates. */
+    iterate(&b, 0.0f);
+    iterate(&a, 2.0f);
+    OK(geeps_shutdown(b.ps));
+    iterate(&a, 3.0f); /* a departed worker no longer holds others back */
+    OK(geeps_free(a.ps));
+    OK(geeps_free(b.ps));
+    OK(geeps_config_free(cfg));
+}
+
+static void misc(void) {
+    CHECK(strcmp(geeps_status_name(GEEPS_STATUS_TIMEOUT), "GEEPS_STATUS_TIMEOUT") == 0);
+    CHECK(strcmp(geeps_status_name(-1), "GEEPS_STATUS_UNKNOWN") == 0);
+    CHECK(geeps_version()[0] != '\0');
+    EXPECT(GEEPS_STATUS_INVALID_ARGUMENT, geeps_log_init("no such level=="));
+    OK(geeps_log_init("error"));
+    EXPECT(GEEPS_STATUS_INVALID_STATE, geeps_log_init("error"));
+}
+
+int main(void) {
+    misc();
+    null_pointers_and_freed_objects();
+    bad_values();
+    handles_and_posts();
+    clusters();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed == 0 ? 0 : 1;
+}
