@@ -14,7 +14,6 @@ cd "$(dirname "$0")/.."
 step() { printf '\n==> ffi: %s\n' "$*"; }
 
 lib="${CARGO_TARGET_DIR:-target}/release"
-abs_lib="$(pwd)/$lib"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
@@ -26,6 +25,7 @@ if ! git diff --exit-code -- include/geeps.h; then
 fi
 
 step "C error paths under AddressSanitizer"
+abs_lib="$(cd "$lib" && pwd)"
 gcc -std=c11 -Wall -Wextra -Werror -g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
   -fno-sanitize-recover=all -Iinclude geeps-ffi/ctest/error_paths.c \
   -L"$lib" -lgeeps -Wl,-rpath,"$abs_lib" -o "$work/error_paths"
