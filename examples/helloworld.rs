@@ -1,9 +1,11 @@
 //! The smallest geeps program (the paper's "hello world"): one parameter
 //! table with a single row, shared by `--workers` in-process workers, each on
 //! its own thread. Every clock each worker reads the row, adds 1.0 to every
-//! value and ends its clock. Under BSP a worker at clock `c` must see exactly
-//! `c * workers` in every value; the program prints what each worker read and
-//! exits non-zero if any value differs.
+//! value and ends its clock. Under BSP a worker at clock `c` sees every update
+//! of clocks `< c`, so at least `c * workers` in every value (a worker that
+//! joins late may also see the first clock of faster ones: never more than
+//! `(c + 1) * workers`); the program prints what each worker read and exits
+//! non-zero if any value breaks that bound.
 //!
 //! ```text
 //! cargo run --release --example helloworld -- --workers 4 --clocks 5
@@ -95,10 +97,11 @@ fn run(args: &Args) -> Result<(), String> {
         let log = log.as_ref().map_err(Clone::clone)?;
         for (clock, values) in log.reads.iter().enumerate() {
             // Every worker adds 1.0 per clock; BSP makes all clocks < c visible.
-            let expected = (clock * args.workers) as f32;
-            let ok = values.iter().all(|v| *v == expected);
+            let floor = (clock * args.workers) as f32;
+            let ceiling = floor + args.workers as f32;
+            let ok = values.iter().all(|v| *v >= floor && *v <= ceiling);
             wrong += usize::from(!ok);
-            let mark = if ok { String::new() } else { format!("   <- expected {expected}") };
+            let mark = if ok { String::new() } else { format!("   <- expected {floor} to {ceiling}") };
             println!("worker {rank} clock {clock}: read {values:?}{mark}");
         }
         // No compute between the calls, so the stall fraction says nothing here.
@@ -108,9 +111,9 @@ fn run(args: &Args) -> Result<(), String> {
         );
     }
     if wrong > 0 {
-        return Err(format!("{wrong} read(s) did not see exactly clock x workers"));
+        return Err(format!("{wrong} read(s) missed updates that BSP guarantees"));
     }
-    println!("ok: every worker saw exactly clock x {} at every clock", args.workers);
+    println!("ok: at every clock c every worker saw all updates of clocks < c (c x {})", args.workers);
     Ok(())
 }
 

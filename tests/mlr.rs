@@ -4,6 +4,7 @@
 //! the recorded fast path. The training code is the example's own, included
 //! by path, so the example cannot drift from what is tested here.
 
+#[allow(dead_code)]
 #[path = "../examples/mlr/train.rs"]
 mod train;
 

@@ -41,6 +41,25 @@ struct Args {
     /// Train on only the first N training images.
     #[arg(long)]
     train_images: Option<usize>,
+    /// Run as one rank of a multi-process cluster (rank, world and addresses
+    /// from the environment: geeps-launch, srun, mpirun, torchrun, GEEPS_*);
+    /// `--workers` is then the world size.
+    #[arg(long)]
+    net: bool,
+}
+
+/// One rank of a networked run: prints rank 0's epochs and this rank's stats.
+fn run_networked(mut cfg: TrainConfig) -> Result<(), train::BoxError> {
+    let mut cluster = geeps::net::NetCluster::from_env()?;
+    cfg.workers = cluster.world();
+    cfg.verbose &= cluster.rank() == 0;
+    let (stats, epochs) = train::train_rank(&cfg, cluster.rank(), cluster.transport())?;
+    if let Some(last) = epochs.last() {
+        println!("final: train loss {:.4}, test accuracy {:.2}%", last.train_loss, last.test_accuracy * 100.0);
+    }
+    println!("geeps rank {}: stall {:.1}%  {stats}", cluster.rank(), stats.stall_fraction * 100.0);
+    cluster.shutdown()?;
+    Ok(())
 }
 
 fn main() -> ExitCode {
@@ -57,6 +76,15 @@ fn main() -> ExitCode {
         train_limit: args.train_images,
         verbose: true,
     };
+    if args.net {
+        return match run_networked(cfg) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("mlr: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let report = match train(&cfg) {
         Ok(r) => r,
         Err(e) => {

@@ -172,9 +172,8 @@ fn read_idx(path: &Path, rank: usize) -> Result<(Vec<usize>, Vec<u8>), BoxError>
     Ok((dims, bytes))
 }
 
-/// Trains with `cfg.workers` in-process workers and reports rank 0's view.
-pub fn train(cfg: &TrainConfig) -> Result<TrainReport, BoxError> {
-    let start = Instant::now();
+/// Checks the config and loads the data; returns (train, test, clocks per epoch).
+fn prepare(cfg: &TrainConfig) -> Result<(Arc<Dataset>, Arc<Dataset>, usize), BoxError> {
     if cfg.workers == 0 || cfg.epochs == 0 || cfg.batch == 0 {
         return Err("workers, epochs and batch must each be at least 1".into());
     }
@@ -208,7 +207,25 @@ pub fn train(cfg: &TrainConfig) -> Result<TrainReport, BoxError> {
             cfg.slack
         );
     }
+    Ok((train_set, test_set, iters))
+}
 
+/// Trains as rank `rank` of `cfg.workers`, connected through `transport`
+/// (one process per rank). Returns this rank's counters and, on rank 0, the
+/// epoch reports.
+pub fn train_rank(
+    cfg: &TrainConfig,
+    rank: usize,
+    transport: Arc<dyn Transport>,
+) -> Result<(Stats, Vec<EpochReport>), BoxError> {
+    let (train_set, test_set, iters) = prepare(cfg)?;
+    worker(rank, transport, cfg, iters, &train_set, &test_set)
+}
+
+/// Trains with `cfg.workers` in-process workers and reports rank 0's view.
+pub fn train(cfg: &TrainConfig) -> Result<TrainReport, BoxError> {
+    let start = Instant::now();
+    let (train_set, test_set, iters) = prepare(cfg)?;
     let cluster = InProcessCluster::new(cfg.workers)?;
     let mut threads = Vec::with_capacity(cfg.workers);
     for rank in 0..cfg.workers {

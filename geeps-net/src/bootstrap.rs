@@ -77,7 +77,8 @@ pub fn parse_hostfile(text: &str) -> Result<Vec<String>> {
         if line.is_empty() {
             continue;
         }
-        let bad = |why: &str| invalid("hostfile", format!("line {}: `{line}`: {why}; expected `rank host port`", i + 1));
+        let bad =
+            |why: &str| invalid("hostfile", format!("line {}: `{line}`: {why}; expected `rank host port`", i + 1));
         let parts: Vec<&str> = line.split_whitespace().collect();
         if parts.len() != 3 {
             return Err(bad("three fields needed"));
@@ -99,7 +100,10 @@ pub fn parse_hostfile(text: &str) -> Result<Vec<String>> {
 
 fn check_world(addresses: &[String], world: usize, source: &str) -> Result<()> {
     if addresses.len() != world {
-        return Err(invalid("world", format!("{source} lists {} ranks but the world size is {world}", addresses.len())));
+        return Err(invalid(
+            "world",
+            format!("{source} lists {} ranks but the world size is {world}", addresses.len()),
+        ));
     }
     Ok(())
 }
@@ -141,9 +145,11 @@ pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Bootstrap> {
             source: "GEEPS_RENDEZVOUS",
         });
     }
-    if let (Some(rank), Some(world), Some(nodes)) =
-        (number(env, "SLURM_PROCID")?, number(env, "SLURM_NTASKS")?, env("SLURM_JOB_NODELIST").or_else(|| env("SLURM_NODELIST")))
-    {
+    if let (Some(rank), Some(world), Some(nodes)) = (
+        number(env, "SLURM_PROCID")?,
+        number(env, "SLURM_NTASKS")?,
+        env("SLURM_JOB_NODELIST").or_else(|| env("SLURM_NODELIST")),
+    ) {
         let hosts = expand_hostlist(&nodes).map_err(|e| invalid("SLURM_JOB_NODELIST", e))?;
         let per_node = match env("SLURM_TASKS_PER_NODE") {
             Some(s) => expand_tasks_per_node(&s).map_err(|e| invalid("SLURM_TASKS_PER_NODE", e))?,
@@ -190,7 +196,8 @@ mod tests {
 
     #[test]
     fn geeps_hosts() {
-        let b = from_env(&env_of(&[("GEEPS_RANK", "1"), ("GEEPS_WORLD_SIZE", "2"), ("GEEPS_HOSTS", "a:1,b:2")])).unwrap();
+        let b =
+            from_env(&env_of(&[("GEEPS_RANK", "1"), ("GEEPS_WORLD_SIZE", "2"), ("GEEPS_HOSTS", "a:1,b:2")])).unwrap();
         assert_eq!(b.rank, 1);
         assert_eq!(b.addresses, Addresses::Fixed(vec!["a:1".into(), "b:2".into()]));
         let e = from_env(&env_of(&[("GEEPS_RANK", "1"), ("GEEPS_WORLD_SIZE", "3"), ("GEEPS_HOSTS", "a:1,b:2")]));
@@ -213,14 +220,25 @@ mod tests {
         assert_eq!(b.source, "Slurm");
         assert_eq!(
             b.addresses,
-            Addresses::Fixed(vec!["gpu01:29600", "gpu01:29601", "gpu02:29600", "gpu02:29601", "gpu03:29600"].into_iter().map(String::from).collect())
+            Addresses::Fixed(
+                vec!["gpu01:29600", "gpu01:29601", "gpu02:29600", "gpu02:29601", "gpu03:29600"]
+                    .into_iter()
+                    .map(String::from)
+                    .collect()
+            )
         );
         assert_eq!(b.rank, 3);
     }
 
     #[test]
     fn torchrun_and_mpi_use_a_rendezvous_at_rank_0() {
-        let b = from_env(&env_of(&[("RANK", "2"), ("WORLD_SIZE", "4"), ("MASTER_ADDR", "10.1.1.1"), ("MASTER_PORT", "29500")])).unwrap();
+        let b = from_env(&env_of(&[
+            ("RANK", "2"),
+            ("WORLD_SIZE", "4"),
+            ("MASTER_ADDR", "10.1.1.1"),
+            ("MASTER_PORT", "29500"),
+        ]))
+        .unwrap();
         assert_eq!(b.source, "torchrun");
         assert_eq!(b.addresses, Addresses::Rendezvous { server: "10.1.1.1:29500".into(), hosted_by_rank0: true });
         let b = from_env(&env_of(&[
@@ -234,7 +252,8 @@ mod tests {
         let e = from_env(&env_of(&[("PMI_RANK", "0"), ("PMI_SIZE", "2")]));
         assert!(matches!(e, Err(Error::InvalidConfig { field: "MASTER_ADDR", .. })));
         assert!(from_env(&env_of(&[])).is_err());
-        assert!(from_env(&env_of(&[("RANK", "4"), ("WORLD_SIZE", "4"), ("MASTER_ADDR", "h"), ("MASTER_PORT", "1")])).is_err());
+        assert!(from_env(&env_of(&[("RANK", "4"), ("WORLD_SIZE", "4"), ("MASTER_ADDR", "h"), ("MASTER_PORT", "1")]))
+            .is_err());
     }
 
     #[test]
@@ -253,16 +272,28 @@ mod tests {
         .unwrap();
         assert_eq!(b.source, "hosts file");
         assert_eq!(b.addresses, Addresses::Fixed(vec!["10.0.0.1:7000".into(), "10.0.0.2:7000".into()]));
-        let b = from_env(&env_of(&[("SLURM_PROCID", "1"), ("SLURM_NTASKS", "2"), ("SLURM_JOB_NODELIST", "n[1-2]"), ("GEEPS_PORT", "5000")])).unwrap();
+        let b = from_env(&env_of(&[
+            ("SLURM_PROCID", "1"),
+            ("SLURM_NTASKS", "2"),
+            ("SLURM_JOB_NODELIST", "n[1-2]"),
+            ("GEEPS_PORT", "5000"),
+        ]))
+        .unwrap();
         assert_eq!(b.addresses, Addresses::Fixed(vec!["n1:5000".into(), "n2:5000".into()]));
         std::fs::remove_file(dir).unwrap();
     }
 
     #[test]
     fn hostfile_errors_name_the_line() {
-        assert!(matches!(parse_hostfile("0 a 1\n1 b\n"), Err(Error::InvalidConfig { reason, .. }) if reason.contains("line 2")));
-        assert!(matches!(parse_hostfile("0 a 1\n0 b 2\n"), Err(Error::InvalidConfig { reason, .. }) if reason.contains("twice")));
-        assert!(matches!(parse_hostfile("1 a 1\n"), Err(Error::InvalidConfig { reason, .. }) if reason.contains("rank 0 is missing")));
+        assert!(
+            matches!(parse_hostfile("0 a 1\n1 b\n"), Err(Error::InvalidConfig { reason, .. }) if reason.contains("line 2"))
+        );
+        assert!(
+            matches!(parse_hostfile("0 a 1\n0 b 2\n"), Err(Error::InvalidConfig { reason, .. }) if reason.contains("twice"))
+        );
+        assert!(
+            matches!(parse_hostfile("1 a 1\n"), Err(Error::InvalidConfig { reason, .. }) if reason.contains("rank 0 is missing"))
+        );
         assert!(matches!(parse_hostfile("0 a 99999\n"), Err(Error::InvalidConfig { .. })));
         assert!(parse_hostfile("# nothing\n").is_err());
     }

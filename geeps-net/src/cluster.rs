@@ -89,7 +89,10 @@ impl NetCluster {
     /// Starts this rank's keeper and resolves the other keepers' addresses.
     pub fn start(spec: ClusterSpec) -> Result<Self> {
         if spec.world == 0 || spec.rank >= spec.world {
-            return Err(Error::InvalidConfig { field: "rank", reason: format!("rank {} of world {}", spec.rank, spec.world) });
+            return Err(Error::InvalidConfig {
+                field: "rank",
+                reason: format!("rank {} of world {}", spec.rank, spec.world),
+            });
         }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -134,7 +137,9 @@ impl NetCluster {
                             }
                         });
                     }
-                    let roster = rendezvous::register(server, spec.rank, spec.world, &opts.token, &me, opts.connect_timeout).await?;
+                    let roster =
+                        rendezvous::register(server, spec.rank, spec.world, &opts.token, &me, opts.connect_timeout)
+                            .await?;
                     Ok((listener, roster))
                 }
             }
@@ -143,7 +148,8 @@ impl NetCluster {
         let service = KeeperService::new(spec.rank, spec.world, opts.clone());
         let (stop, stop_rx) = watch::channel(false);
         runtime.spawn(service.clone().serve(listener, stop_rx));
-        let transport = Arc::new(NetTransport::new(spec.rank, addresses.clone(), opts.clone(), runtime.handle().clone()));
+        let transport =
+            Arc::new(NetTransport::new(spec.rank, addresses.clone(), opts.clone(), runtime.handle().clone()));
         Ok(NetCluster { rank: spec.rank, addresses, options: opts, runtime: Some(runtime), service, stop, transport })
     }
 

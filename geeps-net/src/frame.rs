@@ -63,7 +63,11 @@ pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, max_payload: u64) -> Re
 }
 
 /// Writes one frame (header length, header, payload) without copying the payload.
-pub async fn write_frame<W: AsyncWrite + Unpin>(w: &mut W, mut header: Header, payload: Option<&Bytes>) -> Result<(), FrameError> {
+pub async fn write_frame<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    mut header: Header,
+    payload: Option<&Bytes>,
+) -> Result<(), FrameError> {
     header.payload_len = payload.map_or(0, |p| p.len() as u64);
     let mut head = Vec::with_capacity(4 + header.encoded_len());
     head.extend_from_slice(&(header.encoded_len() as u32).to_le_bytes());

@@ -26,7 +26,7 @@ fn split_top_level(list: &str) -> Result<Vec<String>, String> {
             ']' => depth -= 1,
             _ => {}
         }
-        if depth < 0 || depth > 1 {
+        if !(0..=1).contains(&depth) {
             return Err(format!("unbalanced brackets in host list `{list}`"));
         }
         if c == ',' && depth == 0 {
@@ -95,7 +95,10 @@ mod tests {
     #[test]
     fn expands_slurm_host_lists() {
         assert_eq!(expand_hostlist("node1").unwrap(), vec!["node1"]);
-        assert_eq!(expand_hostlist("node[01-03,07],login").unwrap(), vec!["node01", "node02", "node03", "node07", "login"]);
+        assert_eq!(
+            expand_hostlist("node[01-03,07],login").unwrap(),
+            vec!["node01", "node02", "node03", "node07", "login"]
+        );
         assert_eq!(expand_hostlist("gpu-[1-2]-ib").unwrap(), vec!["gpu-1-ib", "gpu-2-ib"]);
         assert_eq!(expand_hostlist("r[1-2]n[8-9]").unwrap(), vec!["r1n8", "r1n9", "r2n8", "r2n9"]);
         assert_eq!(expand_hostlist("a[9-10]").unwrap(), vec!["a9", "a10"]);

@@ -76,7 +76,12 @@ fn table_specs(decls: &[TableDecl]) -> Result<Vec<TableSpec>, String> {
 
 pub(crate) fn publish_frame(p: &Publish) -> Outgoing {
     Outgoing::new(
-        Body::Publish(PublishHeader { table: p.table, partition: p.partition, age: p.age, included: p.included.clone() }),
+        Body::Publish(PublishHeader {
+            table: p.table,
+            partition: p.partition,
+            age: p.age,
+            included: p.included.clone(),
+        }),
         Some(p.rows.clone()),
     )
 }
@@ -87,7 +92,11 @@ impl KeeperService {
             shard,
             world,
             opts,
-            state: Mutex::new(State { keeper: None, declared: None, peers: (0..world).map(|_| Peer::default()).collect() }),
+            state: Mutex::new(State {
+                keeper: None,
+                declared: None,
+                peers: (0..world).map(|_| Peer::default()).collect(),
+            }),
             changed: Notify::new(),
         })
     }
@@ -111,7 +120,8 @@ impl KeeperService {
     /// Ranks that joined and have neither left nor been lost, and ranks not yet joined.
     pub(crate) fn pending(&self) -> (Vec<usize>, Vec<usize>) {
         let st = self.state.lock();
-        let active = st.peers.iter().enumerate().filter(|(_, p)| p.joined && !p.left && !p.lost).map(|(r, _)| r).collect();
+        let active =
+            st.peers.iter().enumerate().filter(|(_, p)| p.joined && !p.left && !p.lost).map(|(r, _)| r).collect();
         let absent = st.peers.iter().enumerate().filter(|(_, p)| !p.joined).map(|(r, _)| r).collect();
         (active, absent)
     }
@@ -144,10 +154,14 @@ impl KeeperService {
         match &st.declared {
             None => st.declared = Some((h.row_width, h.tables.clone())),
             Some((w, _)) if *w != h.row_width => {
-                return Err(format!("row width {} but the cluster uses {w}; set the same row_width on every rank", h.row_width))
+                return Err(format!(
+                    "row width {} but the cluster uses {w}; set the same row_width on every rank",
+                    h.row_width
+                ))
             }
             Some((_, t)) if *t != h.tables => {
-                let show = |t: &[TableDecl]| t.iter().map(|d| format!("{}:{}x{}", d.name, d.kind, d.rows)).collect::<Vec<_>>();
+                let show =
+                    |t: &[TableDecl]| t.iter().map(|d| format!("{}:{}x{}", d.name, d.kind, d.rows)).collect::<Vec<_>>();
                 return Err(format!(
                     "tables {:?} differ from the cluster's {:?}; declare the same tables on every rank",
                     show(&h.tables),
@@ -200,7 +214,13 @@ impl KeeperService {
                 Ok(()) => {
                     if st.keeper.is_none() {
                         let specs = table_specs(&hello.tables).unwrap_or_default();
-                        st.keeper = Some(KeeperShard::new(self.shard, self.world, self.world, hello.row_width as usize, &specs));
+                        st.keeper = Some(KeeperShard::new(
+                            self.shard,
+                            self.world,
+                            self.world,
+                            hello.row_width as usize,
+                            &specs,
+                        ));
                     }
                     let _ = tx.send(Outgoing::new(Body::Welcome(Welcome { shard: self.shard as u32 }), None));
                     if let Some(k) = &st.keeper {

@@ -84,7 +84,10 @@ impl NetTransport {
         match reply {
             Ok(Ok((Header { body: Some(Body::Welcome(_)), .. }, _))) => {}
             Ok(Ok((Header { body: Some(Body::Refused(r)), .. }, _))) => {
-                return Err(Error::Mismatch(format!("keeper {shard} at {address} refused rank {}: {}", self.rank, r.reason)))
+                return Err(Error::Mismatch(format!(
+                    "keeper {shard} at {address} refused rank {}: {}",
+                    self.rank, r.reason
+                )))
             }
             Ok(Ok((h, _))) => return Err(lost(shard, address, format!("unexpected handshake reply {:?}", h.body))),
             Ok(Err(e)) => return Err(lost(shard, address, format!("handshake failed: {e}"))),

@@ -58,7 +58,8 @@ pub async fn serve(listener: TcpListener, world: usize, token: String, timeout: 
     }
     let addresses: Vec<String> = (0..world).map(|r| pending[&r].1.clone()).collect();
     for (_, (mut stream, _)) in pending {
-        let _ = write_frame(&mut stream, Header::new(Body::Roster(Roster { addresses: addresses.clone() })), None).await;
+        let _ =
+            write_frame(&mut stream, Header::new(Body::Roster(Roster { addresses: addresses.clone() })), None).await;
     }
     Ok(addresses)
 }
@@ -106,7 +107,9 @@ pub async fn register(
             Err(Error::Mismatch(format!("rendezvous at {server} refused rank {rank}: {}", r.reason)))
         }
         Ok(Ok((h, _))) => Err(Error::Mismatch(format!("rendezvous at {server} answered {:?}", h.body))),
-        Ok(Err(e)) => Err(Error::PeerLost { rank: 0, address: server.to_string(), reason: format!("rendezvous failed: {e}") }),
+        Ok(Err(e)) => {
+            Err(Error::PeerLost { rank: 0, address: server.to_string(), reason: format!("rendezvous failed: {e}") })
+        }
         Err(_) => Err(Error::Timeout {
             what: format!("the other ranks to register at the rendezvous {server}"),
             waited_ms: timeout.as_millis() as u64,

@@ -53,7 +53,12 @@ async fn run(args: Args) -> Result<u8, String> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(|e| format!("rendezvous: {e}"))?;
     let rendezvous = listener.local_addr().map_err(|e| e.to_string())?.to_string();
     let world = args.nproc;
-    let rv = tokio::spawn(geeps_net::rendezvous::serve(listener, world, token.clone(), Duration::from_secs(args.rendezvous_timeout)));
+    let rv = tokio::spawn(geeps_net::rendezvous::serve(
+        listener,
+        world,
+        token.clone(),
+        Duration::from_secs(args.rendezvous_timeout),
+    ));
 
     let (done_tx, mut done_rx) = mpsc::unbounded_channel();
     let mut pids = Vec::with_capacity(world);
@@ -74,7 +79,8 @@ async fn run(args: Args) -> Result<u8, String> {
             .map_err(|e| format!("cannot start `{}`: {e}", args.command[0]))?;
         pids.push(child.id().unwrap_or(0));
         let (out, err) = (child.stdout.take(), child.stderr.take());
-        let relays = (out.map(|o| tokio::spawn(relay(rank, o, false))), err.map(|e| tokio::spawn(relay(rank, e, true))));
+        let relays =
+            (out.map(|o| tokio::spawn(relay(rank, o, false))), err.map(|e| tokio::spawn(relay(rank, e, true))));
         let tx = done_tx.clone();
         tokio::spawn(async move {
             let status = child.wait().await;

@@ -69,7 +69,8 @@ pub fn run_ranks<R: Send + 'static>(
 
 /// A one-table instance on `transport`.
 pub fn instance(transport: Arc<dyn Transport>, rows: u32, width: usize) -> (Geeps, TableId) {
-    let mut b = Geeps::builder(Config { row_width: width, wait_deadline: Duration::from_secs(20), ..Config::default() });
+    let mut b =
+        Geeps::builder(Config { row_width: width, wait_deadline: Duration::from_secs(20), ..Config::default() });
     let t = b.parameter_table("w", rows);
     b.transport(transport);
     (b.build().expect("build"), t)

@@ -1,0 +1,244 @@
+//! Multi-process tests: every rank is its own process on loopback. The test
+//! binary re-runs itself as the ranks (`GEEPS_TEST_CHILD` names the role), so
+//! it has its own harness and prints the plain `N passed, N failed` summary.
+//!
+//! - the core's consistency property over 3 processes started by geeps-launch;
+//! - MLR trained by 4 processes via geeps-launch reaches the same loss as 4
+//!   in-process workers under BSP;
+//! - a rank killed mid-training makes every other rank's blocked call fail
+//!   with an error naming it, well within the peer timeout.
+
+extern crate geeps_core as geeps;
+
+#[path = "../../tests/support/consistency_case.rs"]
+mod consistency_case;
+#[allow(dead_code)]
+#[path = "../../examples/mlr/train.rs"]
+mod train;
+
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use geeps_core::{keys, Config, Geeps, Slack};
+use geeps_net::{ClusterSpec, NetCluster, NetOptions};
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::TestRunner;
+
+const LAUNCH: &str = env!("CARGO_BIN_EXE_geeps-launch");
+
+fn data_dir() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/data"))
+}
+
+fn mlr_config(workers: usize) -> train::TrainConfig {
+    train::TrainConfig {
+        workers,
+        epochs: 2,
+        batch: 50,
+        lr: 0.1,
+        slack: 0,
+        data_dir: data_dir(),
+        train_limit: Some(4000),
+        verbose: false,
+    }
+}
+
+fn child_options() -> NetOptions {
+    NetOptions { peer_timeout: Duration::from_secs(10), heartbeat: Duration::from_millis(200), ..NetOptions::default() }
+}
+
+/// The roles a child process can play.
+fn child(role: &str) -> Result<(), String> {
+    let mut cluster = NetCluster::start(ClusterSpec::from_env(child_options()).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    let rank = cluster.rank();
+    match role {
+        "mlr" => {
+            let (_, epochs) = train::train_rank(&mlr_config(cluster.world()), rank, cluster.transport())
+                .map_err(|e| e.to_string())?;
+            if let Some(last) = epochs.last() {
+                println!("MLR_RESULT {:.6} {:.6}", last.train_loss, last.test_accuracy);
+            }
+        }
+        "consistency" => {
+            let text = std::env::var("GEEPS_TEST_CASE").map_err(|_| "GEEPS_TEST_CASE unset".to_string())?;
+            let case = consistency_case::Case::decode(&text)?;
+            consistency_case::run_rank(&case, rank, cluster.transport())?;
+        }
+        "victim" => {
+            let mut b =
+                Geeps::builder(Config { row_width: 8, wait_deadline: Duration::from_secs(60), ..Config::default() });
+            let w = b.parameter_table("w", 4);
+            b.transport(cluster.transport());
+            let ps = b.build().map_err(|e| e.to_string())?;
+            let r = ps.virtual_read(&keys(w, 0..4), Slack::BSP).map_err(|e| e.to_string())?;
+            ps.virtual_post_read(r).map_err(|e| e.to_string())?;
+            ps.virtual_table_clock(w).map_err(|e| e.to_string())?;
+            ps.finish_virtual_iteration().map_err(|e| e.to_string())?;
+            let mut last_ok = Instant::now();
+            for clock in 0..1000 {
+                if rank == 2 && clock == 5 {
+                    // SAFETY: raising SIGKILL on ourselves; nothing runs after it.
+                    unsafe { libc::raise(libc::SIGKILL) };
+                }
+                match ps.read(r) {
+                    Ok(buf) => drop(buf),
+                    Err(e) => {
+                        println!("FAILED_WITH after {} ms: {e}", last_ok.elapsed().as_millis());
+                        // Survivors stop here: the cluster cannot go on.
+                        std::process::exit(if e.to_string().contains("rank 2") { 0 } else { 1 });
+                    }
+                }
+                last_ok = Instant::now();
+                ps.table_clock(w).map_err(|e| e.to_string())?;
+            }
+            return Err("the lost rank was never noticed".into());
+        }
+        other => return Err(format!("unknown role {other}")),
+    }
+    cluster.shutdown().map_err(|e| e.to_string())
+}
+
+fn launch(n: usize, role: &str, env: &[(&str, String)]) -> Result<String, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(LAUNCH);
+    cmd.arg("-n").arg(n.to_string()).arg("--").arg(exe).env("GEEPS_TEST_CHILD", role);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.stdin(Stdio::null()).output().map_err(|e| format!("geeps-launch: {e}"))?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if !out.status.success() {
+        return Err(format!("geeps-launch -n {n} ({role}) failed: {}\n{text}", out.status));
+    }
+    Ok(text)
+}
+
+fn consistency_over_three_processes() -> Result<(), String> {
+    let mut runner = TestRunner::default();
+    let strategy = consistency_case::case();
+    let mut ran = 0;
+    while ran < 6 {
+        let case = strategy.new_tree(&mut runner).map_err(|e| e.to_string())?.current();
+        if case.workers != 3 {
+            continue;
+        }
+        launch(3, "consistency", &[("GEEPS_TEST_CASE", case.encode())]).map_err(|e| format!("case {case:?}: {e}"))?;
+        ran += 1;
+    }
+    Ok(())
+}
+
+fn mlr_four_processes_match_in_process() -> Result<(), String> {
+    let local = train::train(&mlr_config(4)).map_err(|e| e.to_string())?;
+    let out = launch(4, "mlr", &[])?;
+    let line =
+        out.lines().find_map(|l| l.split("MLR_RESULT ").nth(1)).ok_or_else(|| format!("no result in:\n{out}"))?;
+    let mut it = line.split_whitespace().map(|v| v.parse::<f32>().unwrap_or(f32::NAN));
+    let (loss, acc) = (it.next().unwrap_or(f32::NAN), it.next().unwrap_or(f32::NAN));
+    // BSP: the same updates every clock; only the keepers' summation order may differ.
+    if (loss - local.final_loss).abs() > 1e-3 || (acc - local.test_accuracy).abs() > 2e-3 {
+        return Err(format!(
+            "4 processes: loss {loss} acc {acc}; 4 in-process workers: loss {} acc {}",
+            local.final_loss, local.test_accuracy
+        ));
+    }
+    if local.final_loss.is_nan() || local.final_loss >= 1.0 {
+        return Err(format!("loss {} did not fall below 1.0", local.final_loss));
+    }
+    Ok(())
+}
+
+fn killed_rank_is_named_by_the_others() -> Result<(), String> {
+    // Started without the launcher, which would stop the others itself.
+    let world = 3;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let server = listener.local_addr().map_err(|e| e.to_string())?.to_string();
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let rendezvous = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        rt.block_on(async move {
+            let l = tokio::net::TcpListener::from_std(listener).expect("listener");
+            geeps_net::rendezvous::serve(l, world, "t".into(), Duration::from_secs(30)).await
+        })
+    });
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    let children: Vec<_> = (0..world)
+        .map(|rank| {
+            Command::new(&exe)
+                .env("GEEPS_TEST_CHILD", "victim")
+                .env("GEEPS_RANK", rank.to_string())
+                .env("GEEPS_WORLD_SIZE", world.to_string())
+                .env("GEEPS_RENDEZVOUS", &server)
+                .env("GEEPS_LISTEN", "127.0.0.1")
+                .env("GEEPS_TOKEN", "t")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(|e| e.to_string())
+        })
+        .collect::<Result<_, _>>()?;
+    let outputs: Vec<_> = children.into_iter().map(|c| c.wait_with_output()).collect();
+    let _ = rendezvous.join();
+    let elapsed = start.elapsed();
+    for (rank, out) in outputs.into_iter().enumerate() {
+        let out = out.map_err(|e| e.to_string())?;
+        let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+        if rank == 2 {
+            continue;
+        }
+        if !out.status.success() || !text.contains("FAILED_WITH") {
+            return Err(format!("rank {rank} did not fail cleanly naming rank 2 ({}):\n{text}", out.status));
+        }
+    }
+    // Detection rides on the closed connections, not on the 10 s peer timeout.
+    if elapsed > Duration::from_secs(9) {
+        return Err(format!("the survivors took {elapsed:?} to notice"));
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    if let Ok(role) = std::env::var("GEEPS_TEST_CHILD") {
+        return match child(&role) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("child {role}: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    type Test = fn() -> Result<(), String>;
+    let tests: [(&str, Test); 3] = [
+        ("consistency_over_three_processes", consistency_over_three_processes),
+        ("mlr_four_processes_match_in_process", mlr_four_processes_match_in_process),
+        ("killed_rank_is_named_by_the_others", killed_rank_is_named_by_the_others),
+    ];
+    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let (mut passed, mut failed) = (0, 0);
+    for (name, test) in tests {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        let start = Instant::now();
+        let result = std::panic::catch_unwind(test).unwrap_or_else(|_| Err("panicked".into()));
+        match result {
+            Ok(()) => {
+                passed += 1;
+                println!("test {name} ... ok ({:.1}s)", start.elapsed().as_secs_f64());
+            }
+            Err(e) => {
+                failed += 1;
+                println!("test {name} ... FAILED\n{e}");
+            }
+        }
+    }
+    println!("\n{passed} passed, {failed} failed");
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,105 @@
+//! Bad input on the wire is rejected with an error frame (and a log line),
+//! never a panic or a crash of the keeper: the same keeper accepts a good
+//! worker after every bad one.
+
+mod common;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use geeps_net::wire::{Body, Header, Hello, TableDecl, UpdateHeader, PROTOCOL_VERSION};
+use geeps_net::{read_frame, write_frame, ClusterSpec, NetCluster};
+use prost::Message;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+fn hello(rank: u32, token: &str, rows: u32) -> Hello {
+    Hello {
+        protocol: PROTOCOL_VERSION,
+        token: token.into(),
+        rank,
+        world: 2,
+        row_width: 4,
+        tables: vec![TableDecl { name: "w".into(), kind: 0, rows }],
+    }
+}
+
+async fn join(addr: &str, h: Hello) -> (TcpStream, Option<Body>) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    write_frame(&mut s, Header::new(Body::Hello(h)), None).await.unwrap();
+    let reply = tokio::time::timeout(Duration::from_secs(5), read_frame(&mut s, 1 << 20)).await.unwrap();
+    (s, reply.ok().and_then(|(h, _)| h.body))
+}
+
+async fn next_failure(s: &mut TcpStream) -> String {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(5), read_frame(s, 1 << 20)).await.unwrap() {
+            Ok((Header { body: Some(Body::Failure(f)), .. }, _)) => return f.message,
+            Ok(_) => continue, // publications, pings
+            Err(e) => panic!("connection ended instead of a failure frame: {e}"),
+        }
+    }
+}
+
+fn update(table: u32, clock: u64, has_deltas: bool) -> Header {
+    Header::new(Body::Update(UpdateHeader { table, partition: 0, worker: 1, clock, has_deltas }))
+}
+
+#[test]
+fn keeper_rejects_bad_input_and_keeps_serving() {
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = probe.local_addr().unwrap().to_string();
+    drop(probe);
+    let options = geeps_net::NetOptions { shutdown_timeout: Duration::from_secs(1), ..common::options() };
+    let spec = ClusterSpec::fixed(0, vec![addr.clone(), "127.0.0.1:9".into()], options);
+    let mut cluster = NetCluster::start(spec).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        // Wrong token and wrong protocol: refused with the reason.
+        let (_, r) = join(&addr, hello(1, "wrong", 4)).await;
+        assert!(matches!(&r, Some(Body::Refused(x)) if x.reason.contains("token")), "{r:?}");
+        let (_, r) = join(&addr, Hello { protocol: 99, ..hello(1, "test-token", 4) }).await;
+        assert!(matches!(&r, Some(Body::Refused(x)) if x.reason.contains("protocol")), "{r:?}");
+        let (_, r) = join(&addr, Hello { rank: 7, ..hello(1, "test-token", 4) }).await;
+        assert!(matches!(&r, Some(Body::Refused(x)) if x.reason.contains("rank 7")), "{r:?}");
+
+        // A truncated first frame, and garbage: the connection is dropped.
+        let mut s = TcpStream::connect(&addr).await.unwrap();
+        s.write_all(&[9, 0]).await.unwrap();
+        drop(s);
+        let mut s = TcpStream::connect(&addr).await.unwrap();
+        s.write_all(&[3, 0, 0, 0, 0xff, 0xff, 0xff]).await.unwrap();
+        assert!(read_frame(&mut s, 1 << 20).await.is_err());
+
+        // A good worker joins.
+        let (mut s, r) = join(&addr, hello(1, "test-token", 4)).await;
+        assert!(matches!(r, Some(Body::Welcome(_))), "{r:?}");
+        // Another worker with other tables is refused.
+        let (_, r) = join(&addr, hello(0, "test-token", 5)).await;
+        assert!(matches!(&r, Some(Body::Refused(x)) if x.reason.contains("tables")), "{r:?}");
+
+        // Unknown table, wrong payload length, out-of-order clock: failure frames.
+        write_frame(&mut s, update(9, 0, false), None).await.unwrap();
+        assert!(next_failure(&mut s).await.contains("unknown table 9"));
+        write_frame(&mut s, update(0, 0, true), Some(&Bytes::from_static(&[1, 2, 3]))).await.unwrap();
+        assert!(next_failure(&mut s).await.contains("bytes"));
+        write_frame(&mut s, update(0, 5, false), None).await.unwrap();
+        assert!(next_failure(&mut s).await.contains("clock"));
+
+        // An oversized message: the keeper drops the connection without reading it.
+        let mut h = update(0, 0, true);
+        h.payload_len = 1 << 40;
+        let mut head = (h.encoded_len() as u32).to_le_bytes().to_vec();
+        h.encode(&mut head).unwrap();
+        s.write_all(&head).await.unwrap();
+        while tokio::time::timeout(Duration::from_secs(5), read_frame(&mut s, 1 << 20)).await.unwrap().is_ok() {}
+
+        // The keeper still serves: rank 1 may join again.
+        let (_, r) = join(&addr, hello(1, "test-token", 4)).await;
+        assert!(matches!(r, Some(Body::Welcome(_))), "{r:?}");
+    });
+    drop(cluster.transport());
+    // Rank 0 never joined as a worker: shutdown times out naming it, without hanging.
+    let err = cluster.shutdown().unwrap_err();
+    assert!(err.to_string().contains("never joined: [0]"), "{err}");
+}

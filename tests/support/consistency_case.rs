@@ -1,0 +1,168 @@
+//! The consistency property shared by the in-process and the network tests:
+//! a random case (workers, clocks, slack, per-clock deltas, delays, keyed or
+//! recorded calls, budget) and one worker's run of it, which checks the lower
+//! bound on every read and the exact sums at the end.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use geeps::{keys, Config, Geeps, Slack, Transport};
+use proptest::prelude::*;
+
+const ROWS: u32 = 3;
+const WIDTH: usize = 2;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Case {
+    pub workers: usize,
+    pub clocks: usize,
+    pub slack: Slack,
+    /// deltas[w][c][row]: small integers, so float sums are exact.
+    pub deltas: Vec<Vec<Vec<u8>>>,
+    /// delay_us[w][c]: sleeps that shuffle the interleaving.
+    pub delay_us: Vec<Vec<u16>>,
+    /// keyed[w][c]: use the slow path (keys) instead of the recorded handles.
+    pub keyed: Vec<Vec<bool>>,
+    /// Budget in bytes: small budgets keep rows on the host side.
+    pub budget: usize,
+}
+
+pub fn case() -> impl Strategy<Value = Case> {
+    (
+        2usize..=4,
+        1usize..=6,
+        prop_oneof![Just(Slack::BSP), Just(Slack::Bounded(1)), Just(Slack::Bounded(2)), Just(Slack::Unbounded)],
+        prop_oneof![Just(1usize << 20), Just(2 * ROWS as usize * WIDTH * 4)],
+    )
+        .prop_flat_map(|(workers, clocks, slack, budget)| {
+            (
+                proptest::collection::vec(
+                    proptest::collection::vec(proptest::collection::vec(0u8..4, ROWS as usize), clocks),
+                    workers,
+                ),
+                proptest::collection::vec(proptest::collection::vec(0u16..400, clocks), workers),
+                proptest::collection::vec(proptest::collection::vec(proptest::bool::weighted(0.2), clocks), workers),
+            )
+                .prop_map(move |(deltas, delay_us, keyed)| Case {
+                    workers,
+                    clocks,
+                    slack,
+                    deltas,
+                    delay_us,
+                    keyed,
+                    budget,
+                })
+        })
+}
+
+fn sum(case: &Case, worker: Option<usize>, clocks: std::ops::Range<usize>, row: usize) -> f32 {
+    (0..case.workers)
+        .filter(|w| worker.is_none_or(|x| x == *w))
+        .map(|w| clocks.clone().map(|c| f32::from(case.deltas[w][c][row])).sum::<f32>())
+        .sum()
+}
+
+/// Runs worker `rank` of `case` over `transport`; an error string says what broke.
+pub fn run_rank(case: &Case, rank: usize, transport: Arc<dyn Transport>) -> Result<(), String> {
+    let mut b = Geeps::builder(Config {
+        row_width: WIDTH,
+        device_memory: case.budget,
+        wait_deadline: Duration::from_secs(20),
+        ..Config::default()
+    });
+    let w = b.parameter_table("w", ROWS);
+    b.transport(transport);
+    let ps = b.build().map_err(|e| e.to_string())?;
+    let k = keys(w, 0..ROWS);
+    let r = ps.virtual_read(&k, case.slack).map_err(|e| e.to_string())?;
+    let u = ps.virtual_pre_update(&k).map_err(|e| e.to_string())?;
+    ps.virtual_update(u).map_err(|e| e.to_string())?;
+    ps.virtual_post_read(r).map_err(|e| e.to_string())?;
+    ps.virtual_table_clock(w).map_err(|e| e.to_string())?;
+    ps.finish_virtual_iteration().map_err(|e| e.to_string())?;
+    for c in 0..case.clocks {
+        std::thread::sleep(Duration::from_micros(u64::from(case.delay_us[rank][c])));
+        let keyed = case.keyed[rank][c];
+        let read = if keyed { ps.read_keys(&k, case.slack) } else { ps.read(r) }.map_err(|e| e.to_string())?;
+        let seen = read.as_slice().map_err(|e| e.to_string())?.to_vec();
+        for row in 0..ROWS as usize {
+            let floor = match case.slack.required_age(c as u64) {
+                Some(age) => sum(case, None, 0..age as usize, row) + sum(case, Some(rank), age as usize..c, row),
+                None => sum(case, Some(rank), 0..c, row),
+            };
+            let ceiling = sum(case, None, 0..case.clocks, row);
+            for v in &seen[row * WIDTH..(row + 1) * WIDTH] {
+                if *v < floor || *v > ceiling {
+                    return Err(format!("rank {rank} clock {c} row {row}: saw {v}, must be in [{floor}, {ceiling}]"));
+                }
+            }
+        }
+        let mut up = if keyed { ps.pre_update_keys(&k) } else { ps.pre_update(u) }.map_err(|e| e.to_string())?;
+        let s = up.as_mut_slice().map_err(|e| e.to_string())?;
+        for row in 0..ROWS as usize {
+            s[row * WIDTH..(row + 1) * WIDTH].fill(f32::from(case.deltas[rank][c][row]));
+        }
+        up.update().map_err(|e| e.to_string())?;
+        read.post().map_err(|e| e.to_string())?;
+        ps.table_clock(w).map_err(|e| e.to_string())?;
+    }
+    // Everyone has ended every clock: a BSP read sees exactly the total.
+    let total = ps.read_keys(&k, Slack::BSP).map_err(|e| e.to_string())?;
+    let seen = total.as_slice().map_err(|e| e.to_string())?;
+    for row in 0..ROWS as usize {
+        let want = sum(case, None, 0..case.clocks, row);
+        if seen[row * WIDTH..(row + 1) * WIDTH].iter().any(|v| *v != want) {
+            return Err(format!(
+                "rank {rank}: final row {row} is {:?}, expected {want}",
+                &seen[row * WIDTH..(row + 1) * WIDTH]
+            ));
+        }
+    }
+    drop(total);
+    // Stay until every worker has read its final total: a worker
+    // that leaves early stops holding back the data age.
+    ps.table_clock(w).map_err(|e| e.to_string())?;
+    ps.read_keys(&k, Slack::BSP).map_err(|e| e.to_string())?.post().map_err(|e| e.to_string())?;
+    ps.shutdown().map_err(|e| e.to_string())
+}
+
+impl Case {
+    /// A one-line text form, to hand a case to another process.
+    pub fn encode(&self) -> String {
+        let slack = match self.slack {
+            Slack::Bounded(s) => s.to_string(),
+            Slack::Unbounded => "u".into(),
+        };
+        let flat = |v: Vec<String>| v.join(",");
+        let deltas = flat(self.deltas.iter().flatten().flatten().map(|d| d.to_string()).collect());
+        let delays = flat(self.delay_us.iter().flatten().map(|d| d.to_string()).collect());
+        let keyed = flat(self.keyed.iter().flatten().map(|k| u8::from(*k).to_string()).collect());
+        format!("{};{};{slack};{};{deltas};{delays};{keyed}", self.workers, self.clocks, self.budget)
+    }
+
+    pub fn decode(text: &str) -> Result<Case, String> {
+        let parts: Vec<&str> = text.split(';').collect();
+        if parts.len() != 7 {
+            return Err(format!("bad case `{text}`"));
+        }
+        let num = |s: &str| s.parse::<usize>().map_err(|e| format!("`{s}`: {e}"));
+        let list =
+            |s: &str| -> Result<Vec<usize>, String> { s.split(',').filter(|x| !x.is_empty()).map(num).collect() };
+        let (workers, clocks, budget) = (num(parts[0])?, num(parts[1])?, num(parts[3])?);
+        let slack = if parts[2] == "u" { Slack::Unbounded } else { Slack::Bounded(num(parts[2])? as u32) };
+        let (d, t, k) = (list(parts[4])?, list(parts[5])?, list(parts[6])?);
+        if d.len() != workers * clocks * ROWS as usize || t.len() != workers * clocks || k.len() != workers * clocks {
+            return Err(format!("case `{text}` has the wrong number of values"));
+        }
+        let deltas = (0..workers)
+            .map(|w| {
+                (0..clocks)
+                    .map(|c| (0..ROWS as usize).map(|r| d[(w * clocks + c) * ROWS as usize + r] as u8).collect())
+                    .collect()
+            })
+            .collect();
+        let delay_us = (0..workers).map(|w| (0..clocks).map(|c| t[w * clocks + c] as u16).collect()).collect();
+        let keyed = (0..workers).map(|w| (0..clocks).map(|c| k[w * clocks + c] == 1).collect()).collect();
+        Ok(Case { workers, clocks, slack, deltas, delay_us, keyed, budget })
+    }
+}
