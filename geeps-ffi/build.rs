@@ -17,6 +17,8 @@ mod header {
         let out = crate_dir.join("../include/geeps.h");
         println!("cargo:rerun-if-changed=src");
         println!("cargo:rerun-if-changed=cbindgen.toml");
+        // A hand edit of the header is overwritten by the next build.
+        println!("cargo:rerun-if-changed={}", out.display());
         let config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml")).expect("geeps-ffi/cbindgen.toml");
         match cbindgen::generate_with_config(&crate_dir, config) {
             Ok(bindings) => {
