@@ -1,0 +1,210 @@
+//! Training and test images for the `Data` layer: IDX files (the MNIST and
+//! Fashion-MNIST format, gzipped or not) named by a path prefix, each
+//! worker's slice of them, and filling a batch with Caffe's transform
+//! (`(pixel − mean) × scale`). It owns file formats and which image comes
+//! next; it must never know about layers or geeps.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use flate2::read::GzDecoder;
+
+use crate::error::{Error, Result};
+use crate::proto::net::DataConf;
+use crate::proto::solver::resolve;
+
+/// Images (one channel, row-major bytes) with their labels.
+#[derive(Debug)]
+pub struct Dataset {
+    pub pixels: Vec<u8>,
+    pub labels: Vec<u8>,
+    pub height: usize,
+    pub width: usize,
+    /// The prefix the files were found under.
+    pub source: PathBuf,
+}
+
+impl Dataset {
+    pub fn len(&self) -> usize {
+        self.labels.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty()
+    }
+
+    pub fn image_len(&self) -> usize {
+        self.height * self.width
+    }
+
+    /// Highest label + 1.
+    pub fn classes(&self) -> usize {
+        self.labels.iter().copied().max().map_or(0, |m| m as usize + 1)
+    }
+
+    /// Loads `P-images-idx3-ubyte[.gz]` and `P-labels-idx1-ubyte[.gz]`.
+    pub fn load(prefix: &Path) -> Result<Dataset> {
+        let images = find(prefix, "images-idx3-ubyte")?;
+        let labels = find(prefix, "labels-idx1-ubyte")?;
+        let (idims, pixels) = read_idx(&images, 3)?;
+        let (ldims, labels_v) = read_idx(&labels, 1)?;
+        if idims[0] != ldims[0] {
+            return Err(Error::file(
+                &images,
+                format!("{} images but {} labels in {}", idims[0], ldims[0], labels.display()),
+            ));
+        }
+        if idims[0] == 0 {
+            return Err(Error::file(&images, "holds no image"));
+        }
+        Ok(Dataset { pixels, labels: labels_v, height: idims[1], width: idims[2], source: prefix.to_path_buf() })
+    }
+
+    /// Writes images `indices` into `data` (as floats, transformed) and their
+    /// labels into `label`.
+    pub fn fill(&self, indices: &[usize], scale: f32, mean: f32, data: &mut [f32], label: &mut [f32]) {
+        let n = self.image_len();
+        for (k, &i) in indices.iter().enumerate() {
+            let src = &self.pixels[i * n..(i + 1) * n];
+            for (d, &p) in data[k * n..(k + 1) * n].iter_mut().zip(src) {
+                *d = (f32::from(p) - mean) * scale;
+            }
+            label[k] = f32::from(self.labels[i]);
+        }
+    }
+}
+
+/// The file for `kind`, gzipped or not.
+fn find(prefix: &Path, kind: &str) -> Result<PathBuf> {
+    let base = format!("{}-{kind}", prefix.display());
+    for candidate in [base.clone(), format!("{base}.gz")] {
+        if Path::new(&candidate).is_file() {
+            return Ok(PathBuf::from(candidate));
+        }
+    }
+    Err(Error::file(
+        prefix,
+        format!(
+            "no data: expected {base} or {base}.gz (data_param.source is a path prefix P with \
+             P-images-idx3-ubyte[.gz] and P-labels-idx1-ubyte[.gz])"
+        ),
+    ))
+}
+
+/// Reads an IDX file of unsigned bytes with `rank` dimensions.
+fn read_idx(path: &Path, rank: usize) -> Result<(Vec<usize>, Vec<u8>)> {
+    let file = File::open(path).map_err(|e| Error::file(path, format!("cannot open: {e}")))?;
+    let mut bytes = Vec::new();
+    let gz = path.extension().is_some_and(|e| e == "gz");
+    let read = if gz { GzDecoder::new(file).read_to_end(&mut bytes) } else { { file }.read_to_end(&mut bytes) };
+    read.map_err(|e| Error::file(path, format!("cannot read: {e}")))?;
+    let header = 4 + 4 * rank;
+    if bytes.len() < header || bytes[..4] != [0, 0, 0x08, rank as u8] {
+        return Err(Error::file(path, format!("not an IDX file of unsigned bytes with {rank} dimension(s)")));
+    }
+    let dims: Vec<usize> =
+        bytes[4..header].chunks_exact(4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize).collect();
+    let len: usize = dims.iter().product();
+    if bytes.len() - header != len {
+        return Err(Error::file(
+            path,
+            format!("dimensions {dims:?} need {len} bytes of data, the file has {}", bytes.len() - header),
+        ));
+    }
+    bytes.drain(..header);
+    Ok((dims, bytes))
+}
+
+/// Datasets already loaded by this process, shared by its workers.
+#[derive(Default, Clone)]
+pub struct DataCache {
+    loaded: Arc<Mutex<HashMap<PathBuf, Arc<Dataset>>>>,
+}
+
+impl DataCache {
+    /// The dataset a Data layer names, loaded once per process.
+    pub fn get(&self, conf: &DataConf) -> Result<Arc<Dataset>> {
+        let prefix = resolve_source(conf);
+        let mut loaded = self.loaded.lock().map_err(|_| Error::config("a worker panicked while loading data"))?;
+        if let Some(d) = loaded.get(&prefix) {
+            return Ok(d.clone());
+        }
+        let d = Arc::new(Dataset::load(&prefix)?);
+        loaded.insert(prefix, d.clone());
+        Ok(d)
+    }
+}
+
+/// The source prefix against the current directory, else the net file's.
+pub fn resolve_source(conf: &DataConf) -> PathBuf {
+    let direct = Path::new(&conf.source);
+    let exists = |p: &Path| find(p, "labels-idx1-ubyte").is_ok();
+    if direct.is_absolute() || exists(direct) {
+        return direct.to_path_buf();
+    }
+    let beside = resolve(&conf.source, &conf.base_dir);
+    if exists(&beside) {
+        return beside;
+    }
+    let joined = conf.base_dir.join(direct);
+    if exists(&joined) {
+        joined
+    } else {
+        direct.to_path_buf()
+    }
+}
+
+/// Which images a worker takes next: its rank-strided slice, in file order,
+/// wrapping around (Caffe reads its database sequentially).
+#[derive(Debug, Clone)]
+pub struct Cursor {
+    slice: Vec<usize>,
+    next: usize,
+}
+
+impl Cursor {
+    /// Worker `rank` of `world` over `len` images.
+    pub fn new(len: usize, rank: usize, world: usize) -> Result<Cursor> {
+        let slice: Vec<usize> = (rank..len).step_by(world.max(1)).collect();
+        if slice.is_empty() {
+            return Err(Error::config(format!("{len} images cannot give each of {world} workers one image")));
+        }
+        Ok(Cursor { slice, next: 0 })
+    }
+
+    /// The next `n` image indices.
+    pub fn take(&mut self, n: usize) -> Vec<usize> {
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            out.push(self.slice[self.next]);
+            self.next = (self.next + 1) % self.slice.len();
+        }
+        out
+    }
+
+    /// Images in this worker's slice.
+    pub fn len(&self) -> usize {
+        self.slice.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slice.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_split_and_wrap() {
+        let mut a = Cursor::new(5, 0, 2).unwrap();
+        let mut b = Cursor::new(5, 1, 2).unwrap();
+        assert_eq!(a.take(4), vec![0, 2, 4, 0]);
+        assert_eq!(b.take(3), vec![1, 3, 1]);
+        assert!(Cursor::new(1, 1, 2).is_err());
+    }
+}

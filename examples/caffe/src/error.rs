@@ -1,0 +1,35 @@
+//! The trainer's one error type. Every variant says what to fix and where:
+//! a file and line for bad prototxt, a path for bad data, the worker for a
+//! failure inside a training thread. It must never carry a bare message
+//! without the context the user needs to act on it.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A prototxt file that does not parse or does not fit the schema.
+    #[error("{}:{line}: {msg}", file.display())]
+    Prototxt { file: PathBuf, line: usize, msg: String },
+    /// A net or solver that parses but cannot be built or run.
+    #[error("{0}")]
+    Config(String),
+    /// A data or weights file that cannot be used.
+    #[error("{}: {msg}", path.display())]
+    File { path: PathBuf, msg: String },
+    #[error("geeps: {0}")]
+    Geeps(#[from] geeps::Error),
+    #[error("worker {rank}: {source}")]
+    Worker { rank: usize, source: Box<Error> },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn file(path: impl Into<PathBuf>, msg: impl Into<String>) -> Self {
+        Error::File { path: path.into(), msg: msg.into() }
+    }
+
+    pub fn config(msg: impl Into<String>) -> Self {
+        Error::Config(msg.into())
+    }
+}

@@ -1,0 +1,161 @@
+//! The layers' compute, on plain slices: every layer type implements
+//! [`Layer`] (shapes at setup, then forward and backward over whatever memory
+//! the caller hands it, be it geeps buffers or vectors). This module owns the
+//! contract between a layer and its caller; it must never own storage or
+//! know where the slices live.
+
+pub mod accuracy;
+pub mod activation;
+pub mod conv;
+pub mod dropout;
+pub mod filler;
+pub mod im2col;
+pub mod inner_product;
+pub mod pool;
+pub mod softmax_loss;
+
+use crate::proto::net::{Filler, LayerKind};
+
+/// A blob's shape: (num, channels, height, width) or (num, features).
+pub type Shape = Vec<usize>;
+
+pub fn count(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+/// A parameter blob of a layer: its shape and how to initialise it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParamBlob {
+    pub shape: Shape,
+    pub filler: Filler,
+}
+
+/// Inputs and outputs of one forward call.
+pub struct Forward<'a, 'b> {
+    /// The layer's parameters, blobs concatenated (weights, then bias).
+    pub params: &'a [f32],
+    /// Bottom data (empty for an elementwise layer, which works on `tops[0]`).
+    pub bottoms: &'a [&'b [f32]],
+    /// Top data to write. An elementwise layer finds its input already here.
+    pub tops: &'a mut [&'b mut [f32]],
+    /// State for backward ([`Layer::aux_len`] floats).
+    pub aux: &'a mut [f32],
+    pub train: bool,
+    /// Seeds this call's randomness (dropout), so runs are reproducible.
+    pub seed: u64,
+}
+
+/// Inputs and outputs of one backward call.
+pub struct Backward<'a, 'b> {
+    pub params: &'a [f32],
+    /// Bottom data; an entry is empty when [`Layer::backward_reads`] says it is unused.
+    pub bottoms: &'a [&'b [f32]],
+    /// Top data (given to elementwise layers only).
+    pub tops: &'a [&'b [f32]],
+    /// Top gradients (empty for elementwise layers and losses).
+    pub top_diffs: &'a [&'b [f32]],
+    /// Bottom gradients to write; an empty entry needs none. An elementwise
+    /// layer finds its top gradient already here and scales it in place.
+    pub bottom_diffs: &'a mut [&'b mut [f32]],
+    /// The gradient of `params`, same layout, to overwrite.
+    pub param_grad: &'a mut [f32],
+    pub aux: &'a [f32],
+    /// Gradient scale of a loss layer's output (its loss_weight).
+    pub loss_weight: f32,
+}
+
+/// What a layer's backward reads besides its top gradients.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Reads {
+    /// Per bottom: whether its data is read.
+    pub bottoms: Vec<bool>,
+    /// Whether top data is read (elementwise layers).
+    pub tops: bool,
+    /// Whether top gradients are read (false for losses, which start the chain).
+    pub top_diffs: bool,
+}
+
+/// One layer's computation.
+pub trait Layer: Send + Sync {
+    fn type_name(&self) -> &'static str;
+    fn top_shapes(&self) -> Vec<Shape>;
+    fn param_blobs(&self) -> Vec<ParamBlob> {
+        Vec::new()
+    }
+    /// Floats kept from forward to backward (a pooling mask, probabilities).
+    fn aux_len(&self) -> usize {
+        0
+    }
+    /// Elementwise layers may run in place (top == bottom). Their forward
+    /// finds the input in `tops[0]`, their backward the top gradient in
+    /// `bottom_diffs[0]`.
+    fn elementwise(&self) -> bool {
+        false
+    }
+    /// Whether the layer contributes to the loss and starts backward.
+    fn is_loss(&self) -> bool {
+        false
+    }
+    /// Whether the layer has a backward at all (Accuracy does not).
+    fn has_backward(&self) -> bool {
+        true
+    }
+    fn backward_reads(&self) -> Reads;
+    fn forward(&self, f: Forward<'_, '_>);
+    fn backward(&self, b: Backward<'_, '_>);
+}
+
+/// Builds a layer for its bottoms' shapes. `Data` has no compute and is
+/// handled by the net. Errors say what is wrong with the shapes.
+pub fn build(kind: &LayerKind, bottoms: &[Shape]) -> Result<Box<dyn Layer>, String> {
+    let want = |n: usize| {
+        if bottoms.len() == n {
+            Ok(())
+        } else {
+            Err(format!("takes {n} bottom blob(s), has {}", bottoms.len()))
+        }
+    };
+    Ok(match kind {
+        LayerKind::Data(_) => return Err("Data layers have no compute".into()),
+        LayerKind::Convolution(c) => {
+            want(1)?;
+            Box::new(conv::Conv::new(c, &bottoms[0])?)
+        }
+        LayerKind::Pooling(p) => {
+            want(1)?;
+            Box::new(pool::Pool::new(p, &bottoms[0])?)
+        }
+        LayerKind::InnerProduct(c) => {
+            want(1)?;
+            Box::new(inner_product::InnerProduct::new(c, &bottoms[0])?)
+        }
+        LayerKind::ReLU { negative_slope } => {
+            want(1)?;
+            Box::new(activation::Activation::new(activation::Fn::ReLU(*negative_slope), &bottoms[0]))
+        }
+        LayerKind::Sigmoid => {
+            want(1)?;
+            Box::new(activation::Activation::new(activation::Fn::Sigmoid, &bottoms[0]))
+        }
+        LayerKind::TanH => {
+            want(1)?;
+            Box::new(activation::Activation::new(activation::Fn::TanH, &bottoms[0]))
+        }
+        LayerKind::Dropout { ratio } => {
+            want(1)?;
+            Box::new(dropout::Dropout::new(*ratio, &bottoms[0]))
+        }
+        LayerKind::SoftmaxWithLoss { normalization } => {
+            want(2)?;
+            Box::new(softmax_loss::SoftmaxLoss::new(*normalization, &bottoms[0], &bottoms[1])?)
+        }
+        LayerKind::Accuracy { top_k } => {
+            want(2)?;
+            Box::new(accuracy::Accuracy::new(*top_k, &bottoms[0], &bottoms[1])?)
+        }
+    })
+}
+
+/// Elements per rayon task for elementwise loops: large enough to amortise
+/// scheduling, small enough to split a LeNet activation across two cores.
+pub(crate) const CHUNK: usize = 1 << 14;

@@ -1,0 +1,164 @@
+//! `caffe-geeps`, the command line: `train --solver S` runs a Caffe solver
+//! on a cluster of geeps workers, `test --model M --weights W` evaluates a
+//! snapshot. It owns argument parsing and the final summary; it must never
+//! train or evaluate by itself (the library does).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+use geeps_caffe::cluster::Cluster;
+use geeps_caffe::proto::solver::SolverParam;
+use geeps_caffe::ps::PsOptions;
+use geeps_caffe::train::{self, TrainOptions, TrainReport};
+
+#[derive(Parser, Debug)]
+#[command(name = "caffe-geeps", about = "A Caffe-style trainer whose parameters and activations live in geeps")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Train with a Caffe solver prototxt.
+    Train {
+        /// The solver prototxt (it names the net prototxt).
+        #[arg(long)]
+        solver: PathBuf,
+        /// Data-parallel workers (threads of this process).
+        #[arg(long, default_value_t = 4)]
+        workers: usize,
+        /// Staleness bound in clocks: 0 is BSP.
+        #[arg(long, default_value_t = 0)]
+        slack: u32,
+        /// geeps device memory budget per worker, in MiB.
+        #[arg(long, default_value_t = 512)]
+        device_memory_mb: usize,
+        /// Consecutive parameter layers sharing one geeps table.
+        #[arg(long, default_value_t = 1)]
+        layers_per_table: usize,
+        /// Mini-batches per clock.
+        #[arg(long, default_value_t = 1)]
+        batches_per_clock: usize,
+        /// Start from these weights (a .caffemodel) instead of the fillers.
+        #[arg(long)]
+        weights: Option<PathBuf>,
+        /// Override the solver's max_iter.
+        #[arg(long)]
+        max_iter: Option<u64>,
+        /// Where to write the curve (<PREFIX>_curve.csv and .png); default: snapshot_prefix.
+        #[arg(long)]
+        curve: Option<String>,
+        /// No progress bar.
+        #[arg(long)]
+        no_progress: bool,
+        /// Seconds a worker may wait for a slower one before failing.
+        #[arg(long, default_value_t = 600)]
+        wait_deadline_s: u64,
+    },
+    /// Evaluate weights on the TEST phase of a net.
+    Test {
+        /// The net prototxt.
+        #[arg(long)]
+        model: PathBuf,
+        /// The .caffemodel to evaluate.
+        #[arg(long)]
+        weights: PathBuf,
+        /// Test batches (default: enough to cover the test set once).
+        #[arg(long)]
+        iterations: Option<u64>,
+    },
+}
+
+fn summary(r: &TrainReport) {
+    println!(
+        "Optimization done: {} iterations on {} worker(s) x batch {} in {:.1} s",
+        r.iterations,
+        r.workers,
+        r.batch,
+        r.wall.as_secs_f64()
+    );
+    let per: Vec<String> = r.images_per_sec_per_worker.iter().map(|v| format!("{v:.0}")).collect();
+    println!("  throughput: {:.0} images/s in all, per worker [{}]", r.images_per_sec, per.join(", "));
+    if !r.stats.is_empty() {
+        let stalls: Vec<String> = r.stats.iter().map(|s| format!("{:.1}%", s.stall_fraction * 100.0)).collect();
+        let slow: u64 = r.stats.iter().map(|s| s.slow_path_calls).sum();
+        println!("  geeps stall fraction per worker [{}]; slow-path calls {slow}", stalls.join(", "));
+    }
+    if !r.test.is_empty() {
+        let t: Vec<String> = r.test.iter().map(|(n, v)| format!("{n} = {v:.4}")).collect();
+        println!("  test: {}", t.join(", "));
+    }
+    if let (Some(csv), Some(png)) = (&r.curve_csv, &r.curve_png) {
+        println!("  curve: {} and {}", csv.display(), png.display());
+    }
+    if let Some(last) = r.snapshots.last() {
+        println!("  weights: {}", last.display());
+    }
+}
+
+fn run(cli: Cli) -> geeps_caffe::Result<()> {
+    match cli.command {
+        Command::Train {
+            solver,
+            workers,
+            slack,
+            device_memory_mb,
+            layers_per_table,
+            batches_per_clock,
+            weights,
+            max_iter,
+            curve,
+            no_progress,
+            wait_deadline_s,
+        } => {
+            let mut s = SolverParam::load(&solver)?;
+            if let Some(m) = max_iter {
+                if m == 0 {
+                    return Err(geeps_caffe::Error::config("--max-iter must be at least 1"));
+                }
+                s.max_iter = m;
+            }
+            let opts = TrainOptions {
+                ps: PsOptions {
+                    slack,
+                    device_memory: device_memory_mb << 20,
+                    layers_per_table,
+                    batches_per_clock,
+                    wait_deadline: Duration::from_secs(wait_deadline_s.max(1)),
+                    ..PsOptions::default()
+                },
+                weights,
+                verbose: true,
+                progress: !no_progress,
+                curve_prefix: curve,
+            };
+            let cluster = Cluster::in_process(workers)?;
+            let report = train::train(&s, &opts, &cluster)?;
+            summary(&report);
+        }
+        Command::Test { model, weights, iterations } => {
+            let (outputs, n) = train::test_weights(&model, &weights, iterations)?;
+            println!("Tested {} on {n} batch(es) of the TEST phase of {}", weights.display(), model.display());
+            for (k, (name, v)) in outputs.iter().enumerate() {
+                println!("    Test net output #{k}: {name} = {v}");
+            }
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("caffe-geeps: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

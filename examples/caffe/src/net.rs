@@ -1,0 +1,438 @@
+//! A net for one phase: the layers of a `NetParameter` that the phase
+//! admits, wired by blob name, with shapes, in-place detection, and which
+//! layers run backward and which blobs need gradients (Caffe's rules). It
+//! also owns the one calling convention both executors use (`forward_layer`,
+//! `backward_layer`), so geeps and plain memory run exactly the same math.
+//! It must never own blob memory.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::data::{DataCache, Dataset};
+use crate::error::{Error, Result};
+use crate::layers::{self, count, Backward, Forward, Layer, ParamBlob, Shape};
+use crate::proto::net::{DataConf, LayerKind, NetParam, ParamSpec, Phase};
+
+#[derive(Debug, Clone)]
+pub struct Blob {
+    pub name: String,
+    pub shape: Shape,
+    /// Some layer writes a gradient into it.
+    pub needs_diff: bool,
+}
+
+impl Blob {
+    pub fn count(&self) -> usize {
+        count(&self.shape)
+    }
+}
+
+/// The data source of a Data layer.
+pub struct DataSource {
+    pub conf: DataConf,
+    pub set: Arc<Dataset>,
+}
+
+pub struct NetLayer {
+    pub name: String,
+    pub type_name: &'static str,
+    /// None for a Data layer.
+    pub compute: Option<Box<dyn Layer>>,
+    pub data: Option<DataSource>,
+    pub bottoms: Vec<usize>,
+    pub tops: Vec<usize>,
+    /// An elementwise layer whose top is its bottom.
+    pub in_place: bool,
+    pub params: Vec<ParamBlob>,
+    pub specs: Vec<ParamSpec>,
+    pub param_len: usize,
+    pub aux_len: usize,
+    /// Runs backward (needs it and contributes to a loss).
+    pub backward: bool,
+    /// Per bottom: backward writes its gradient.
+    pub propagate: Vec<bool>,
+    pub loss_weight: f32,
+    /// Blobs read in forward, read and written in place, written.
+    pub fwd_in: Vec<usize>,
+    pub fwd_inout: Vec<usize>,
+    pub fwd_out: Vec<usize>,
+    /// Blob data read in backward; gradients read, updated in place, written.
+    pub bwd_data_in: Vec<usize>,
+    pub bwd_diff_in: Vec<usize>,
+    pub bwd_diff_inout: Vec<usize>,
+    pub bwd_diff_out: Vec<usize>,
+    pub line: usize,
+}
+
+impl NetLayer {
+    pub fn is_loss(&self) -> bool {
+        self.compute.as_ref().is_some_and(|c| c.is_loss())
+    }
+}
+
+pub struct Net {
+    pub name: String,
+    pub phase: Phase,
+    pub blobs: Vec<Blob>,
+    pub layers: Vec<NetLayer>,
+    /// Images per forward pass (the Data layer's batch_size).
+    pub batch: usize,
+    /// Blobs no layer consumes: what the net reports (loss, accuracy).
+    pub outputs: Vec<usize>,
+}
+
+fn at(param: &NetParam, line: usize, msg: impl Into<String>) -> Error {
+    Error::Prototxt { file: param.file.clone(), line, msg: msg.into() }
+}
+
+fn push_unique(v: &mut Vec<usize>, b: usize) {
+    if !v.contains(&b) {
+        v.push(b);
+    }
+}
+
+impl Net {
+    /// Builds the `phase` net; Data layers load (or reuse) their datasets.
+    pub fn build(param: &NetParam, phase: Phase, cache: &DataCache) -> Result<Net> {
+        let mut blobs: Vec<Blob> = Vec::new();
+        let mut by_name: HashMap<String, usize> = HashMap::new();
+        let mut layers: Vec<NetLayer> = Vec::new();
+        let mut batch = None;
+        for lp in param.layers.iter().filter(|l| l.phases.admits(phase)) {
+            let name = &lp.name;
+            let mut bottoms = Vec::new();
+            for b in &lp.bottoms {
+                match by_name.get(b) {
+                    Some(&i) => bottoms.push(i),
+                    None => {
+                        return Err(at(
+                            param,
+                            lp.line,
+                            format!("layer `{name}` reads blob `{b}`, which no earlier {} layer produces", phase.name()),
+                        ))
+                    }
+                }
+            }
+            let bottom_shapes: Vec<Shape> = bottoms.iter().map(|&b| blobs[b].shape.clone()).collect();
+            let (compute, data, top_shapes) = match &lp.kind {
+                LayerKind::Data(conf) => {
+                    if !bottoms.is_empty() || lp.tops.len() != 2 {
+                        return Err(at(param, lp.line, format!("Data layer `{name}` needs no bottom and two tops (data, label)")));
+                    }
+                    let set = cache.get(conf).map_err(|e| at(param, lp.line, format!("layer `{name}`: {e}")))?;
+                    let shapes = vec![vec![conf.batch_size, 1, set.height, set.width], vec![conf.batch_size]];
+                    match batch {
+                        None => batch = Some(conf.batch_size),
+                        Some(b) if b != conf.batch_size => {
+                            return Err(at(param, lp.line, "two Data layers of one phase with different batch sizes"))
+                        }
+                        Some(_) => {}
+                    }
+                    (None, Some(DataSource { conf: conf.clone(), set }), shapes)
+                }
+                kind => {
+                    let l = layers::build(kind, &bottom_shapes)
+                        .map_err(|e| at(param, lp.line, format!("{} layer `{name}`: {e}", kind.type_name())))?;
+                    let shapes = l.top_shapes();
+                    (Some(l), None, shapes)
+                }
+            };
+            if top_shapes.len() != lp.tops.len() {
+                return Err(at(
+                    param,
+                    lp.line,
+                    format!("layer `{name}` has {} top(s); a {} layer makes {}", lp.tops.len(), lp.kind.type_name(), top_shapes.len()),
+                ));
+            }
+            let elementwise = compute.as_ref().is_some_and(|c| c.elementwise());
+            let mut in_place = false;
+            let mut tops = Vec::new();
+            for (t, shape) in lp.tops.iter().zip(top_shapes) {
+                match by_name.get(t) {
+                    Some(&i) if lp.bottoms.len() == 1 && &lp.bottoms[0] == t && elementwise => {
+                        in_place = true;
+                        tops.push(i);
+                    }
+                    Some(_) if lp.bottoms.contains(t) => {
+                        return Err(at(param, lp.line, format!("layer `{name}` ({}) cannot run in place on `{t}`", lp.kind.type_name())))
+                    }
+                    Some(_) => {
+                        return Err(at(param, lp.line, format!("blob `{t}` is produced twice (again by layer `{name}`)")))
+                    }
+                    None => {
+                        by_name.insert(t.clone(), blobs.len());
+                        tops.push(blobs.len());
+                        blobs.push(Blob { name: t.clone(), shape, needs_diff: false });
+                    }
+                }
+            }
+            let params = compute.as_ref().map(|c| c.param_blobs()).unwrap_or_default();
+            if lp.params.len() > params.len() {
+                return Err(at(
+                    param,
+                    lp.line,
+                    format!("layer `{name}` has {} `param` blocks but only {} parameter blob(s)", lp.params.len(), params.len()),
+                ));
+            }
+            let specs: Vec<ParamSpec> = (0..params.len()).map(|i| lp.params.get(i).copied().unwrap_or_default()).collect();
+            let is_loss = compute.as_ref().is_some_and(|c| c.is_loss());
+            let loss_weight = match (lp.loss_weight.as_slice(), is_loss) {
+                ([], true) => 1.0,
+                ([w], true) => *w,
+                ([], false) => 0.0,
+                (w, false) if w.iter().all(|x| *x == 0.0) => 0.0,
+                _ => return Err(at(param, lp.line, format!("layer `{name}`: loss_weight is supported on one loss top only"))),
+            };
+            let param_len = params.iter().map(|p| count(&p.shape)).sum();
+            let aux_len = compute.as_ref().map_or(0, |c| c.aux_len());
+            let n = bottoms.len();
+            layers.push(NetLayer {
+                name: name.clone(),
+                type_name: lp.kind.type_name(),
+                compute,
+                data,
+                bottoms,
+                tops,
+                in_place,
+                params,
+                specs,
+                param_len,
+                aux_len,
+                backward: false,
+                propagate: vec![false; n],
+                loss_weight,
+                fwd_in: Vec::new(),
+                fwd_inout: Vec::new(),
+                fwd_out: Vec::new(),
+                bwd_data_in: Vec::new(),
+                bwd_diff_in: Vec::new(),
+                bwd_diff_inout: Vec::new(),
+                bwd_diff_out: Vec::new(),
+                line: lp.line,
+            });
+        }
+        let Some(batch) = batch else {
+            return Err(at(param, 1, format!("the {} net has no Data layer", phase.name())));
+        };
+        if !layers.iter().any(|l| l.data.is_some()) || layers.len() < 2 {
+            return Err(at(param, 1, format!("the {} net has nothing to compute", phase.name())));
+        }
+        let mut net = Net { name: param.name.clone(), phase, blobs, layers, batch, outputs: Vec::new() };
+        net.plan_backward(param)?;
+        net.plan_io();
+        net.outputs = (0..net.blobs.len())
+            .filter(|&b| {
+                let consumed = net.layers.iter().any(|l| !l.in_place && l.bottoms.contains(&b));
+                let produced_by_data = net.layers.iter().any(|l| l.data.is_some() && l.tops.contains(&b));
+                !consumed && !produced_by_data
+            })
+            .collect();
+        Ok(net)
+    }
+
+    /// Caffe's rules: a layer needs backward if it has learnable parameters
+    /// or a bottom that needs it, and runs it only if it contributes to a loss.
+    fn plan_backward(&mut self, param: &NetParam) -> Result<()> {
+        let mut blob_needs = vec![false; self.blobs.len()];
+        let mut needs = vec![false; self.layers.len()];
+        for (i, l) in self.layers.iter().enumerate() {
+            let learns = l.specs.iter().any(|s| s.lr_mult != 0.0);
+            needs[i] = l.compute.is_some() && (learns || l.bottoms.iter().any(|&b| blob_needs[b]));
+            for &t in &l.tops {
+                blob_needs[t] = blob_needs[t] || needs[i];
+            }
+        }
+        let mut contributes = vec![false; self.layers.len()];
+        let mut blob_contributes = vec![false; self.blobs.len()];
+        for i in (0..self.layers.len()).rev() {
+            let l = &self.layers[i];
+            let has_bwd = l.compute.as_ref().is_some_and(|c| c.has_backward());
+            contributes[i] = has_bwd && (l.loss_weight != 0.0 || l.tops.iter().any(|&t| blob_contributes[t]));
+            if contributes[i] {
+                for &b in &l.bottoms {
+                    blob_contributes[b] = true;
+                }
+            }
+        }
+        let mut writers = vec![0usize; self.blobs.len()];
+        for (i, l) in self.layers.iter_mut().enumerate() {
+            l.backward = needs[i] && contributes[i];
+            for (k, &b) in l.bottoms.iter().enumerate() {
+                l.propagate[k] = l.backward && blob_needs[b];
+                if l.propagate[k] {
+                    self.blobs[b].needs_diff = true;
+                    if !l.in_place {
+                        writers[b] += 1;
+                    }
+                }
+            }
+        }
+        if let Some(b) = writers.iter().position(|&w| w > 1) {
+            let line = self.layers.iter().find(|l| l.bottoms.contains(&b)).map_or(1, |l| l.line);
+            return Err(at(
+                param,
+                line,
+                format!(
+                    "blob `{}` feeds {} layers that send gradients back; caffe-geeps does not insert Split layers, \
+                     so give each its own copy",
+                    self.blobs[b].name, writers[b]
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Which blobs each layer reads and writes, in forward and backward.
+    fn plan_io(&mut self) {
+        for l in &mut self.layers {
+            if l.in_place {
+                l.fwd_inout.push(l.tops[0]);
+            } else {
+                for &b in &l.bottoms {
+                    push_unique(&mut l.fwd_in, b);
+                }
+                for &t in &l.tops {
+                    push_unique(&mut l.fwd_out, t);
+                }
+            }
+            if !l.backward {
+                continue;
+            }
+            let Some(c) = &l.compute else { continue };
+            let reads = c.backward_reads();
+            for (k, &b) in l.bottoms.iter().enumerate() {
+                if reads.bottoms.get(k).copied().unwrap_or(false) {
+                    push_unique(&mut l.bwd_data_in, b);
+                }
+            }
+            if reads.tops {
+                for &t in &l.tops {
+                    push_unique(&mut l.bwd_data_in, t);
+                }
+            }
+            if l.in_place {
+                l.bwd_diff_inout.push(l.tops[0]);
+                continue;
+            }
+            if reads.top_diffs || c.elementwise() {
+                for &t in &l.tops {
+                    push_unique(&mut l.bwd_diff_in, t);
+                }
+            }
+            for (k, &b) in l.bottoms.iter().enumerate() {
+                if l.propagate[k] {
+                    push_unique(&mut l.bwd_diff_out, b);
+                }
+            }
+        }
+    }
+
+    pub fn blob(&self, name: &str) -> Option<usize> {
+        self.blobs.iter().position(|b| b.name == name)
+    }
+
+    /// The largest class count any loss or accuracy layer accepts, so labels
+    /// can be checked against it before training.
+    pub fn check_labels(&self) -> Result<()> {
+        let data = self.layers.iter().find_map(|l| l.data.as_ref().map(|d| (l, d)));
+        let Some((dl, src)) = data else { return Ok(()) };
+        let classes = src.set.classes();
+        let label_blob = dl.tops[1];
+        for l in &self.layers {
+            if l.bottoms.get(1) == Some(&label_blob) {
+                let scores = &self.blobs[l.bottoms[0]];
+                let c = scores.count() / self.batch;
+                if classes > c {
+                    return Err(Error::config(format!(
+                        "{}: labels go up to {} but layer `{}` scores only {c} classes; raise the last num_output",
+                        src.set.source.display(),
+                        classes - 1,
+                        l.name
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The slices of one layer call, by blob: taken out as the layer needs them.
+#[derive(Default)]
+pub struct Io<'b> {
+    pub data_in: Vec<(usize, &'b [f32])>,
+    pub data_out: Vec<(usize, &'b mut [f32])>,
+    pub diff_in: Vec<(usize, &'b [f32])>,
+    pub diff_out: Vec<(usize, &'b mut [f32])>,
+}
+
+fn get<'b>(list: &[(usize, &'b [f32])], b: usize) -> &'b [f32] {
+    list.iter().find(|(i, _)| *i == b).map(|(_, s)| *s).unwrap_or(&[])
+}
+
+fn take<'b>(list: &mut Vec<(usize, &'b mut [f32])>, b: usize) -> &'b mut [f32] {
+    match list.iter().position(|(i, _)| *i == b) {
+        Some(p) => list.swap_remove(p).1,
+        None => &mut [],
+    }
+}
+
+/// Runs `layer`'s forward on `io`: `data_in` holds `fwd_in`, `data_out`
+/// holds `fwd_out` and `fwd_inout` (an in-place blob already holds the input).
+pub fn forward_layer(net: &Net, li: usize, params: &[f32], mut io: Io<'_>, aux: &mut [f32], train: bool, seed: u64) {
+    let l = &net.layers[li];
+    let Some(c) = &l.compute else { return };
+    let mut tops: Vec<&mut [f32]> = l.tops.iter().map(|&t| take(&mut io.data_out, t)).collect();
+    let bottoms: Vec<&[f32]> = if c.elementwise() {
+        if !l.in_place {
+            let n = net.blobs[l.tops[0]].count();
+            tops[0][..n].copy_from_slice(&get(&io.data_in, l.bottoms[0])[..n]);
+        }
+        Vec::new()
+    } else {
+        l.bottoms.iter().map(|&b| get(&io.data_in, b)).collect()
+    };
+    c.forward(Forward { params, bottoms: &bottoms, tops: &mut tops, aux, train, seed });
+}
+
+/// Runs `layer`'s backward on `io`: `data_in` holds `bwd_data_in`,
+/// `diff_in` holds `bwd_diff_in`, `diff_out` holds `bwd_diff_out` and
+/// `bwd_diff_inout`; the parameter gradient is written to `grad`.
+pub fn backward_layer(net: &Net, li: usize, params: &[f32], mut io: Io<'_>, aux: &[f32], grad: &mut [f32]) {
+    let l = &net.layers[li];
+    let Some(c) = &l.compute else { return };
+    let reads = c.backward_reads();
+    let bottoms: Vec<&[f32]> = l
+        .bottoms
+        .iter()
+        .enumerate()
+        .map(|(k, &b)| if reads.bottoms.get(k).copied().unwrap_or(false) { get(&io.data_in, b) } else { &[] })
+        .collect();
+    let tops: Vec<&[f32]> = if reads.tops { l.tops.iter().map(|&t| get(&io.data_in, t)).collect() } else { Vec::new() };
+    let mut bottom_diffs: Vec<&mut [f32]> = l
+        .bottoms
+        .iter()
+        .enumerate()
+        .map(|(k, &b)| if l.propagate[k] { take(&mut io.diff_out, b) } else { &mut [] })
+        .collect();
+    let top_diffs: Vec<&[f32]> = if c.elementwise() {
+        if !l.in_place && !bottom_diffs[0].is_empty() {
+            let n = net.blobs[l.tops[0]].count();
+            bottom_diffs[0][..n].copy_from_slice(&get(&io.diff_in, l.tops[0])[..n]);
+        }
+        Vec::new()
+    } else if reads.top_diffs {
+        l.tops.iter().map(|&t| get(&io.diff_in, t)).collect()
+    } else {
+        Vec::new()
+    };
+    c.backward(Backward {
+        params,
+        bottoms: &bottoms,
+        tops: &tops,
+        top_diffs: &top_diffs,
+        bottom_diffs: &mut bottom_diffs,
+        param_grad: grad,
+        aux,
+        loss_weight: l.loss_weight,
+    });
+}

@@ -1,0 +1,180 @@
+//! The learnable parameters of a net, layer by layer: which layers have
+//! them, their blobs' shapes, lr/decay multipliers, initial values from the
+//! fillers, and conversion to and from `.caffemodel` weights (matched by
+//! layer name, as Caffe shares weights between its train and test nets).
+//! It owns that bookkeeping; it must never know where parameters are stored.
+
+use std::path::Path;
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+use crate::error::{Error, Result};
+use crate::layers::{count, filler};
+use crate::net::Net;
+use crate::proto::caffemodel::{self, LayerBlobs};
+use crate::proto::net::ParamSpec;
+
+/// One parameter blob inside its layer's flat vector.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlobSlot {
+    pub shape: Vec<usize>,
+    pub offset: usize,
+    pub len: usize,
+    pub spec: ParamSpec,
+}
+
+/// A layer with parameters: its index in the net and its blobs, flattened.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayerParams {
+    pub layer: usize,
+    pub name: String,
+    pub type_name: &'static str,
+    pub blobs: Vec<BlobSlot>,
+    pub len: usize,
+}
+
+/// The parameter layers of a (train) net, in net order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParamLayout {
+    pub layers: Vec<LayerParams>,
+}
+
+impl ParamLayout {
+    pub fn of(net: &Net) -> ParamLayout {
+        let mut layers = Vec::new();
+        for (i, l) in net.layers.iter().enumerate() {
+            if l.params.is_empty() {
+                continue;
+            }
+            let mut offset = 0;
+            let blobs = l
+                .params
+                .iter()
+                .zip(&l.specs)
+                .map(|(p, s)| {
+                    let len = count(&p.shape);
+                    let slot = BlobSlot { shape: p.shape.clone(), offset, len, spec: *s };
+                    offset += len;
+                    slot
+                })
+                .collect();
+            layers.push(LayerParams { layer: i, name: l.name.clone(), type_name: l.type_name, blobs, len: offset });
+        }
+        ParamLayout { layers }
+    }
+
+    /// Position in `layers` of the parameter layer at net index `layer`.
+    pub fn index_of_layer(&self, layer: usize) -> Option<usize> {
+        self.layers.iter().position(|p| p.layer == layer)
+    }
+
+    /// Total floats.
+    pub fn total(&self) -> usize {
+        self.layers.iter().map(|l| l.len).sum()
+    }
+
+    /// Initial values from the fillers. Every worker draws the same values
+    /// from `seed`; only one of them publishes them.
+    pub fn initial(&self, net: &Net, seed: u64) -> Vec<Vec<f32>> {
+        let mut rng = StdRng::seed_from_u64(seed);
+        self.layers
+            .iter()
+            .map(|lp| {
+                let mut v = Vec::with_capacity(lp.len);
+                for blob in &net.layers[lp.layer].params {
+                    v.extend(filler::fill(&blob.filler, &blob.shape, &mut rng));
+                }
+                v
+            })
+            .collect()
+    }
+
+    /// Values for each parameter layer from a `.caffemodel`, by layer name;
+    /// every layer must be there with the same shapes.
+    pub fn from_caffemodel(&self, path: &Path) -> Result<Vec<Vec<f32>>> {
+        let bytes = std::fs::read(path).map_err(|e| Error::file(path, format!("cannot read weights: {e}")))?;
+        let file = caffemodel::decode(&bytes).map_err(|e| Error::file(path, format!("not a caffemodel: {e}")))?;
+        let mut out = Vec::new();
+        for lp in &self.layers {
+            let Some(found) = file.iter().find(|l| l.name == lp.name) else {
+                return Err(Error::file(path, format!("has no weights for layer `{}`", lp.name)));
+            };
+            if found.blobs.len() != lp.blobs.len() {
+                return Err(Error::file(
+                    path,
+                    format!("layer `{}` has {} blobs there, the net needs {}", lp.name, found.blobs.len(), lp.blobs.len()),
+                ));
+            }
+            let mut v = Vec::with_capacity(lp.len);
+            for (k, ((shape, data), slot)) in found.blobs.iter().zip(&lp.blobs).enumerate() {
+                // Old files pad shapes with 1s (num, channels, height, width).
+                let squeeze = |s: &[usize]| s.iter().copied().filter(|d| *d != 1).collect::<Vec<_>>();
+                if squeeze(shape) != squeeze(&slot.shape) || data.len() != slot.len {
+                    return Err(Error::file(
+                        path,
+                        format!(
+                            "blob {k} of layer `{}` is {shape:?} with {} values; the net needs {:?}",
+                            lp.name,
+                            data.len(),
+                            slot.shape
+                        ),
+                    ));
+                }
+                v.extend_from_slice(data);
+            }
+            out.push(v);
+        }
+        Ok(out)
+    }
+
+    /// Writes `values` (one vector per parameter layer) as a `.caffemodel`.
+    pub fn write_caffemodel(&self, net_name: &str, values: &[Vec<f32>], path: &Path) -> Result<()> {
+        let layers: Vec<LayerBlobs> = self
+            .layers
+            .iter()
+            .zip(values)
+            .map(|(lp, v)| LayerBlobs {
+                name: lp.name.clone(),
+                type_name: lp.type_name.to_string(),
+                blobs: lp.blobs.iter().map(|s| (s.shape.clone(), v[s.offset..s.offset + s.len].to_vec())).collect(),
+            })
+            .collect();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| Error::file(dir, format!("cannot create: {e}")))?;
+        }
+        std::fs::write(path, caffemodel::encode(net_name, &layers))
+            .map_err(|e| Error::file(path, format!("cannot write weights: {e}")))
+    }
+
+    /// Per layer of `other` (a net sharing these parameters by layer name,
+    /// like the test net), the index into this layout, checked for shape.
+    pub fn share_with(&self, other: &Net) -> Result<Vec<Option<usize>>> {
+        other
+            .layers
+            .iter()
+            .map(|l| {
+                if l.params.is_empty() {
+                    return Ok(None);
+                }
+                let Some(i) = self.layers.iter().position(|p| p.name == l.name) else {
+                    return Err(Error::config(format!(
+                        "layer `{}` of the {} net has parameters but no TRAIN layer of that name holds them",
+                        l.name,
+                        other.phase.name()
+                    )));
+                };
+                let shapes: Vec<_> = l.params.iter().map(|p| &p.shape).collect();
+                let ours: Vec<_> = self.layers[i].blobs.iter().map(|b| &b.shape).collect();
+                if shapes != ours {
+                    return Err(Error::config(format!(
+                        "layer `{}` has parameter shapes {shapes:?} in the {} net but {ours:?} in the TRAIN net",
+                        l.name,
+                        other.phase.name()
+                    )));
+                }
+                Ok(Some(i))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,109 @@
+//! Running a net on plain memory: one vector per blob, gradient and layer
+//! state. It is how the test net is evaluated and `test --weights` runs, and
+//! the reference the geeps trainer is checked against. It owns that storage
+//! and the data cursors; the math is `net::forward_layer`/`backward_layer`.
+
+use crate::data::Cursor;
+use crate::error::Result;
+use crate::net::{backward_layer, forward_layer, Io, Net};
+
+pub struct Plain<'n> {
+    net: &'n Net,
+    data: Vec<Vec<f32>>,
+    diff: Vec<Vec<f32>>,
+    aux: Vec<Vec<f32>>,
+    cursors: Vec<Option<Cursor>>,
+}
+
+/// A seed per layer and call, mixed so neighbouring inputs differ widely.
+pub fn layer_seed(seed: u64, layer: usize) -> u64 {
+    let mut z = seed ^ (layer as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
+    z = (z ^ (z >> 33)).wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+    z ^ (z >> 33)
+}
+
+impl<'n> Plain<'n> {
+    /// Storage for `net`; its Data layers read worker `rank`'s slice of `world`.
+    pub fn new(net: &'n Net, rank: usize, world: usize) -> Result<Self> {
+        let data = net.blobs.iter().map(|b| vec![0.0; b.count()]).collect();
+        let diff = net.blobs.iter().map(|b| if b.needs_diff { vec![0.0; b.count()] } else { Vec::new() }).collect();
+        let aux = net.layers.iter().map(|l| vec![0.0; l.aux_len]).collect();
+        let cursors = net
+            .layers
+            .iter()
+            .map(|l| l.data.as_ref().map(|d| Cursor::new(d.set.len(), rank, world)).transpose())
+            .collect::<Result<_>>()?;
+        Ok(Plain { net, data, diff, aux, cursors })
+    }
+
+    /// Forward over the whole net. `params[l]` holds layer l's parameters
+    /// (empty for layers without). Returns the scalar outputs, in
+    /// `net.outputs` order.
+    pub fn forward(&mut self, params: &[&[f32]], train: bool, seed: u64) -> Vec<f32> {
+        let net = self.net;
+        for (li, l) in net.layers.iter().enumerate() {
+            if let Some(src) = &l.data {
+                let idx = self.cursors[li].as_mut().map(|c| c.take(net.batch)).unwrap_or_default();
+                let [d, lab] = [l.tops[0], l.tops[1]];
+                let mut label = std::mem::take(&mut self.data[lab]);
+                src.set.fill(&idx, src.conf.scale, src.conf.mean_value, &mut self.data[d], &mut label);
+                self.data[lab] = label;
+                continue;
+            }
+            let mut outs: Vec<(usize, Vec<f32>)> =
+                l.fwd_out.iter().chain(&l.fwd_inout).map(|&b| (b, std::mem::take(&mut self.data[b]))).collect();
+            let io = Io {
+                data_in: l.fwd_in.iter().map(|&b| (b, self.data[b].as_slice())).collect(),
+                data_out: outs.iter_mut().map(|(b, v)| (*b, v.as_mut_slice())).collect(),
+                ..Io::default()
+            };
+            forward_layer(net, li, params[li], io, &mut self.aux[li], train, layer_seed(seed, li));
+            for (b, v) in outs {
+                self.data[b] = v;
+            }
+        }
+        self.outputs()
+    }
+
+    /// The scalar outputs of the last forward.
+    pub fn outputs(&self) -> Vec<f32> {
+        self.net.outputs.iter().map(|&b| self.data[b].first().copied().unwrap_or(0.0)).collect()
+    }
+
+    /// Backward over the whole net after `forward`; writes each layer's
+    /// parameter gradient into `grads[l]` (sized like `params[l]`).
+    pub fn backward(&mut self, params: &[&[f32]], grads: &mut [Vec<f32>]) {
+        let net = self.net;
+        for li in (0..net.layers.len()).rev() {
+            let l = &net.layers[li];
+            if !l.backward {
+                continue;
+            }
+            let mut outs: Vec<(usize, Vec<f32>)> =
+                l.bwd_diff_out.iter().chain(&l.bwd_diff_inout).map(|&b| (b, std::mem::take(&mut self.diff[b]))).collect();
+            let io = Io {
+                data_in: l.bwd_data_in.iter().map(|&b| (b, self.data[b].as_slice())).collect(),
+                diff_in: l.bwd_diff_in.iter().map(|&b| (b, self.diff[b].as_slice())).collect(),
+                diff_out: outs.iter_mut().map(|(b, v)| (*b, v.as_mut_slice())).collect(),
+                ..Io::default()
+            };
+            backward_layer(net, li, params[li], io, &self.aux[li], &mut grads[li]);
+            for (b, v) in outs {
+                self.diff[b] = v;
+            }
+        }
+    }
+}
+
+/// Runs `iterations` forward passes of a TEST net and averages each output.
+pub fn evaluate(net: &Net, params: &[&[f32]], iterations: u64) -> Result<Vec<(String, f32)>> {
+    let mut plain = Plain::new(net, 0, 1)?;
+    let mut sums = vec![0.0f64; net.outputs.len()];
+    for i in 0..iterations {
+        for (s, v) in sums.iter_mut().zip(plain.forward(params, false, i)) {
+            *s += f64::from(v);
+        }
+    }
+    let n = iterations.max(1) as f64;
+    Ok(net.outputs.iter().zip(sums).map(|(&b, s)| (net.blobs[b].name.clone(), (s / n) as f32)).collect())
+}

@@ -1,0 +1,101 @@
+//! How a net lives in geeps, as GeePS-Caffe lays it out: each parameter
+//! layer's blobs flattened into rows of its own parameter table (or of a
+//! table shared by `layers_per_table` consecutive layers), and every blob's
+//! data, every gradient, every layer's backward state and every momentum
+//! history in local tables of their own. It owns table declaration and row
+//! keys; it must never make a geeps call other than declaring tables.
+
+use geeps::{keys, GeepsBuilder, RowKey, TableId};
+
+use crate::net::Net;
+use crate::params::ParamLayout;
+
+/// What a run of rows in an access buffer holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    Data(usize),
+    Diff(usize),
+    Aux(usize),
+    History(usize),
+}
+
+#[derive(Debug, Clone)]
+pub struct PsLayout {
+    pub row_width: usize,
+    /// One parameter table per group of `layers_per_table` parameter layers.
+    pub param_tables: Vec<TableId>,
+    /// Per parameter layer (in `ParamLayout` order): its rows.
+    pub param_keys: Vec<Vec<RowKey>>,
+    /// Per parameter table: the parameter layer updated last in backward
+    /// (the lowest in the net), after which the table is clocked.
+    pub clock_after: Vec<usize>,
+    pub data: Vec<TableId>,
+    pub diff: Vec<Option<TableId>>,
+    pub aux: Vec<Option<TableId>>,
+    pub history: Vec<TableId>,
+    /// One row keeping the sums of the test outputs across workers.
+    pub test_table: TableId,
+}
+
+/// Rows holding `floats` values.
+pub fn rows_for(floats: usize, width: usize) -> u32 {
+    floats.div_ceil(width).max(1) as u32
+}
+
+impl PsLayout {
+    /// Declares the tables of `net` on `b`.
+    pub fn declare(b: &mut GeepsBuilder, net: &Net, params: &ParamLayout, per_table: usize, width: usize) -> PsLayout {
+        let mut param_tables = Vec::new();
+        let mut param_keys = Vec::new();
+        let mut clock_after = Vec::new();
+        for (g, group) in params.layers.chunks(per_table).enumerate() {
+            let rows: Vec<u32> = group.iter().map(|lp| rows_for(lp.len, width)).collect();
+            let name = if group.len() == 1 {
+                format!("params/{}", group[0].name)
+            } else {
+                format!("params/{}..{}", group[0].name, group[group.len() - 1].name)
+            };
+            let t = b.parameter_table(&name, rows.iter().sum());
+            let mut first = 0;
+            for r in rows {
+                param_keys.push(keys(t, first..first + r));
+                first += r;
+            }
+            param_tables.push(t);
+            clock_after.push(g * per_table);
+        }
+        let data = net.blobs.iter().map(|bl| b.local_table(&format!("data/{}", bl.name), rows_for(bl.count(), width))).collect();
+        let diff = net
+            .blobs
+            .iter()
+            .map(|bl| bl.needs_diff.then(|| b.local_table(&format!("diff/{}", bl.name), rows_for(bl.count(), width))))
+            .collect();
+        let aux = net
+            .layers
+            .iter()
+            .map(|l| (l.aux_len > 0).then(|| b.local_table(&format!("state/{}", l.name), rows_for(l.aux_len, width))))
+            .collect();
+        let history =
+            params.layers.iter().map(|lp| b.local_table(&format!("history/{}", lp.name), rows_for(lp.len, width))).collect();
+        let outputs = net.outputs.len() + 1;
+        let test_table = b.parameter_table("test-outputs", rows_for(outputs, width));
+        PsLayout { row_width: width, param_tables, param_keys, clock_after, data, diff, aux, history, test_table }
+    }
+
+    /// The table and rows of a slot.
+    pub fn slot_keys(&self, net: &Net, params: &ParamLayout, slot: Slot) -> Vec<RowKey> {
+        let w = self.row_width;
+        let (t, floats) = match slot {
+            Slot::Data(b) => (self.data[b], net.blobs[b].count()),
+            Slot::Diff(b) => (self.diff[b].expect("gradient table of a blob that needs one"), net.blobs[b].count()),
+            Slot::Aux(l) => (self.aux[l].expect("state table of a layer that has state"), net.layers[l].aux_len),
+            Slot::History(p) => (self.history[p], params.layers[p].len),
+        };
+        keys(t, 0..rows_for(floats, w))
+    }
+
+    /// The parameter table of parameter layer `p`.
+    pub fn table_of(&self, p: usize) -> TableId {
+        self.param_keys[p][0].table
+    }
+}

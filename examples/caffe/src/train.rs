@@ -1,0 +1,433 @@
+//! `caffe-geeps train`: the solver's schedule run by every worker of the
+//! cluster: initial parameters, mini-batches through geeps, a test every
+//! test_interval (each worker evaluates its share of the test batches and
+//! the sums meet in a geeps table), snapshots, and rank 0's report. It owns
+//! the schedule and the summary; it must never call geeps directly
+//! (`ps::worker` does) or decide how ranks connect (`cluster` does).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use geeps::Stats;
+
+use crate::cluster::Cluster;
+use crate::data::DataCache;
+use crate::error::{Error, Result};
+use crate::net::Net;
+use crate::params::ParamLayout;
+use crate::plain::Plain;
+use crate::proto::net::{NetParam, Phase};
+use crate::proto::solver::SolverParam;
+use crate::ps::worker::PsWorker;
+use crate::ps::PsOptions;
+use crate::report::{write_csv, Point, Reporter};
+use crate::solver::{learning_rate, Step};
+
+/// Seed of everything random when the solver gives no random_seed.
+pub const DEFAULT_SEED: u64 = 1701;
+
+/// How to run a solver.
+#[derive(Debug, Clone)]
+pub struct TrainOptions {
+    pub ps: PsOptions,
+    /// Start from these weights instead of the fillers.
+    pub weights: Option<PathBuf>,
+    /// Print log lines and write the curve.
+    pub verbose: bool,
+    /// Show the progress bar (on a terminal).
+    pub progress: bool,
+    /// Where the curve goes: `<prefix>_curve.csv` and `.png` (default: the
+    /// solver's snapshot_prefix).
+    pub curve_prefix: Option<String>,
+}
+
+/// What a run did.
+#[derive(Debug, Clone)]
+pub struct TrainReport {
+    pub workers: usize,
+    pub batch: usize,
+    pub iterations: u64,
+    /// The whole run: setup, training, tests, snapshots.
+    pub wall: Duration,
+    /// Per local worker: time in training iterations (tests and snapshots excluded).
+    pub train_time: Vec<Duration>,
+    /// Images per second of the whole cluster, and per local worker.
+    pub images_per_sec: f64,
+    pub images_per_sec_per_worker: Vec<f64>,
+    /// geeps counters per local worker.
+    pub stats: Vec<Stats>,
+    /// Rank 0's raw training loss at every iteration.
+    pub losses: Vec<f32>,
+    /// The last test's outputs (name, value).
+    pub test: Vec<(String, f32)>,
+    /// The parameters at the end, one vector per parameter layer.
+    pub final_params: Vec<Vec<f32>>,
+    pub points: Vec<Point>,
+    pub snapshots: Vec<PathBuf>,
+    pub curve_csv: Option<PathBuf>,
+    pub curve_png: Option<PathBuf>,
+}
+
+/// What every worker thread of this process shares.
+struct Shared<'a> {
+    solver: &'a SolverParam,
+    opts: &'a TrainOptions,
+    train: &'a Net,
+    test: Option<&'a Net>,
+    layout: &'a ParamLayout,
+    initial: Vec<Vec<f32>>,
+    seed: u64,
+    max_iter: u64,
+    world: usize,
+    reporter: Option<Mutex<Reporter>>,
+    abort: AtomicBool,
+}
+
+/// One worker's outcome.
+struct RankResult {
+    stats: Stats,
+    train_time: Duration,
+    losses: Vec<f32>,
+    test: Vec<(String, f32)>,
+    final_params: Vec<Vec<f32>>,
+    snapshots: Vec<PathBuf>,
+}
+
+/// The seed of iteration `iter` on worker `rank` (dropout masks).
+pub fn iteration_seed(seed: u64, rank: usize, iter: u64) -> u64 {
+    seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ ((rank as u64) << 48) ^ iter
+}
+
+/// Loads the solver's net and builds its TRAIN and TEST nets.
+pub fn build_nets(solver: &SolverParam, cache: &DataCache) -> Result<(Net, Option<Net>)> {
+    let param = NetParam::load(&solver.net)?;
+    let train = Net::build(&param, Phase::Train, cache)?;
+    train.check_labels()?;
+    let test = if solver.test_iter > 0 {
+        let t = Net::build(&param, Phase::Test, cache)?;
+        t.check_labels()?;
+        Some(t)
+    } else {
+        None
+    };
+    Ok((train, test))
+}
+
+/// Trains `solver` on `cluster`'s local ranks.
+pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Result<TrainReport> {
+    let start = Instant::now();
+    opts.ps.validate()?;
+    let b = opts.ps.batches_per_clock as u64;
+    if solver.max_iter % b != 0 {
+        return Err(Error::config(format!(
+            "max_iter {} must be a multiple of batches_per_clock {b} (every worker ends on a whole clock)",
+            solver.max_iter
+        )));
+    }
+    let cache = DataCache::default();
+    let (train_net, test_net) = build_nets(solver, &cache)?;
+    let layout = ParamLayout::of(&train_net);
+    if let Some(t) = &test_net {
+        layout.share_with(t)?;
+    }
+    let seed = solver.random_seed.unwrap_or(DEFAULT_SEED);
+    let initial = match &opts.weights {
+        Some(w) => layout.from_caffemodel(w)?,
+        None => layout.initial(&train_net, seed),
+    };
+    let world = cluster.world();
+    let reporter = cluster
+        .local_ranks()
+        .contains(&0)
+        .then(|| Mutex::new(Reporter::new(solver.max_iter, opts.verbose, opts.progress)));
+    if let Some(r) = &reporter {
+        if let Ok(r) = r.lock() {
+            r.log(&format!(
+                "net `{}`: {} parameters in {} layers; {world} worker(s) x batch {} = {} images per iteration; \
+                 geeps slack {}, layers_per_table {}, batches_per_clock {}",
+                train_net.name,
+                layout.total(),
+                layout.layers.len(),
+                train_net.batch,
+                world * train_net.batch,
+                opts.ps.slack,
+                opts.ps.layers_per_table,
+                opts.ps.batches_per_clock
+            ));
+        }
+    }
+    let shared = Shared {
+        solver,
+        opts,
+        train: &train_net,
+        test: test_net.as_ref(),
+        layout: &layout,
+        initial,
+        seed,
+        max_iter: solver.max_iter,
+        world,
+        reporter,
+        abort: AtomicBool::new(false),
+    };
+    let results: Vec<(usize, Result<RankResult>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = cluster
+            .local_ranks()
+            .iter()
+            .map(|&rank| {
+                let shared = &shared;
+                let h = std::thread::Builder::new().name(format!("caffe-worker-{rank}")).spawn_scoped(s, move || {
+                    let r = cluster.connect(rank).and_then(|t| run_rank(rank, t, shared));
+                    if r.is_err() {
+                        shared.abort.store(true, Ordering::Relaxed);
+                    }
+                    r
+                });
+                (rank, h)
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|(rank, h)| {
+                let r = match h {
+                    Ok(h) => h.join().unwrap_or_else(|_| Err(Error::config("the worker thread panicked"))),
+                    Err(e) => Err(Error::config(format!("cannot start a worker thread: {e}"))),
+                };
+                (rank, r)
+            })
+            .collect()
+    });
+    let reporter = shared.reporter.map(|r| r.into_inner().unwrap_or_else(|p| p.into_inner()));
+    if let Some(r) = &reporter {
+        r.finish();
+    }
+    // Report the first real failure, not the workers that stopped because of it.
+    let mut ok = Vec::new();
+    let mut errors = Vec::new();
+    for (rank, r) in results {
+        match r {
+            Ok(v) => ok.push((rank, v)),
+            Err(e) => errors.push((rank, e)),
+        }
+    }
+    let stopped = |e: &Error| matches!(e, Error::Config(m) if m.starts_with("stopped:"));
+    if let Some(p) = errors.iter().position(|(_, e)| !stopped(e)).or(if errors.is_empty() { None } else { Some(0) }) {
+        let (rank, e) = errors.swap_remove(p);
+        return Err(Error::Worker { rank, source: Box::new(e) });
+    }
+    let batch = train_net.batch;
+    let per_worker: Vec<f64> = ok
+        .iter()
+        .map(|(_, r)| (batch as u64 * solver.max_iter) as f64 / r.train_time.as_secs_f64().max(1e-9))
+        .collect();
+    // Ranks run in step under BSP, so the cluster's rate is the mean
+    // worker's rate times the world (all of it when all ranks are local).
+    let mean = per_worker.iter().sum::<f64>() / per_worker.len().max(1) as f64;
+    let rank0 = ok.iter().find(|(rank, _)| *rank == 0).map(|(_, r)| r);
+    let points = reporter.map(|r| r.points).unwrap_or_default();
+    let mut report = TrainReport {
+        workers: world,
+        batch,
+        iterations: solver.max_iter,
+        wall: start.elapsed(),
+        train_time: ok.iter().map(|(_, r)| r.train_time).collect(),
+        images_per_sec: mean * world as f64,
+        images_per_sec_per_worker: per_worker,
+        stats: ok.iter().map(|(_, r)| r.stats.clone()).collect(),
+        losses: rank0.map(|r| r.losses.clone()).unwrap_or_default(),
+        test: rank0.map(|r| r.test.clone()).unwrap_or_default(),
+        final_params: rank0.map(|r| r.final_params.clone()).unwrap_or_default(),
+        points,
+        snapshots: rank0.map(|r| r.snapshots.clone()).unwrap_or_default(),
+        curve_csv: None,
+        curve_png: None,
+    };
+    if opts.verbose && rank0.is_some() {
+        let prefix = opts.curve_prefix.clone().unwrap_or_else(|| solver.snapshot_prefix.clone());
+        let csv = PathBuf::from(format!("{prefix}_curve.csv"));
+        let png = PathBuf::from(format!("{prefix}_curve.png"));
+        write_csv(&report.points, &csv)?;
+        let acc = test_net.as_ref().and_then(accuracy_output);
+        let title = format!("{} on {world} geeps worker(s)", if train_net.name.is_empty() { "net" } else { &train_net.name });
+        crate::plot::write_png(&report.points, acc.as_deref(), &title, &png)?;
+        report.curve_csv = Some(csv);
+        report.curve_png = Some(png);
+    }
+    Ok(report)
+}
+
+/// The name of the first output an Accuracy layer produces.
+pub fn accuracy_output(net: &Net) -> Option<String> {
+    net.outputs.iter().find_map(|&b| {
+        net.layers.iter().find(|l| l.type_name == "Accuracy" && l.tops.contains(&b)).map(|_| net.blobs[b].name.clone())
+    })
+}
+
+fn with_reporter(shared: &Shared<'_>, f: impl FnOnce(&mut Reporter)) {
+    if let Some(r) = &shared.reporter {
+        if let Ok(mut r) = r.lock() {
+            f(&mut r);
+        }
+    }
+}
+
+/// Output names with their loss weights, in `net.outputs` order.
+fn named(net: &Net, values: &[f32]) -> Vec<(String, f32, f32)> {
+    net.outputs
+        .iter()
+        .zip(values)
+        .map(|(&b, &v)| {
+            let weight = net.layers.iter().find(|l| l.tops.contains(&b)).map_or(0.0, |l| l.loss_weight);
+            (net.blobs[b].name.clone(), v, weight)
+        })
+        .collect()
+}
+
+fn run_rank(rank: usize, transport: Arc<dyn geeps::Transport>, sh: &Shared<'_>) -> Result<RankResult> {
+    let s = sh.solver;
+    let mut worker = PsWorker::new(sh.train, sh.layout, &sh.opts.ps, transport)?;
+    if rank == 0 {
+        if let Ok(plan) = worker.geeps().plan() {
+            let mib = |b: usize| b as f64 / (1 << 20) as f64;
+            with_reporter(sh, |r| {
+                r.log(&format!(
+                    "geeps plan (rank 0): pool {:.1} MiB ({}), local data {:.1} MiB on device / {:.1} MiB on host, \
+                     parameters {:.1} MiB on device / {:.1} MiB on host, budget {:.0} MiB",
+                    mib(plan.pool_bytes),
+                    if plan.double_buffered { "double-buffered" } else { "single-buffered" },
+                    mib(plan.local_device_bytes),
+                    mib(plan.local_host_bytes),
+                    mib(plan.param_device_bytes),
+                    mib(plan.param_host_bytes),
+                    mib(plan.budget)
+                ))
+            });
+        }
+    }
+    worker.initialize((rank == 0).then_some(sh.initial.as_slice()))?;
+    let mut paused = Duration::ZERO;
+    let loop_start = Instant::now();
+    let mut losses = Vec::with_capacity(s.max_iter as usize);
+    let mut window: Vec<f32> = Vec::new();
+    let mut test = Vec::new();
+    let mut test_prev: Vec<f32> = Vec::new();
+    let mut snapshots = Vec::new();
+    let test_due = |iter: u64| {
+        sh.test.is_some() && s.test_interval > 0 && iter % s.test_interval == 0 && (iter > 0 || s.test_initialization)
+    };
+    let loss_index = sh.train.outputs.iter().position(|&b| {
+        sh.train.layers.iter().any(|l| l.is_loss() && l.tops.contains(&b))
+    });
+    for iter in 0..sh.max_iter {
+        if sh.abort.load(Ordering::Relaxed) {
+            return Err(Error::config("stopped: another worker failed"));
+        }
+        if test_due(iter) {
+            let t0 = Instant::now();
+            test = run_test(rank, &worker, sh, iter, &mut test_prev)?;
+            paused += t0.elapsed();
+        }
+        if rank == 0 && s.snapshot > 0 && iter > 0 && iter % s.snapshot == 0 {
+            let t0 = Instant::now();
+            snapshots.push(snapshot(&worker, sh, iter)?);
+            paused += t0.elapsed();
+        }
+        let rate = learning_rate(s, iter);
+        let step = Step { rate, momentum: s.momentum, weight_decay: s.weight_decay, scale: 1.0 / sh.world as f32 };
+        let pass = (iter % sh.opts.ps.batches_per_clock as u64) as usize;
+        let outputs = worker.iteration(pass, step, iteration_seed(sh.seed, rank, iter))?;
+        let loss = loss_index.map_or(0.0, |k| outputs[k]);
+        losses.push(loss);
+        if rank == 0 {
+            window.push(loss);
+            if window.len() > s.average_loss as usize {
+                window.remove(0);
+            }
+            let smoothed = window.iter().sum::<f32>() / window.len() as f32;
+            with_reporter(sh, |r| {
+                if s.display > 0 && iter % s.display == 0 {
+                    r.train(iter, smoothed, rate, &named(sh.train, &outputs));
+                }
+                r.tick();
+            });
+        }
+    }
+    let train_time = loop_start.elapsed().saturating_sub(paused);
+    if sh.test.is_some() {
+        test = run_test(rank, &worker, sh, sh.max_iter, &mut test_prev)?;
+    }
+    let final_params = if rank == 0 { worker.current_params()? } else { Vec::new() };
+    if rank == 0 && s.snapshot_after_train {
+        snapshots.push(write_snapshot(sh, sh.max_iter, &final_params)?);
+    }
+    let stats = worker.stats();
+    worker.shutdown()?;
+    Ok(RankResult { stats, train_time, losses, test, final_params, snapshots })
+}
+
+fn snapshot(worker: &PsWorker<'_>, sh: &Shared<'_>, iter: u64) -> Result<PathBuf> {
+    let params = worker.current_params()?;
+    write_snapshot(sh, iter, &params)
+}
+
+fn write_snapshot(sh: &Shared<'_>, iter: u64, params: &[Vec<f32>]) -> Result<PathBuf> {
+    let path = PathBuf::from(format!("{}_iter_{iter}.caffemodel", sh.solver.snapshot_prefix));
+    sh.layout.write_caffemodel(&sh.train.name, params, &path)?;
+    with_reporter(sh, |r| r.log(&format!("Snapshotting to binary proto file {}", path.display())));
+    Ok(path)
+}
+
+/// Every worker evaluates its share of the solver's test batches on the
+/// current parameters; the sums meet in geeps, and rank 0 reports the means.
+fn run_test(
+    rank: usize,
+    worker: &PsWorker<'_>,
+    sh: &Shared<'_>,
+    iter: u64,
+    prev: &mut Vec<f32>,
+) -> Result<Vec<(String, f32)>> {
+    let Some(net) = sh.test else { return Ok(Vec::new()) };
+    let params = worker.current_params()?;
+    let map = sh.layout.share_with(net)?;
+    let views: Vec<&[f32]> = map.iter().map(|m| m.map_or(&[][..], |i| params[i].as_slice())).collect();
+    let (q, r) = (sh.solver.test_iter / sh.world as u64, sh.solver.test_iter % sh.world as u64);
+    let mine = q + u64::from((rank as u64) < r);
+    let mut sums = vec![0.0f32; net.outputs.len()];
+    let mut plain = Plain::new(net, rank, sh.world)?;
+    for i in 0..mine {
+        for (s, v) in sums.iter_mut().zip(plain.forward(&views, false, iter ^ i)) {
+            *s += v;
+        }
+    }
+    worker.add_test_outputs(&sums, mine as f32)?;
+    if rank != 0 {
+        return Ok(Vec::new());
+    }
+    let totals = worker.test_totals(net.outputs.len())?;
+    if prev.len() != totals.len() {
+        *prev = vec![0.0; totals.len()];
+    }
+    let batches = totals[net.outputs.len()] - prev[net.outputs.len()];
+    let means: Vec<f32> = (0..net.outputs.len()).map(|k| (totals[k] - prev[k]) / batches.max(1.0)).collect();
+    *prev = totals;
+    let named = named(net, &means);
+    with_reporter(sh, |r| r.test(iter, &named));
+    Ok(named.into_iter().map(|(n, v, _)| (n, v)).collect())
+}
+
+/// `caffe-geeps test`: evaluates `weights` on the TEST phase of `model`.
+pub fn test_weights(model: &Path, weights: &Path, iterations: Option<u64>) -> Result<(Vec<(String, f32)>, u64)> {
+    let cache = DataCache::default();
+    let param = NetParam::load(model)?;
+    let train = Net::build(&param, Phase::Train, &cache)?;
+    let test = Net::build(&param, Phase::Test, &cache)?;
+    test.check_labels()?;
+    let layout = ParamLayout::of(&train);
+    let map = layout.share_with(&test)?;
+    let values = layout.from_caffemodel(weights)?;
+    let views: Vec<&[f32]> = map.iter().map(|m| m.map_or(&[][..], |i| values[i].as_slice())).collect();
+    let images = test.layers.iter().find_map(|l| l.data.as_ref().map(|d| d.set.len())).unwrap_or(0);
+    let iterations = iterations.unwrap_or_else(|| (images as u64).div_ceil(test.batch as u64).max(1));
+    Ok((crate::plain::evaluate(&test, &views, iterations)?, iterations))
+}
