@@ -2,7 +2,8 @@
 # CI for the C ABI (called by .ci/run after the workspace tests):
 #   1. regenerate include/geeps.h with cbindgen and fail if it differs from
 #      the committed one;
-#   2. the C error-path test under AddressSanitizer + UBSan (shared library);
+#   2. the C error-path test and the C++ wrapper test under AddressSanitizer
+#      + UBSan (shared library);
 #   3. the C++ trainer compiled against geeps.h and the static library,
 #      2 workers on 2 threads, must train;
 #   4. install under a temporary prefix and build the trainer again through
@@ -29,7 +30,13 @@ abs_lib="$(cd "$lib" && pwd)"
 gcc -std=c11 -Wall -Wextra -Werror -g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
   -fno-sanitize-recover=all -Iinclude geeps-ffi/ctest/error_paths.c \
   -L"$lib" -lgeeps -Wl,-rpath,"$abs_lib" -o "$work/error_paths"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 "$work/error_paths"
+ASAN_OPTIONS=detect_leaks=1 "$work/error_paths"
+
+step "C++ wrapper (include/geeps.hpp) under AddressSanitizer"
+g++ -std=c++17 -Wall -Wextra -Werror -g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
+  -fno-sanitize-recover=all -Iinclude geeps-ffi/ctest/raii.cpp \
+  -L"$lib" -lgeeps -Wl,-rpath,"$abs_lib" -o "$work/raii"
+ASAN_OPTIONS=detect_leaks=1 "$work/raii"
 
 step "C++ trainer (static libgeeps, 2 workers)"
 g++ -std=c++17 -O2 -Wall -Wextra -Werror -Iinclude examples/cpp_trainer/trainer.cpp \

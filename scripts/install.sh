@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs libgeeps for C and C++ programs under PREFIX:
-#   PREFIX/include/geeps.h
+#   PREFIX/include/geeps.h, PREFIX/include/geeps.hpp (C++ RAII wrapper)
 #   PREFIX/lib/libgeeps.so, PREFIX/lib/libgeeps.a
 #   PREFIX/lib/pkgconfig/geeps.pc             (pkg-config --cflags --libs geeps)
 #   PREFIX/lib/cmake/geeps/geepsConfig.cmake   (find_package(geeps) -> geeps::geeps, geeps::geeps_static)
@@ -25,7 +25,7 @@ version="$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n1)"
 [ -n "$version" ] || { echo "install.sh: no version in Cargo.toml" >&2; exit 1; }
 
 install -d "$prefix/include" "$prefix/lib/pkgconfig" "$prefix/lib/cmake/geeps"
-install -m 644 include/geeps.h "$prefix/include/"
+install -m 644 include/geeps.h include/geeps.hpp "$prefix/include/"
 install -m 755 "$lib/libgeeps.so" "$prefix/lib/"
 install -m 644 "$lib/libgeeps.a" "$prefix/lib/"
 for f in geeps.pc geepsConfig.cmake geepsConfigVersion.cmake; do

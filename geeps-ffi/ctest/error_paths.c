@@ -364,7 +364,7 @@ static void clusters(void) {
     geeps_cluster *cluster = NULL;
     OK(geeps_cluster_new(2, &cluster));
     geeps_config *cfg = small_config();
-    OK(geeps_config_set_wait_deadline_ms(cfg, 300));
+    OK(geeps_config_set_wait_deadline_ms(cfg, 1000));
     EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_config_set_cluster(cfg, cluster, 2));
     MESSAGE_HAS("rank");
     EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_config_set_cluster(cfg, NULL, 0));

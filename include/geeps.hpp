@@ -1,0 +1,338 @@
+// geeps.hpp: a header-only C++17 wrapper over the C API in geeps.h, written
+// by hand (geeps.h is the generated one). Failures throw geeps::Error with
+// the status and geeps's message; objects free themselves; buffers are RAII
+// guards: a read or local buffer is posted when it goes out of scope, an
+// update buffer is discarded unless update() was called. Guards hold a
+// plain pointer to their instance and must not outlive it. Guide:
+// docs/c-api.md.
+#ifndef GEEPS_HPP
+#define GEEPS_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "geeps.h"
+
+namespace geeps {
+
+/// A failed call: what() is "call: GEEPS_STATUS_...: message".
+class Error : public std::runtime_error {
+public:
+    Error(geeps_status status, const char *call)
+        : std::runtime_error(std::string(call) + ": " + geeps_status_name(status) + ": " +
+                             geeps_last_error_message()),
+          status_(status) {}
+    geeps_status status() const noexcept { return status_; }
+
+private:
+    geeps_status status_;
+};
+
+inline void check(geeps_status status, const char *call) {
+    if (status != GEEPS_STATUS_OK) throw Error(status, call);
+}
+
+/// Rows first, first + 1, ..., first + count - 1.
+inline std::vector<uint32_t> rows(uint32_t first, uint32_t count) {
+    std::vector<uint32_t> r(count);
+    std::iota(r.begin(), r.end(), first);
+    return r;
+}
+
+/// Owns one C object; move-only.
+template <class T, geeps_status (*Free)(T *)>
+class Owned {
+public:
+    Owned() = default;
+    Owned(const Owned &) = delete;
+    Owned &operator=(const Owned &) = delete;
+    Owned(Owned &&o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+    Owned &operator=(Owned &&o) noexcept {
+        std::swap(p_, o.p_);
+        return *this;
+    }
+    ~Owned() {
+        if (p_ != nullptr) Free(p_);
+    }
+    T *get() const noexcept { return p_; }
+
+protected:
+    T *p_ = nullptr;
+};
+
+/// An in-process cluster of `workers` workers.
+class Cluster : public Owned<geeps_cluster, geeps_cluster_free> {
+public:
+    explicit Cluster(size_t workers) { check(geeps_cluster_new(workers, &p_), "geeps_cluster_new"); }
+};
+
+/// The settings of an instance; setters chain.
+class Config : public Owned<geeps_config, geeps_config_free> {
+public:
+    Config() { check(geeps_config_new(&p_), "geeps_config_new"); }
+    Config &row_width(size_t floats) {
+        check(geeps_config_set_row_width(p_, floats), "geeps_config_set_row_width");
+        return *this;
+    }
+    Config &device_memory(size_t bytes) {
+        check(geeps_config_set_device_memory(p_, bytes), "geeps_config_set_device_memory");
+        return *this;
+    }
+    Config &read_my_writes(bool on) {
+        check(geeps_config_set_read_my_writes(p_, on), "geeps_config_set_read_my_writes");
+        return *this;
+    }
+    Config &slow_wait_log_ms(uint64_t ms) {
+        check(geeps_config_set_slow_wait_log_ms(p_, ms), "geeps_config_set_slow_wait_log_ms");
+        return *this;
+    }
+    Config &wait_deadline_ms(uint64_t ms) {
+        check(geeps_config_set_wait_deadline_ms(p_, ms), "geeps_config_set_wait_deadline_ms");
+        return *this;
+    }
+    Config &cluster(const Cluster &c, size_t rank) {
+        check(geeps_config_set_cluster(p_, c.get(), rank), "geeps_config_set_cluster");
+        return *this;
+    }
+};
+
+namespace detail {
+
+/// A held buffer: by recorded handle, or by a keyed call's id.
+class Held {
+public:
+    Held(const Held &) = delete;
+    Held &operator=(const Held &) = delete;
+    Held(Held &&o) noexcept
+        : ps_(std::exchange(o.ps_, nullptr)), key_(o.key_), keyed_(o.keyed_), data_(o.data_), size_(o.size_) {}
+    Held &operator=(Held &&o) noexcept {
+        std::swap(ps_, o.ps_);
+        std::swap(key_, o.key_);
+        std::swap(keyed_, o.keyed_);
+        std::swap(data_, o.data_);
+        std::swap(size_, o.size_);
+        return *this;
+    }
+    /// Floats in the buffer (rows x row width).
+    size_t size() const noexcept { return size_; }
+    /// Whether the buffer is still held (not yet posted).
+    bool held() const noexcept { return ps_ != nullptr; }
+
+protected:
+    Held(geeps_instance *ps, uint64_t key, bool keyed, float *data, size_t size)
+        : ps_(ps), key_(key), keyed_(keyed), data_(data), size_(size) {}
+    ~Held() = default;
+    /// Releases with `by_handle` or `by_id`; the guard is empty afterwards.
+    void release(geeps_status (*by_handle)(geeps_instance *, geeps_handle),
+                 geeps_status (*by_id)(geeps_instance *, uint64_t), const char *call) {
+        if (ps_ == nullptr) throw std::logic_error(std::string(call) + ": the buffer was already released");
+        geeps_instance *ps = std::exchange(ps_, nullptr);
+        check(keyed_ ? by_id(ps, key_) : by_handle(ps, key_), call);
+    }
+    geeps_instance *ps_;
+    uint64_t key_;
+    bool keyed_;
+    float *data_;
+    size_t size_;
+};
+
+}  // namespace detail
+
+/// Rows from read(); posted when it goes out of scope.
+class ReadBuffer : public detail::Held {
+public:
+    ReadBuffer(ReadBuffer &&) noexcept = default;
+    ReadBuffer &operator=(ReadBuffer &&) noexcept = default;
+    ~ReadBuffer() {
+        if (ps_ != nullptr) (void)(keyed_ ? geeps_post_read_buffer(ps_, key_) : geeps_post_read(ps_, key_));
+    }
+    const float *data() const noexcept { return data_; }
+    const float &operator[](size_t i) const noexcept { return data_[i]; }
+    /// post_read now, reporting a failure.
+    void post() { release(geeps_post_read, geeps_post_read_buffer, "post_read"); }
+
+private:
+    ReadBuffer(geeps_instance *ps, uint64_t key, bool keyed, float *data, size_t size)
+        : Held(ps, key, keyed, data, size) {}
+    friend class Instance;
+};
+
+/// A zeroed buffer from pre_update(); discarded unless update() is called.
+class UpdateBuffer : public detail::Held {
+public:
+    UpdateBuffer(UpdateBuffer &&) noexcept = default;
+    UpdateBuffer &operator=(UpdateBuffer &&) noexcept = default;
+    ~UpdateBuffer() {
+        if (ps_ != nullptr) (void)(keyed_ ? geeps_discard_buffer(ps_, key_) : geeps_discard_update(ps_, key_));
+    }
+    float *data() noexcept { return data_; }
+    float &operator[](size_t i) noexcept { return data_[i]; }
+    /// Adds the deltas to the parameters.
+    void update() { release(geeps_update, geeps_update_buffer, "update"); }
+    /// Gives the buffer back without applying it.
+    void discard() { release(geeps_discard_update, geeps_discard_buffer, "discard_update"); }
+
+private:
+    UpdateBuffer(geeps_instance *ps, uint64_t key, bool keyed, float *data, size_t size)
+        : Held(ps, key, keyed, data, size) {}
+    friend class Instance;
+};
+
+/// Local rows from local_access(); posted (saved as recorded, or saved
+/// when keyed) when it goes out of scope.
+class LocalBuffer : public detail::Held {
+public:
+    LocalBuffer(LocalBuffer &&) noexcept = default;
+    LocalBuffer &operator=(LocalBuffer &&) noexcept = default;
+    ~LocalBuffer() {
+        if (ps_ != nullptr) (void)(keyed_ ? geeps_post_local_access_buffer(ps_, key_, true) : geeps_post_local_access(ps_, key_));
+    }
+    float *data() noexcept { return data_; }
+    float &operator[](size_t i) noexcept { return data_[i]; }
+    /// post_local_access now, reporting a failure.
+    void post() { release(geeps_post_local_access, save_keyed, "post_local_access"); }
+
+private:
+    LocalBuffer(geeps_instance *ps, uint64_t key, bool keyed, float *data, size_t size)
+        : Held(ps, key, keyed, data, size) {}
+    static geeps_status save_keyed(geeps_instance *ps, uint64_t id) { return geeps_post_local_access_buffer(ps, id, true); }
+    friend class Instance;
+};
+
+/// One worker. Freed (and shut down) when it goes out of scope.
+class Instance : public Owned<geeps_instance, geeps_free> {
+public:
+    explicit Instance(const Config &config) {
+        check(geeps_new(config.get(), &p_), "geeps_new");
+        check(geeps_row_width(p_, &width_), "geeps_row_width");
+    }
+
+    geeps_table parameter_table(const std::string &name, uint32_t rows) {
+        geeps_table t;
+        check(geeps_parameter_table(p_, name.c_str(), rows, &t), "geeps_parameter_table");
+        return t;
+    }
+    geeps_table local_table(const std::string &name, uint32_t rows) {
+        geeps_table t;
+        check(geeps_local_table(p_, name.c_str(), rows, &t), "geeps_local_table");
+        return t;
+    }
+
+    geeps_handle virtual_read(geeps_table t, const std::vector<uint32_t> &rows, uint32_t slack = GEEPS_SLACK_BSP) {
+        geeps_handle h;
+        check(geeps_virtual_read(p_, t, rows.data(), rows.size(), slack, &h), "geeps_virtual_read");
+        return remember(h, rows.size());
+    }
+    void virtual_post_read(geeps_handle h) { check(geeps_virtual_post_read(p_, h), "geeps_virtual_post_read"); }
+    geeps_handle virtual_pre_update(geeps_table t, const std::vector<uint32_t> &rows) {
+        geeps_handle h;
+        check(geeps_virtual_pre_update(p_, t, rows.data(), rows.size(), &h), "geeps_virtual_pre_update");
+        return remember(h, rows.size());
+    }
+    void virtual_update(geeps_handle h) { check(geeps_virtual_update(p_, h), "geeps_virtual_update"); }
+    geeps_handle virtual_local_access(geeps_table t, const std::vector<uint32_t> &rows, bool fetch = true) {
+        geeps_handle h;
+        check(geeps_virtual_local_access(p_, t, rows.data(), rows.size(), fetch, &h), "geeps_virtual_local_access");
+        return remember(h, rows.size());
+    }
+    void virtual_post_local_access(geeps_handle h, bool save = true) {
+        check(geeps_virtual_post_local_access(p_, h, save), "geeps_virtual_post_local_access");
+    }
+    void virtual_table_clock(geeps_table t) { check(geeps_virtual_table_clock(p_, t), "geeps_virtual_table_clock"); }
+    void virtual_clock() { check(geeps_virtual_clock(p_), "geeps_virtual_clock"); }
+    void finish_virtual_iteration() {
+        check(geeps_finish_virtual_iteration(p_), "geeps_finish_virtual_iteration");
+    }
+
+    ReadBuffer read(geeps_handle h) {
+        float *buf;
+        check(geeps_read(p_, h, &buf), "geeps_read");
+        return ReadBuffer(p_, h, false, buf, floats(h));
+    }
+    UpdateBuffer pre_update(geeps_handle h) {
+        float *buf;
+        check(geeps_pre_update(p_, h, &buf), "geeps_pre_update");
+        return UpdateBuffer(p_, h, false, buf, floats(h));
+    }
+    LocalBuffer local_access(geeps_handle h) {
+        float *buf;
+        check(geeps_local_access(p_, h, &buf), "geeps_local_access");
+        return LocalBuffer(p_, h, false, buf, floats(h));
+    }
+
+    ReadBuffer read_keys(geeps_table t, const std::vector<uint32_t> &rows, uint32_t slack = GEEPS_SLACK_BSP) {
+        geeps_buffer b;
+        check(geeps_read_keys(p_, t, rows.data(), rows.size(), slack, &b), "geeps_read_keys");
+        return ReadBuffer(p_, b.id, true, b.data, b.floats);
+    }
+    UpdateBuffer pre_update_keys(geeps_table t, const std::vector<uint32_t> &rows) {
+        geeps_buffer b;
+        check(geeps_pre_update_keys(p_, t, rows.data(), rows.size(), &b), "geeps_pre_update_keys");
+        return UpdateBuffer(p_, b.id, true, b.data, b.floats);
+    }
+    LocalBuffer local_access_keys(geeps_table t, const std::vector<uint32_t> &rows, bool fetch = true) {
+        geeps_buffer b;
+        check(geeps_local_access_keys(p_, t, rows.data(), rows.size(), fetch, &b), "geeps_local_access_keys");
+        return LocalBuffer(p_, b.id, true, b.data, b.floats);
+    }
+
+    void table_clock(geeps_table t) { check(geeps_table_clock(p_, t), "geeps_table_clock"); }
+    void clock() { check(geeps_clock(p_), "geeps_clock"); }
+    void shutdown() { check(geeps_shutdown(p_), "geeps_shutdown"); }
+
+    geeps_stats stats() const {
+        geeps_stats s;
+        s.struct_size = sizeof s;
+        check(geeps_stats_get(p_, &s), "geeps_stats_get");
+        return s;
+    }
+    std::string stats_string() const { return text(geeps_stats_string, "geeps_stats_string"); }
+    void reset_stats() { check(geeps_stats_reset(p_), "geeps_stats_reset"); }
+    geeps_plan plan() const {
+        geeps_plan p;
+        p.struct_size = sizeof p;
+        check(geeps_plan_get(p_, &p), "geeps_plan_get");
+        return p;
+    }
+    std::string plan_string() const { return text(geeps_plan_string, "geeps_plan_string"); }
+
+    size_t rank() const { return number(geeps_rank, "geeps_rank"); }
+    size_t num_workers() const { return number(geeps_num_workers, "geeps_num_workers"); }
+    size_t row_width() const noexcept { return width_; }
+
+private:
+    geeps_handle remember(geeps_handle h, size_t n) {
+        floats_[h] = n * width_;
+        return h;
+    }
+    size_t floats(geeps_handle h) const {
+        auto it = floats_.find(h);
+        return it == floats_.end() ? 0 : it->second;
+    }
+    size_t number(geeps_status (*get)(const geeps_instance *, size_t *), const char *call) const {
+        size_t n;
+        check(get(p_, &n), call);
+        return n;
+    }
+    std::string text(geeps_status (*get)(const geeps_instance *, char *, size_t, size_t *), const char *call) const {
+        size_t len = 0;
+        check(get(p_, nullptr, 0, &len), call);
+        std::string s(len + 1, '\0');
+        check(get(p_, &s[0], s.size(), &len), call);
+        s.resize(len);
+        return s;
+    }
+
+    size_t width_ = 0;
+    std::unordered_map<geeps_handle, size_t> floats_;
+};
+
+}  // namespace geeps
+
+#endif  // GEEPS_HPP
