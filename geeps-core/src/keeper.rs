@@ -7,7 +7,7 @@ use bytes::Bytes;
 
 use crate::error::{Error, Result};
 use crate::table::{partition_range, TableKind, TableSpec};
-use crate::transport::{bytes_from_floats, floats_from_bytes, Publish, UpdateBatch};
+use crate::transport::{add_bytes, bytes_from_floats, Publish, UpdateBatch};
 use crate::vector_clock::VectorClock;
 
 struct ShardTable {
@@ -23,7 +23,6 @@ pub struct KeeperShard {
     shard: usize,
     row_width: usize,
     tables: Vec<ShardTable>,
-    scratch: Vec<f32>,
 }
 
 impl KeeperShard {
@@ -36,7 +35,7 @@ impl KeeperShard {
                 ShardTable { data: vec![0.0; rows * row_width], clock: VectorClock::new(num_workers), parameter }
             })
             .collect();
-        KeeperShard { shard, row_width, tables, scratch: Vec::new() }
+        KeeperShard { shard, row_width, tables }
     }
 
     fn table_mut(&mut self, table: u32, partition: u32) -> Result<&mut ShardTable> {
@@ -74,14 +73,8 @@ impl KeeperShard {
             )));
         }
         if let Some(deltas) = &batch.deltas {
-            let mut scratch = std::mem::take(&mut self.scratch);
-            let t = self.table_mut(batch.table, batch.partition)?;
-            scratch.resize(t.data.len(), 0.0);
-            floats_from_bytes(deltas, &mut scratch)?;
-            for (d, s) in t.data.iter_mut().zip(&scratch) {
-                *d += *s;
-            }
-            self.scratch = scratch;
+            // Length is checked before anything is added: a bad batch changes nothing.
+            add_bytes(&mut t.data, deltas)?;
         }
         let t = self.table_mut(batch.table, batch.partition)?;
         let advanced = t.clock.tick(worker, batch.clock)?;
@@ -138,6 +131,7 @@ impl KeeperShard {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::floats_from_bytes;
 
     fn specs() -> Vec<TableSpec> {
         vec![

@@ -6,6 +6,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 
 use crate::device::{Device, DevicePtr, PinnedBuf};
@@ -99,8 +100,9 @@ pub(crate) struct ParamState {
     /// Deltas of the current clock, dense over the partition.
     pub(crate) accum: Vec<f32>,
     pub(crate) dirty: bool,
-    /// Deltas already pushed but not yet seen in a publication (read-my-writes).
-    pub(crate) inflight: VecDeque<(u64, Vec<f32>)>,
+    /// Deltas already pushed but not yet seen in a publication (read-my-writes);
+    /// the same bytes the pusher sent.
+    pub(crate) inflight: VecDeque<(u64, Bytes)>,
     /// Scratch for merging publications.
     pub(crate) scratch: Vec<f32>,
 }

@@ -57,8 +57,15 @@ pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, max_payload: u64) -> Re
     if header.payload_len > max_payload {
         return Err(FrameError::PayloadTooLarge { len: header.payload_len, limit: max_payload });
     }
-    let mut payload = BytesMut::zeroed(header.payload_len as usize);
-    read_exact_or(r, &mut payload, "payload").await?;
+    // Read straight into uninitialised capacity, never past this frame.
+    let len = header.payload_len as usize;
+    let mut payload = BytesMut::with_capacity(len);
+    let mut limited = r.take(len as u64);
+    while payload.len() < len {
+        if limited.read_buf(&mut payload).await? == 0 {
+            return Err(FrameError::Truncated("payload"));
+        }
+    }
     Ok((header, payload.freeze()))
 }
 

@@ -50,3 +50,34 @@ fn bsp_over_tcp_sees_every_update() {
         assert_eq!(s.slow_path_calls, 1, "only the final keyed read: {s}");
     }
 }
+
+#[test]
+fn a_worker_with_the_wrong_token_is_refused_with_a_clear_error() {
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = probe.local_addr().unwrap().to_string();
+    drop(probe);
+    let options =
+        geeps_net::NetOptions { shutdown_timeout: std::time::Duration::from_millis(300), ..common::options() };
+    let mut keeper =
+        geeps_net::NetCluster::start(geeps_net::ClusterSpec::fixed(0, vec![addr.clone()], options.clone())).unwrap();
+    // A second process of the "same" rank 0 with another token: the keeper refuses its worker.
+    let wrong = geeps_net::NetOptions { token: "other".into(), ..options };
+    let intruder_transport = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let own = probe.local_addr().unwrap().to_string();
+        drop(probe);
+        // Its own keeper listens elsewhere; it dials the real keeper as shard 0.
+        let mut spec = geeps_net::ClusterSpec::fixed(0, vec![addr.clone()], wrong);
+        spec.listen = Some(own);
+        geeps_net::NetCluster::start(spec).unwrap()
+    };
+    let mut b = geeps_core::Geeps::builder(geeps_core::Config::default());
+    b.parameter_table("w", 1);
+    b.transport(intruder_transport.transport());
+    let err = b.build().err().expect("refused");
+    assert!(matches!(&err, geeps_core::Error::Mismatch(m) if m.contains("token")), "{err}");
+    drop(intruder_transport);
+    // Shutdown releases the port: it can be bound again at once.
+    let _ = keeper.shutdown();
+    std::net::TcpListener::bind(&addr).expect("port released after shutdown");
+}

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::index::{AccessPlan, Target};
 use crate::stats::StatsCollector;
 use crate::table::Slack;
-use crate::transport::{bytes_from_floats, floats_from_bytes, Publish, UpdateBatch};
+use crate::transport::{add_bytes, bytes_from_vec, floats_from_bytes, floats_view, Publish, UpdateBatch};
 
 /// What an acquisition fills its buffer with.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -283,11 +283,11 @@ pub(crate) fn end_clock(sh: &Shared, table: usize, clock: u64) -> Vec<UpdateBatc
         .map(|(part, p)| {
             let mut st = p.state.lock();
             let deltas = if st.dirty {
-                let bytes = bytes_from_floats(&st.accum);
+                // The accumulator itself becomes the message: no copy.
                 let fresh = vec![0.0; st.accum.len()];
-                let taken = std::mem::replace(&mut st.accum, fresh);
+                let bytes = bytes_from_vec(std::mem::replace(&mut st.accum, fresh));
                 if sh.config.read_my_writes {
-                    st.inflight.push_back((clock, taken));
+                    st.inflight.push_back((clock, bytes.clone()));
                 }
                 st.dirty = false;
                 Some(bytes)
@@ -318,23 +318,32 @@ pub(crate) fn apply_publish(sh: &Shared, publish: &Publish, staging: &mut Stagin
     if publish.age < st.age {
         return Ok(());
     }
-    let mut merged = std::mem::take(&mut st.scratch);
-    merged.resize(st.accum.len(), 0.0);
-    floats_from_bytes(&publish.rows, &mut merged)?;
     if sh.config.read_my_writes {
-        // Add back this worker's deltas the publication does not include yet.
+        // This worker's deltas the publication includes are no longer in flight.
         let mine = publish.included.get(sh.rank).copied().unwrap_or(0);
         st.inflight.retain(|(clock, _)| *clock >= mine);
-        for (_, d) in &st.inflight {
-            merged.iter_mut().zip(d).for_each(|(m, d)| *m += *d);
-        }
-        if st.dirty {
-            merged.iter_mut().zip(&st.accum).for_each(|(m, d)| *m += *d);
-        }
     }
+    let own_pending = sh.config.read_my_writes && (!st.inflight.is_empty() || st.dirty);
+    let mut merged = std::mem::take(&mut st.scratch);
+    let rows: &[f32] = match floats_view(&publish.rows).filter(|v| v.len() == st.accum.len() && !own_pending) {
+        // Common case: nothing of ours to add back, so copy straight from the message.
+        Some(view) => view,
+        None => {
+            merged.resize(st.accum.len(), 0.0);
+            floats_from_bytes(&publish.rows, &mut merged)?;
+            // Add back this worker's deltas the publication does not include yet.
+            for (_, d) in &st.inflight {
+                add_bytes(&mut merged, d)?;
+            }
+            if own_pending && st.dirty {
+                merged.iter_mut().zip(&st.accum).for_each(|(m, d)| *m += *d);
+            }
+            &merged
+        }
+    };
     for (slot, r) in p.layout.host_order.iter().enumerate() {
         let r = *r as usize;
-        st.host[slot * w..(slot + 1) * w].copy_from_slice(&merged[r * w..(r + 1) * w]);
+        st.host[slot * w..(slot + 1) * w].copy_from_slice(&rows[r * w..(r + 1) * w]);
     }
     if let Some(dev) = p.device.ptr {
         let order = &p.layout.device_order;
@@ -343,12 +352,12 @@ pub(crate) fn apply_publish(sh: &Shared, publish: &Publish, staging: &mut Stagin
         if contiguous && sh.host_addressable {
             let first = order[0] as usize;
             // SAFETY: the region holds `order.len()` rows; merged holds them from `first`.
-            unsafe { sh.device.copy_h2d(stream, merged.as_ptr().add(first * w), dev, order.len() * w)? };
+            unsafe { sh.device.copy_h2d(stream, rows.as_ptr().add(first * w), dev, order.len() * w)? };
         } else {
             let stage = staging.get(sh, order.len() * w)?;
             for (slot, r) in order.iter().enumerate() {
                 let r = *r as usize;
-                stage[slot * w..(slot + 1) * w].copy_from_slice(&merged[r * w..(r + 1) * w]);
+                stage[slot * w..(slot + 1) * w].copy_from_slice(&rows[r * w..(r + 1) * w]);
             }
             // SAFETY: as above, from staging.
             unsafe { sh.device.copy_h2d(stream, stage.as_ptr(), dev, order.len() * w)? };

@@ -69,19 +69,75 @@ pub trait Transport: Send + Sync {
     fn leave(&self);
 }
 
-/// Converts dense little-endian bytes to floats.
+/// Converts dense little-endian bytes to floats (one memcpy on little-endian hosts).
 pub(crate) fn floats_from_bytes(bytes: &[u8], out: &mut [f32]) -> Result<()> {
     if bytes.len() != out.len() * 4 {
         return Err(Error::Mismatch(format!("row payload of {} bytes, expected {}", bytes.len(), out.len() * 4)));
     }
-    for (o, c) in out.iter_mut().zip(bytes.chunks_exact(4)) {
-        *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+    if cfg!(target_endian = "little") {
+        // SAFETY: lengths match; every bit pattern is a valid f32; u8 has no alignment.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.as_mut_ptr() as *mut u8, bytes.len()) };
+    } else {
+        for (o, c) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+            *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        }
     }
     Ok(())
 }
 
-/// Converts floats to dense little-endian bytes.
+/// Views dense little-endian bytes as floats without copying, when the host
+/// is little-endian and the bytes are aligned (payloads read into their own
+/// buffer and vectors of floats always are).
+pub(crate) fn floats_view(bytes: &[u8]) -> Option<&[f32]> {
+    if cfg!(target_endian = "little") && bytes.len() % 4 == 0 && bytes.as_ptr().align_offset(4) == 0 {
+        // SAFETY: aligned, whole floats, any bit pattern is a valid f32, and
+        // the view borrows the bytes.
+        Some(unsafe { std::slice::from_raw_parts(bytes.as_ptr() as *const f32, bytes.len() / 4) })
+    } else {
+        None
+    }
+}
+
+/// Adds dense little-endian deltas to `values`.
+pub(crate) fn add_bytes(values: &mut [f32], bytes: &[u8]) -> Result<()> {
+    if bytes.len() != values.len() * 4 {
+        return Err(Error::Mismatch(format!("row payload of {} bytes, expected {}", bytes.len(), values.len() * 4)));
+    }
+    match floats_view(bytes) {
+        Some(deltas) => values.iter_mut().zip(deltas).for_each(|(v, d)| *v += *d),
+        None => values
+            .iter_mut()
+            .zip(bytes.chunks_exact(4))
+            .for_each(|(v, c)| *v += f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+    }
+    Ok(())
+}
+
+/// Floats owned as bytes, for `Bytes::from_owner`.
+struct FloatBytes(Vec<f32>);
+
+impl AsRef<[u8]> for FloatBytes {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: a float vector viewed as its bytes, for as long as it lives.
+        unsafe { std::slice::from_raw_parts(self.0.as_ptr() as *const u8, self.0.len() * 4) }
+    }
+}
+
+/// Moves floats into `Bytes` without copying (little-endian hosts; a
+/// converting copy elsewhere).
+pub(crate) fn bytes_from_vec(values: Vec<f32>) -> Bytes {
+    if cfg!(target_endian = "little") {
+        Bytes::from_owner(FloatBytes(values))
+    } else {
+        bytes_from_floats(&values)
+    }
+}
+
+/// Copies floats into dense little-endian bytes.
 pub(crate) fn bytes_from_floats(values: &[f32]) -> Bytes {
+    if cfg!(target_endian = "little") {
+        return Bytes::from_owner(FloatBytes(values.to_vec()));
+    }
     let mut v = Vec::with_capacity(values.len() * 4);
     for f in values {
         v.extend_from_slice(&f.to_le_bytes());
@@ -92,6 +148,22 @@ pub(crate) fn bytes_from_floats(values: &[f32]) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zero_copy_views_and_adds() {
+        let b = bytes_from_vec(vec![1.0, 2.0, 3.0]);
+        assert_eq!(floats_view(&b).unwrap(), &[1.0, 2.0, 3.0]);
+        let mut v = [10.0f32; 3];
+        add_bytes(&mut v, &b).unwrap();
+        assert_eq!(v, [11.0, 12.0, 13.0]);
+        // Misaligned bytes still add correctly, through the converting path.
+        let mut raw = vec![0u8; 13];
+        raw[1..].copy_from_slice(&b);
+        let mut v = [0.0f32; 3];
+        add_bytes(&mut v, &raw[1..]).unwrap();
+        assert_eq!(v, [1.0, 2.0, 3.0]);
+        assert!(add_bytes(&mut v, &raw[..5]).is_err());
+    }
 
     #[test]
     fn float_bytes_roundtrip_and_length_check() {

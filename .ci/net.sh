@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Network checks beyond the test suite: the BSP clock-exchange benchmark in
+# quick mode (it checks that the suite runs; CI never judges timings).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo bench -p geeps-net --bench exchange -- --quick
