@@ -157,7 +157,7 @@ mod tests {
         add_bytes(&mut v, &b).unwrap();
         assert_eq!(v, [11.0, 12.0, 13.0]);
         // Misaligned bytes still add correctly, through the converting path.
-        let mut raw = vec![0u8; 13];
+        let mut raw = [0u8; 13];
         raw[1..].copy_from_slice(&b);
         let mut v = [0.0f32; 3];
         add_bytes(&mut v, &raw[1..]).unwrap();
