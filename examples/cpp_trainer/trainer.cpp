@@ -150,6 +150,7 @@ struct Shared {
     size_t steps_per_epoch = 0;
     std::mutex print;
     std::vector<std::string> errors;
+    std::vector<std::string> stats;  // per rank, printed at the end
     float first_loss = NAN, last_loss = NAN, test_accuracy = NAN;
 };
 
@@ -276,10 +277,10 @@ void worker(Shared &s, int rank) {
         size_t len;
         GEEPS(geeps_stats_string(ps, line, sizeof line, &len));
         GEEPS(geeps_shutdown(ps));
-        {
-            std::lock_guard<std::mutex> lock(s.print);
-            std::printf("geeps worker %d: stall %.1f%%  %s\n", rank, stats.stall_fraction * 100.0, line);
-        }
+        char summary[1200];
+        std::snprintf(summary, sizeof summary, "geeps worker %d: stall %.1f%%  %s", rank, stats.stall_fraction * 100.0,
+                      line);
+        s.stats[size_t(rank)] = summary;
         GEEPS(geeps_free(ps));
     } catch (const std::exception &e) {
         // Leave the cluster so the other workers fail fast instead of waiting.
@@ -338,6 +339,7 @@ int main(int argc, char **argv) {
                 geeps_version(), s.train.size(), s.test.size(), o.workers, o.batch, s.steps_per_epoch, o.lr,
                 o.momentum, o.slack);
 
+    s.stats.resize(size_t(o.workers));
     std::vector<std::thread> threads;
     for (int rank = 0; rank < o.workers; rank++) threads.emplace_back(worker, std::ref(s), rank);
     for (auto &t : threads) t.join();
@@ -345,6 +347,7 @@ int main(int argc, char **argv) {
 
     for (const auto &e : s.errors) std::fprintf(stderr, "cpp_trainer: %s\n", e.c_str());
     if (!s.errors.empty()) return 1;
+    for (const auto &line : s.stats) std::printf("%s\n", line.c_str());
     std::printf("final: train loss %.4f (epoch 1: %.4f), test accuracy %.2f%%\n", s.last_loss, s.first_loss,
                 s.test_accuracy * 100.0f);
     if (!(s.last_loss < s.first_loss) || !(s.test_accuracy > 0.5f)) {
