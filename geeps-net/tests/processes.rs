@@ -200,6 +200,33 @@ fn killed_rank_is_named_by_the_others() -> Result<(), String> {
     Ok(())
 }
 
+fn launcher_prefixes_output_and_fails_when_a_rank_fails() -> Result<(), String> {
+    let run = |script: &str| {
+        Command::new(LAUNCH)
+            .args(["-n", "3", "--", "sh", "-c", script])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("geeps-launch: {e}"))
+    };
+    let ok = run("echo hello from $GEEPS_RANK of $GEEPS_WORLD_SIZE")?;
+    let text = String::from_utf8_lossy(&ok.stdout).to_string();
+    if !ok.status.success() || !(0..3).all(|r| text.contains(&format!("[{r}] hello from {r} of 3"))) {
+        return Err(format!("expected prefixed lines from 3 ranks, got {}:\n{text}", ok.status));
+    }
+    // Rank 1 fails at once; the others would sleep for a minute: they must be stopped.
+    let start = Instant::now();
+    let bad = run("if [ $GEEPS_RANK = 1 ]; then exit 7; fi; sleep 60")?;
+    let err = String::from_utf8_lossy(&bad.stderr).to_string();
+    if bad.status.code() != Some(7) || !err.contains("rank 1 failed") || start.elapsed() > Duration::from_secs(20) {
+        return Err(format!(
+            "expected exit 7 naming rank 1 within seconds, got {:?} after {:?}:\n{err}",
+            bad.status,
+            start.elapsed()
+        ));
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     if let Ok(role) = std::env::var("GEEPS_TEST_CHILD") {
         return match child(&role) {
@@ -211,7 +238,8 @@ fn main() -> ExitCode {
         };
     }
     type Test = fn() -> Result<(), String>;
-    let tests: [(&str, Test); 3] = [
+    let tests: [(&str, Test); 4] = [
+        ("launcher_prefixes_output_and_fails_when_a_rank_fails", launcher_prefixes_output_and_fails_when_a_rank_fails),
         ("consistency_over_three_processes", consistency_over_three_processes),
         ("mlr_four_processes_match_in_process", mlr_four_processes_match_in_process),
         ("killed_rank_is_named_by_the_others", killed_rank_is_named_by_the_others),

@@ -29,9 +29,13 @@ struct Args {
     command: Vec<String>,
 }
 
+/// Signals a rank's whole process group (the rank and anything it started).
 fn signal(pid: u32, sig: libc::c_int) {
-    // SAFETY: kill(2) on a child's pid; a stale pid only yields ESRCH.
-    unsafe { libc::kill(pid as libc::pid_t, sig) };
+    if pid == 0 {
+        return;
+    }
+    // SAFETY: kill(2) on a child's process group; a stale id only yields ESRCH.
+    unsafe { libc::kill(-(pid as libc::pid_t), sig) };
 }
 
 async fn relay(rank: usize, stream: impl AsyncRead + Unpin, to_stderr: bool) {
@@ -75,6 +79,8 @@ async fn run(args: Args) -> Result<u8, String> {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
+            // Its own process group, so stopping a rank stops what it started too.
+            .process_group(0)
             .spawn()
             .map_err(|e| format!("cannot start `{}`: {e}", args.command[0]))?;
         pids.push(child.id().unwrap_or(0));
@@ -84,12 +90,13 @@ async fn run(args: Args) -> Result<u8, String> {
         let tx = done_tx.clone();
         tokio::spawn(async move {
             let status = child.wait().await;
-            // Let the output drain before reporting the exit.
-            if let Some(r) = relays.0 {
-                let _ = r.await;
-            }
-            if let Some(r) = relays.1 {
-                let _ = r.await;
+            // Let the output drain before reporting the exit, but do not wait
+            // on a pipe some orphaned grandchild still holds open.
+            for r in [relays.0, relays.1].into_iter().flatten() {
+                let abort = r.abort_handle();
+                if tokio::time::timeout(Duration::from_secs(2), r).await.is_err() {
+                    abort.abort();
+                }
             }
             let _ = tx.send((rank, status));
         });
