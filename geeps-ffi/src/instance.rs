@@ -183,3 +183,56 @@ impl GeepsInstance {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use geeps_core::{keys, Config, Slack, TableId};
+
+    use super::*;
+
+    fn status<T>(r: FfiResult<T>) -> GeepsStatus {
+        r.err().map_or(GeepsStatus::Ok, |f| f.status)
+    }
+
+    fn settings() -> Settings {
+        Settings { config: Config { row_width: 4, device_memory: 1 << 20, ..Config::default() }, cluster: None }
+    }
+
+    #[test]
+    fn held_buffers_follow_the_engine_through_errors() {
+        let ps = GeepsInstance::new(settings());
+        let w = ps.declare("w", TableKind::Parameter, 2).unwrap();
+        assert_eq!(status(ps.declare("w", TableKind::Local, 2)), GeepsStatus::InvalidConfig);
+        assert_eq!(status(ps.joined("read")), GeepsStatus::InvalidState);
+        let g = ps.join().unwrap();
+        assert_eq!(status(ps.declare("late", TableKind::Local, 1)), GeepsStatus::InvalidState);
+        let h = g.virtual_read(&keys(TableId(w), 0..2), Slack::BSP).unwrap();
+        g.virtual_post_read(h).unwrap();
+        g.finish_virtual_iteration().unwrap();
+
+        let key = Key::Handle(crate::marshal::handle_to_c(h));
+        let raw = ps.acquire("read", Some(key), Kind::Read, |g| Ok(g.read(h)?.into_raw())).unwrap();
+        assert_eq!(raw.floats, 8);
+        let again = ps.acquire("read", Some(key), Kind::Read, |g| Ok(g.read(h)?.into_raw()));
+        assert_eq!(status(again), GeepsStatus::InvalidHandle);
+        assert_eq!(status(ps.release("update", key, ReleaseAs::Update)), GeepsStatus::InvalidHandle);
+        ps.release("post_read", key, ReleaseAs::PostRead).unwrap();
+        assert_eq!(status(ps.release("post_read", key, ReleaseAs::PostRead)), GeepsStatus::InvalidHandle);
+
+        // The instance still serves its recorded read, then shuts down.
+        ps.acquire("read", Some(key), Kind::Read, |g| Ok(g.read(h)?.into_raw())).unwrap();
+        ps.shutdown().unwrap();
+        assert_eq!(status(ps.release("post_read", key, ReleaseAs::PostRead)), GeepsStatus::ShutDown);
+        ps.shutdown().unwrap();
+    }
+
+    #[test]
+    fn shutdown_before_joining_refuses_everything() {
+        let ps = GeepsInstance::new(settings());
+        ps.shutdown().unwrap();
+        assert_eq!(status(ps.join()), GeepsStatus::ShutDown);
+        assert_eq!(status(ps.joined("read")), GeepsStatus::ShutDown);
+        assert_eq!(status(ps.declare("w", TableKind::Parameter, 1)), GeepsStatus::ShutDown);
+        assert_eq!(ps.shape(), (0, 1, 4));
+    }
+}
