@@ -8,7 +8,18 @@ use rayon::prelude::*;
 /// `c (m×n) = alpha · op(a) · op(b) + beta · c`, all row-major. `a` is m×k
 /// (k×m when `ta`), `b` is k×n (n×k when `tb`).
 #[allow(clippy::too_many_arguments)]
-pub fn gemm(ta: bool, tb: bool, m: usize, n: usize, k: usize, alpha: f32, a: &[f32], b: &[f32], beta: f32, c: &mut [f32]) {
+pub fn gemm(
+    ta: bool,
+    tb: bool,
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: &[f32],
+    b: &[f32],
+    beta: f32,
+    c: &mut [f32],
+) {
     assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n, "gemm operands too short");
     if m == 0 || n == 0 {
         return;

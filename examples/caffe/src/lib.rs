@@ -27,6 +27,7 @@ pub mod proto;
 pub mod ps;
 pub mod report;
 pub mod solver;
+pub mod timing;
 pub mod train;
 
 pub use error::{Error, Result};

@@ -59,6 +59,15 @@ enum Command {
         #[arg(long, default_value_t = 600)]
         wait_deadline_s: u64,
     },
+    /// Time each layer's forward and backward on the TRAIN net (no geeps).
+    Time {
+        /// The net prototxt.
+        #[arg(long)]
+        model: PathBuf,
+        /// Iterations to average over.
+        #[arg(long, default_value_t = 20)]
+        iterations: u32,
+    },
     /// Evaluate weights on the TEST phase of a net.
     Test {
         /// The net prototxt.
@@ -139,6 +148,19 @@ fn run(cli: Cli) -> geeps_caffe::Result<()> {
             let cluster = Cluster::in_process(workers)?;
             let report = train::train(&s, &opts, &cluster)?;
             summary(&report);
+        }
+        Command::Time { model, iterations } => {
+            let t = geeps_caffe::timing::time(&model, iterations)?;
+            println!("Average time per layer over {iterations} iteration(s) of batch {}:", t.batch);
+            for (name, kind, f, b) in &t.layers {
+                println!(
+                    "  {name:>12} ({kind:<15}) forward {:8.3} ms  backward {:8.3} ms",
+                    f.as_secs_f64() * 1e3,
+                    b.as_secs_f64() * 1e3
+                );
+            }
+            let ms = t.iteration.as_secs_f64() * 1e3;
+            println!("Forward-backward: {ms:.3} ms, {:.0} images/s", t.batch as f64 / t.iteration.as_secs_f64());
         }
         Command::Test { model, weights, iterations } => {
             let (outputs, n) = train::test_weights(&model, &weights, iterations)?;

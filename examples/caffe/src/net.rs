@@ -108,7 +108,10 @@ impl Net {
                         return Err(at(
                             param,
                             lp.line,
-                            format!("layer `{name}` reads blob `{b}`, which no earlier {} layer produces", phase.name()),
+                            format!(
+                                "layer `{name}` reads blob `{b}`, which no earlier {} layer produces",
+                                phase.name()
+                            ),
                         ))
                     }
                 }
@@ -117,7 +120,11 @@ impl Net {
             let (compute, data, top_shapes) = match &lp.kind {
                 LayerKind::Data(conf) => {
                     if !bottoms.is_empty() || lp.tops.len() != 2 {
-                        return Err(at(param, lp.line, format!("Data layer `{name}` needs no bottom and two tops (data, label)")));
+                        return Err(at(
+                            param,
+                            lp.line,
+                            format!("Data layer `{name}` needs no bottom and two tops (data, label)"),
+                        ));
                     }
                     let set = cache.get(conf).map_err(|e| at(param, lp.line, format!("layer `{name}`: {e}")))?;
                     let shapes = vec![vec![conf.batch_size, 1, set.height, set.width], vec![conf.batch_size]];
@@ -141,7 +148,12 @@ impl Net {
                 return Err(at(
                     param,
                     lp.line,
-                    format!("layer `{name}` has {} top(s); a {} layer makes {}", lp.tops.len(), lp.kind.type_name(), top_shapes.len()),
+                    format!(
+                        "layer `{name}` has {} top(s); a {} layer makes {}",
+                        lp.tops.len(),
+                        lp.kind.type_name(),
+                        top_shapes.len()
+                    ),
                 ));
             }
             let elementwise = compute.as_ref().is_some_and(|c| c.elementwise());
@@ -154,10 +166,18 @@ impl Net {
                         tops.push(i);
                     }
                     Some(_) if lp.bottoms.contains(t) => {
-                        return Err(at(param, lp.line, format!("layer `{name}` ({}) cannot run in place on `{t}`", lp.kind.type_name())))
+                        return Err(at(
+                            param,
+                            lp.line,
+                            format!("layer `{name}` ({}) cannot run in place on `{t}`", lp.kind.type_name()),
+                        ))
                     }
                     Some(_) => {
-                        return Err(at(param, lp.line, format!("blob `{t}` is produced twice (again by layer `{name}`)")))
+                        return Err(at(
+                            param,
+                            lp.line,
+                            format!("blob `{t}` is produced twice (again by layer `{name}`)"),
+                        ))
                     }
                     None => {
                         by_name.insert(t.clone(), blobs.len());
@@ -171,17 +191,28 @@ impl Net {
                 return Err(at(
                     param,
                     lp.line,
-                    format!("layer `{name}` has {} `param` blocks but only {} parameter blob(s)", lp.params.len(), params.len()),
+                    format!(
+                        "layer `{name}` has {} `param` blocks but only {} parameter blob(s)",
+                        lp.params.len(),
+                        params.len()
+                    ),
                 ));
             }
-            let specs: Vec<ParamSpec> = (0..params.len()).map(|i| lp.params.get(i).copied().unwrap_or_default()).collect();
+            let specs: Vec<ParamSpec> =
+                (0..params.len()).map(|i| lp.params.get(i).copied().unwrap_or_default()).collect();
             let is_loss = compute.as_ref().is_some_and(|c| c.is_loss());
             let loss_weight = match (lp.loss_weight.as_slice(), is_loss) {
                 ([], true) => 1.0,
                 ([w], true) => *w,
                 ([], false) => 0.0,
                 (w, false) if w.iter().all(|x| *x == 0.0) => 0.0,
-                _ => return Err(at(param, lp.line, format!("layer `{name}`: loss_weight is supported on one loss top only"))),
+                _ => {
+                    return Err(at(
+                        param,
+                        lp.line,
+                        format!("layer `{name}`: loss_weight is supported on one loss top only"),
+                    ))
+                }
             };
             let param_len = params.iter().map(|p| count(&p.shape)).sum();
             let aux_len = compute.as_ref().map_or(0, |c| c.aux_len());

@@ -103,7 +103,12 @@ impl ParamLayout {
             if found.blobs.len() != lp.blobs.len() {
                 return Err(Error::file(
                     path,
-                    format!("layer `{}` has {} blobs there, the net needs {}", lp.name, found.blobs.len(), lp.blobs.len()),
+                    format!(
+                        "layer `{}` has {} blobs there, the net needs {}",
+                        lp.name,
+                        found.blobs.len(),
+                        lp.blobs.len()
+                    ),
                 ));
             }
             let mut v = Vec::with_capacity(lp.len);

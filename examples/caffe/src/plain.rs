@@ -40,29 +40,35 @@ impl<'n> Plain<'n> {
     /// (empty for layers without). Returns the scalar outputs, in
     /// `net.outputs` order.
     pub fn forward(&mut self, params: &[&[f32]], train: bool, seed: u64) -> Vec<f32> {
-        let net = self.net;
-        for (li, l) in net.layers.iter().enumerate() {
-            if let Some(src) = &l.data {
-                let idx = self.cursors[li].as_mut().map(|c| c.take(net.batch)).unwrap_or_default();
-                let [d, lab] = [l.tops[0], l.tops[1]];
-                let mut label = std::mem::take(&mut self.data[lab]);
-                src.set.fill(&idx, src.conf.scale, src.conf.mean_value, &mut self.data[d], &mut label);
-                self.data[lab] = label;
-                continue;
-            }
-            let mut outs: Vec<(usize, Vec<f32>)> =
-                l.fwd_out.iter().chain(&l.fwd_inout).map(|&b| (b, std::mem::take(&mut self.data[b]))).collect();
-            let io = Io {
-                data_in: l.fwd_in.iter().map(|&b| (b, self.data[b].as_slice())).collect(),
-                data_out: outs.iter_mut().map(|(b, v)| (*b, v.as_mut_slice())).collect(),
-                ..Io::default()
-            };
-            forward_layer(net, li, params[li], io, &mut self.aux[li], train, layer_seed(seed, li));
-            for (b, v) in outs {
-                self.data[b] = v;
-            }
+        for (li, p) in params.iter().enumerate().take(self.net.layers.len()) {
+            self.forward_one(li, p, train, seed);
         }
         self.outputs()
+    }
+
+    /// Forward of layer `li` alone (Data layers read their next batch).
+    pub fn forward_one(&mut self, li: usize, params: &[f32], train: bool, seed: u64) {
+        let net = self.net;
+        let l = &net.layers[li];
+        if let Some(src) = &l.data {
+            let idx = self.cursors[li].as_mut().map(|c| c.take(net.batch)).unwrap_or_default();
+            let [d, lab] = [l.tops[0], l.tops[1]];
+            let mut label = std::mem::take(&mut self.data[lab]);
+            src.set.fill(&idx, src.conf.scale, src.conf.mean_value, &mut self.data[d], &mut label);
+            self.data[lab] = label;
+            return;
+        }
+        let mut outs: Vec<(usize, Vec<f32>)> =
+            l.fwd_out.iter().chain(&l.fwd_inout).map(|&b| (b, std::mem::take(&mut self.data[b]))).collect();
+        let io = Io {
+            data_in: l.fwd_in.iter().map(|&b| (b, self.data[b].as_slice())).collect(),
+            data_out: outs.iter_mut().map(|(b, v)| (*b, v.as_mut_slice())).collect(),
+            ..Io::default()
+        };
+        forward_layer(net, li, params, io, &mut self.aux[li], train, layer_seed(seed, li));
+        for (b, v) in outs {
+            self.data[b] = v;
+        }
     }
 
     /// The scalar outputs of the last forward.
@@ -73,24 +79,29 @@ impl<'n> Plain<'n> {
     /// Backward over the whole net after `forward`; writes each layer's
     /// parameter gradient into `grads[l]` (sized like `params[l]`).
     pub fn backward(&mut self, params: &[&[f32]], grads: &mut [Vec<f32>]) {
+        for li in (0..self.net.layers.len()).rev() {
+            self.backward_one(li, params[li], &mut grads[li]);
+        }
+    }
+
+    /// Backward of layer `li` alone (nothing if it runs no backward).
+    pub fn backward_one(&mut self, li: usize, params: &[f32], grad: &mut [f32]) {
         let net = self.net;
-        for li in (0..net.layers.len()).rev() {
-            let l = &net.layers[li];
-            if !l.backward {
-                continue;
-            }
-            let mut outs: Vec<(usize, Vec<f32>)> =
-                l.bwd_diff_out.iter().chain(&l.bwd_diff_inout).map(|&b| (b, std::mem::take(&mut self.diff[b]))).collect();
-            let io = Io {
-                data_in: l.bwd_data_in.iter().map(|&b| (b, self.data[b].as_slice())).collect(),
-                diff_in: l.bwd_diff_in.iter().map(|&b| (b, self.diff[b].as_slice())).collect(),
-                diff_out: outs.iter_mut().map(|(b, v)| (*b, v.as_mut_slice())).collect(),
-                ..Io::default()
-            };
-            backward_layer(net, li, params[li], io, &self.aux[li], &mut grads[li]);
-            for (b, v) in outs {
-                self.diff[b] = v;
-            }
+        let l = &net.layers[li];
+        if !l.backward {
+            return;
+        }
+        let mut outs: Vec<(usize, Vec<f32>)> =
+            l.bwd_diff_out.iter().chain(&l.bwd_diff_inout).map(|&b| (b, std::mem::take(&mut self.diff[b]))).collect();
+        let io = Io {
+            data_in: l.bwd_data_in.iter().map(|&b| (b, self.data[b].as_slice())).collect(),
+            diff_in: l.bwd_diff_in.iter().map(|&b| (b, self.diff[b].as_slice())).collect(),
+            diff_out: outs.iter_mut().map(|(b, v)| (*b, v.as_mut_slice())).collect(),
+            ..Io::default()
+        };
+        backward_layer(net, li, params, io, &self.aux[li], grad);
+        for (b, v) in outs {
+            self.diff[b] = v;
         }
     }
 }

@@ -39,9 +39,10 @@ impl Reporter {
     pub fn new(max_iter: u64, verbose: bool, progress: bool) -> Reporter {
         let target = if progress && verbose { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() };
         let bar = ProgressBar::with_draw_target(Some(max_iter), target);
-        let style = ProgressStyle::with_template("{elapsed_precise} [{bar:36}] {pos}/{len} it, {per_sec} {msg} (eta {eta})")
-            .map(|s| s.progress_chars("=> "))
-            .unwrap_or_else(|_| ProgressStyle::default_bar());
+        let style =
+            ProgressStyle::with_template("{elapsed_precise} [{bar:36}] {pos}/{len} it, {per_sec} {msg} (eta {eta})")
+                .map(|s| s.progress_chars("=> "))
+                .unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(style);
         Reporter { bar, start: Instant::now(), verbose, points: Vec::new(), last_msg: String::new() }
     }

@@ -249,7 +249,8 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
         let png = PathBuf::from(format!("{prefix}_curve.png"));
         write_csv(&report.points, &csv)?;
         let acc = test_net.as_ref().and_then(accuracy_output);
-        let title = format!("{} on {world} geeps worker(s)", if train_net.name.is_empty() { "net" } else { &train_net.name });
+        let title =
+            format!("{} on {world} geeps worker(s)", if train_net.name.is_empty() { "net" } else { &train_net.name });
         crate::plot::write_png(&report.points, acc.as_deref(), &title, &png)?;
         report.curve_csv = Some(csv);
         report.curve_png = Some(png);
@@ -316,9 +317,8 @@ fn run_rank(rank: usize, transport: Arc<dyn geeps::Transport>, sh: &Shared<'_>) 
     let test_due = |iter: u64| {
         sh.test.is_some() && s.test_interval > 0 && iter % s.test_interval == 0 && (iter > 0 || s.test_initialization)
     };
-    let loss_index = sh.train.outputs.iter().position(|&b| {
-        sh.train.layers.iter().any(|l| l.is_loss() && l.tops.contains(&b))
-    });
+    let loss_index =
+        sh.train.outputs.iter().position(|&b| sh.train.layers.iter().any(|l| l.is_loss() && l.tops.contains(&b)));
     for iter in 0..sh.max_iter {
         if sh.abort.load(Ordering::Relaxed) {
             return Err(Error::config("stopped: another worker failed"));

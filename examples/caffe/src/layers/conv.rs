@@ -27,8 +27,16 @@ impl Conv {
         }
         let out_h = (height + 2 * conf.pad.0 - kh) / conf.stride.0 + 1;
         let out_w = (width + 2 * conf.pad.1 - kw) / conf.stride.1 + 1;
-        let g = Geometry { channels, height, width, kernel: conf.kernel, stride: conf.stride, pad: conf.pad, out_h, out_w };
+        let g =
+            Geometry { channels, height, width, kernel: conf.kernel, stride: conf.stride, pad: conf.pad, out_h, out_w };
         Ok(Conv { conf: conf.clone(), num, g })
+    }
+
+    /// Images per GEMM: enough output columns (about 1024) to keep the
+    /// micro-kernel efficient, while leaving a group for every thread.
+    fn group(&self) -> usize {
+        let per_thread = self.num.div_ceil(rayon::current_num_threads().max(1));
+        1024usize.div_ceil(self.g.col_cols()).clamp(1, per_thread.max(1))
     }
 
     fn weights_len(&self) -> usize {
@@ -67,20 +75,26 @@ impl Layer for Conv {
         let (w, bias) = f.params.split_at(self.weights_len());
         let image = g.channels * g.height * g.width;
         let x = f.bottoms[0];
-        f.tops[0][..self.num * o * p].par_chunks_mut(o * p).enumerate().for_each_init(
-            || vec![0.0f32; if g.is_identity() { 0 } else { k * p }],
-            |col, (i, y)| {
-                let xi = &x[i * image..(i + 1) * image];
-                let cols: &[f32] = if g.is_identity() {
-                    xi
-                } else {
-                    im2col(&g, xi, col);
-                    col
-                };
-                gemm(false, false, o, p, k, 1.0, w, cols, 0.0, y);
-                if self.conf.bias_term {
-                    for (row, b) in y.chunks_exact_mut(p).zip(bias) {
-                        row.iter_mut().for_each(|v| *v += b);
+        let group = self.group();
+        f.tops[0][..self.num * o * p].par_chunks_mut(group * o * p).enumerate().for_each_init(
+            || (vec![0.0f32; k * group * p], vec![0.0f32; o * group * p]),
+            |(col, yg), (gi, y)| {
+                let n = y.len() / (o * p);
+                let ld = n * p;
+                for j in 0..n {
+                    let i = gi * group + j;
+                    im2col(&g, &x[i * image..(i + 1) * image], &mut col[j * p..], ld);
+                }
+                // One product for the whole group: Y (o × n·p) = W · col.
+                gemm(false, false, o, ld, k, 1.0, w, &col[..k * ld], 0.0, &mut yg[..o * ld]);
+                for j in 0..n {
+                    for c in 0..o {
+                        let dst = &mut y[(j * o + c) * p..(j * o + c + 1) * p];
+                        dst.copy_from_slice(&yg[c * ld + j * p..c * ld + (j + 1) * p]);
+                        if self.conf.bias_term {
+                            let b = bias[c];
+                            dst.iter_mut().for_each(|v| *v += b);
+                        }
                     }
                 }
             },
@@ -95,48 +109,54 @@ impl Layer for Conv {
         let image = g.channels * g.height * g.width;
         let (x, dy) = (b.bottoms[0], b.top_diffs[0]);
         let bias = self.conf.bias_term;
-        // One entry per image: where its bottom gradient goes, if anywhere.
+        let group = self.group();
+        let groups = self.num.div_ceil(group);
+        // One entry per group of images: where their bottom gradients go, if anywhere.
         let dx: Vec<Option<&mut [f32]>> = match b.bottom_diffs.first_mut() {
-            Some(d) if !d.is_empty() => d[..self.num * image].chunks_mut(image).map(Some).collect(),
-            _ => (0..self.num).map(|_| None).collect(),
+            Some(d) if !d.is_empty() => d[..self.num * image].chunks_mut(group * image).map(Some).collect(),
+            _ => (0..groups).map(|_| None).collect(),
         };
-        let per_task = self.num.div_ceil(rayon::current_num_threads().max(1)).max(1);
         let grad = dx
             .into_par_iter()
             .enumerate()
-            .with_min_len(per_task)
             .fold(
-                || (vec![0.0f32; wl + if bias { o } else { 0 }], vec![0.0f32; k * p]),
-                |(mut acc, mut col), (i, dxi)| {
-                    let xi = &x[i * image..(i + 1) * image];
-                    let dyi = &dy[i * o * p..(i + 1) * o * p];
-                    let cols: &[f32] = if g.is_identity() {
-                        xi
-                    } else {
-                        im2col(&g, xi, &mut col);
-                        &col
-                    };
-                    // dW += dy_i · col_iᵀ
-                    gemm(false, true, o, k, p, 1.0, dyi, cols, 1.0, &mut acc[..wl]);
+                || {
+                    (
+                        vec![0.0f32; wl + if bias { o } else { 0 }],
+                        vec![0.0f32; k * group * p],
+                        vec![0.0f32; o * group * p],
+                    )
+                },
+                |(mut acc, mut col, mut dyg), (gi, dxg)| {
+                    let n = (self.num - gi * group).min(group);
+                    let ld = n * p;
+                    for j in 0..n {
+                        let i = gi * group + j;
+                        im2col(&g, &x[i * image..(i + 1) * image], &mut col[j * p..], ld);
+                        for c in 0..o {
+                            let src = &dy[(i * o + c) * p..(i * o + c + 1) * p];
+                            dyg[c * ld + j * p..c * ld + (j + 1) * p].copy_from_slice(src);
+                        }
+                    }
+                    // dW += dY · colᵀ over the whole group.
+                    gemm(false, true, o, k, ld, 1.0, &dyg[..o * ld], &col[..k * ld], 1.0, &mut acc[..wl]);
                     if bias {
-                        for (db, row) in acc[wl..].iter_mut().zip(dyi.chunks_exact(p)) {
+                        for (db, row) in acc[wl..].iter_mut().zip(dyg[..o * ld].chunks_exact(ld)) {
                             *db += row.iter().sum::<f32>();
                         }
                     }
-                    if let Some(dxi) = dxi {
-                        // dx_i = col2im(Wᵀ · dy_i)
-                        if g.is_identity() {
-                            gemm(true, false, k, p, o, 1.0, w, dyi, 0.0, dxi);
-                        } else {
-                            gemm(true, false, k, p, o, 1.0, w, dyi, 0.0, &mut col);
+                    if let Some(dxg) = dxg {
+                        // dcol = Wᵀ · dY, then back to images.
+                        gemm(true, false, k, ld, o, 1.0, w, &dyg[..o * ld], 0.0, &mut col[..k * ld]);
+                        for (j, dxi) in dxg.chunks_mut(image).enumerate() {
                             dxi.fill(0.0);
-                            col2im(&g, &col, dxi);
+                            col2im(&g, &col[j * p..], ld, dxi);
                         }
                     }
-                    (acc, col)
+                    (acc, col, dyg)
                 },
             )
-            .map(|(acc, _)| acc)
+            .map(|(acc, _, _)| acc)
             .reduce_with(|mut a, b| {
                 a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
                 a

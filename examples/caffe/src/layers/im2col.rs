@@ -32,15 +32,17 @@ impl Geometry {
     }
 }
 
-/// Writes the column matrix of `image` into `col`.
-pub fn im2col(g: &Geometry, image: &[f32], col: &mut [f32]) {
+/// Writes the column matrix of `image` into `col`, whose rows are `ld`
+/// floats apart (`ld` > the image's column count when several images share
+/// one matrix side by side).
+pub fn im2col(g: &Geometry, image: &[f32], col: &mut [f32], ld: usize) {
     let (kh, kw) = g.kernel;
     let cols = g.col_cols();
     for c in 0..g.channels {
         let plane = &image[c * g.height * g.width..(c + 1) * g.height * g.width];
         for ki in 0..kh {
             for kj in 0..kw {
-                let row = &mut col[((c * kh + ki) * kw + kj) * cols..][..cols];
+                let row = &mut col[((c * kh + ki) * kw + kj) * ld..][..cols];
                 for oh in 0..g.out_h {
                     let h = (oh * g.stride.0 + ki) as isize - g.pad.0 as isize;
                     let out = &mut row[oh * g.out_w..(oh + 1) * g.out_w];
@@ -64,15 +66,16 @@ pub fn im2col(g: &Geometry, image: &[f32], col: &mut [f32]) {
     }
 }
 
-/// Adds the column matrix `col` back into `image` (which the caller zeroes).
-pub fn col2im(g: &Geometry, col: &[f32], image: &mut [f32]) {
+/// Adds the column matrix `col` (rows `ld` floats apart) back into `image`
+/// (which the caller zeroes).
+pub fn col2im(g: &Geometry, col: &[f32], ld: usize, image: &mut [f32]) {
     let (kh, kw) = g.kernel;
     let cols = g.col_cols();
     for c in 0..g.channels {
         let plane = &mut image[c * g.height * g.width..(c + 1) * g.height * g.width];
         for ki in 0..kh {
             for kj in 0..kw {
-                let row = &col[((c * kh + ki) * kw + kj) * cols..][..cols];
+                let row = &col[((c * kh + ki) * kw + kj) * ld..][..cols];
                 for oh in 0..g.out_h {
                     let h = (oh * g.stride.0 + ki) as isize - g.pad.0 as isize;
                     if h < 0 || h >= g.height as isize {
@@ -80,6 +83,11 @@ pub fn col2im(g: &Geometry, col: &[f32], image: &mut [f32]) {
                     }
                     let dst = &mut plane[h as usize * g.width..(h as usize + 1) * g.width];
                     let src = &row[oh * g.out_w..(oh + 1) * g.out_w];
+                    if g.stride.1 == 1 && g.pad.1 == 0 {
+                        // The common case: a contiguous run of the row.
+                        dst[kj..kj + g.out_w].iter_mut().zip(src).for_each(|(d, s)| *d += s);
+                        continue;
+                    }
                     for (ow, s) in src.iter().enumerate() {
                         let w = (ow * g.stride.1 + kj) as isize - g.pad.1 as isize;
                         if w >= 0 && w < g.width as isize {
@@ -107,9 +115,10 @@ mod tests {
             let x: Vec<f32> = (0..2 * h * w).map(|i| (i as f32 * 0.7).sin()).collect();
             let y: Vec<f32> = (0..g.col_rows() * g.col_cols()).map(|i| (i as f32 * 0.3).cos()).collect();
             let mut col = vec![0.0; y.len()];
-            im2col(&g, &x, &mut col);
+            let ld = g.col_cols();
+            im2col(&g, &x, &mut col, ld);
             let mut back = vec![0.0; x.len()];
-            col2im(&g, &y, &mut back);
+            col2im(&g, &y, ld, &mut back);
             let lhs: f32 = col.iter().zip(&y).map(|(a, b)| a * b).sum();
             let rhs: f32 = x.iter().zip(&back).map(|(a, b)| a * b).sum();
             assert!((lhs - rhs).abs() < 1e-3, "{lhs} vs {rhs}");

@@ -32,10 +32,8 @@ impl Layer for InnerProduct {
     }
 
     fn param_blobs(&self) -> Vec<ParamBlob> {
-        let mut p = vec![ParamBlob {
-            shape: vec![self.conf.num_output, self.inputs],
-            filler: self.conf.weight_filler.clone(),
-        }];
+        let mut p =
+            vec![ParamBlob { shape: vec![self.conf.num_output, self.inputs], filler: self.conf.weight_filler.clone() }];
         if self.conf.bias_term {
             p.push(ParamBlob { shape: vec![self.conf.num_output], filler: self.conf.bias_filler.clone() });
         }

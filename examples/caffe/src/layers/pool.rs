@@ -14,11 +14,24 @@ pub struct Pool {
     channels: usize,
     height: usize,
     width: usize,
-    kernel: (usize, usize),
-    stride: (usize, usize),
-    pad: (usize, usize),
     out_h: usize,
     out_w: usize,
+    /// Per output row / column: the clipped window [start, end) and its
+    /// length within the padded image (for Caffe's average divisor).
+    rows: Vec<(usize, usize, f32)>,
+    cols: Vec<(usize, usize, f32)>,
+}
+
+/// The windows along one axis.
+fn windows(input: usize, out: usize, k: usize, stride: usize, pad: usize) -> Vec<(usize, usize, f32)> {
+    (0..out)
+        .map(|o| {
+            let start = (o * stride) as isize - pad as isize;
+            let end_pad = (start + k as isize).min((input + pad) as isize);
+            let end = (start + k as isize).min(input as isize);
+            (start.max(0) as usize, end.max(0) as usize, (end_pad - start) as f32)
+        })
+        .collect()
 }
 
 /// Caffe's pooled size: ceil((in + 2·pad − k) / stride) + 1, minus one if
@@ -41,30 +54,26 @@ impl Pool {
         if height + 2 * pad.0 < kernel.0 || width + 2 * pad.1 < kernel.1 {
             return Err(format!("kernel {}x{} is larger than the padded {height}x{width} input", kernel.0, kernel.1));
         }
+        let out_h = pooled(height, kernel.0, stride.0, pad.0);
+        let out_w = pooled(width, kernel.1, stride.1, pad.1);
         Ok(Pool {
             method: conf.method,
             num,
             channels,
             height,
             width,
-            kernel,
-            stride,
-            pad,
-            out_h: pooled(height, kernel.0, stride.0, pad.0),
-            out_w: pooled(width, kernel.1, stride.1, pad.1),
+            out_h,
+            out_w,
+            rows: windows(height, out_h, kernel.0, stride.0, pad.0),
+            cols: windows(width, out_w, kernel.1, stride.1, pad.1),
         })
     }
 
     /// The window of output (ph, pw): clipped bounds and Caffe's divisor.
     fn window(&self, ph: usize, pw: usize) -> (usize, usize, usize, usize, f32) {
-        let hs = (ph * self.stride.0) as isize - self.pad.0 as isize;
-        let ws = (pw * self.stride.1) as isize - self.pad.1 as isize;
-        let he_pad = (hs + self.kernel.0 as isize).min((self.height + self.pad.0) as isize);
-        let we_pad = (ws + self.kernel.1 as isize).min((self.width + self.pad.1) as isize);
-        let size = ((he_pad - hs) * (we_pad - ws)) as f32;
-        let he = (hs + self.kernel.0 as isize).min(self.height as isize) as usize;
-        let we = (ws + self.kernel.1 as isize).min(self.width as isize) as usize;
-        (hs.max(0) as usize, he, ws.max(0) as usize, we, size)
+        let (hs, he, hn) = self.rows[ph];
+        let (ws, we, wn) = self.cols[pw];
+        (hs, he, ws, we, hn * wn)
     }
 
     fn planes(&self) -> usize {

@@ -223,7 +223,11 @@ mod tests {
                 type_name: "Convolution".into(),
                 blobs: vec![(vec![2, 1, 3, 3], (0..18).map(|i| i as f32 * 0.5).collect()), (vec![2], vec![1.0, -2.0])],
             },
-            LayerBlobs { name: "ip".into(), type_name: "InnerProduct".into(), blobs: vec![(vec![300], vec![3.0; 300])] },
+            LayerBlobs {
+                name: "ip".into(),
+                type_name: "InnerProduct".into(),
+                blobs: vec![(vec![300], vec![3.0; 300])],
+            },
         ];
         let bytes = encode("net", &layers);
         assert_eq!(decode(&bytes).unwrap(), layers);

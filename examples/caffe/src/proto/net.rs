@@ -28,8 +28,14 @@ impl Phase {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Filler {
     Constant(f32),
-    Uniform { min: f32, max: f32 },
-    Gaussian { mean: f32, std: f32 },
+    Uniform {
+        min: f32,
+        max: f32,
+    },
+    Gaussian {
+        mean: f32,
+        std: f32,
+    },
     /// Uniform in ±sqrt(3 / n), n from `norm`.
     Xavier(VarianceNorm),
     /// Gaussian with std sqrt(2 / n), n from `norm`.
@@ -252,8 +258,11 @@ impl NetParam {
 
     /// Parses net prototxt text; `path` names it in errors and anchors relative sources.
     pub fn parse(src: &str, path: &Path) -> Result<NetParam> {
-        let msg = text::parse(src)
-            .map_err(|e| Error::Prototxt { file: path.to_path_buf(), line: e.line, msg: e.msg.clone() })?;
+        let msg = text::parse(src).map_err(|e| Error::Prototxt {
+            file: path.to_path_buf(),
+            line: e.line,
+            msg: e.msg.clone(),
+        })?;
         let mut f = Fields::new(path, "NetParameter", &msg);
         let name = f.string("name")?.unwrap_or_default();
         if let Some(old) = f.all("layers").first() {

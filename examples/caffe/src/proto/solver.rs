@@ -14,11 +14,20 @@ use crate::proto::text;
 pub enum LrPolicy {
     Fixed,
     /// base_lr × gamma ^ floor(iter / stepsize)
-    Step { gamma: f32, stepsize: u64 },
+    Step {
+        gamma: f32,
+        stepsize: u64,
+    },
     /// base_lr × (1 + gamma × iter) ^ (−power)
-    Inv { gamma: f32, power: f32 },
+    Inv {
+        gamma: f32,
+        power: f32,
+    },
     /// base_lr × gamma ^ (number of stepvalues ≤ iter)
-    MultiStep { gamma: f32, stepvalues: Vec<u64> },
+    MultiStep {
+        gamma: f32,
+        stepvalues: Vec<u64>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -72,8 +81,11 @@ impl SolverParam {
     }
 
     pub fn parse(src: &str, path: &Path) -> Result<SolverParam> {
-        let msg = text::parse(src)
-            .map_err(|e| Error::Prototxt { file: path.to_path_buf(), line: e.line, msg: e.msg.clone() })?;
+        let msg = text::parse(src).map_err(|e| Error::Prototxt {
+            file: path.to_path_buf(),
+            line: e.line,
+            msg: e.msg.clone(),
+        })?;
         let mut f = Fields::new(path, "SolverParameter", &msg);
         let line = |f: &mut Fields<'_>, name: &str| f.all(name).first().map_or(1, |x| x.line);
         let at = |name: &str| msg.fields.iter().find(|x| x.name == name).map_or(1, |x| x.line);
@@ -210,9 +222,8 @@ impl SolverParam {
             test_interval: u64::from(test_interval),
             test_initialization,
             snapshot: u64::from(snapshot),
-            snapshot_prefix: snapshot_prefix.unwrap_or_else(|| {
-                path.file_stem().map_or("caffe-geeps".into(), |s| s.to_string_lossy().into_owned())
-            }),
+            snapshot_prefix: snapshot_prefix
+                .unwrap_or_else(|| path.file_stem().map_or("caffe-geeps".into(), |s| s.to_string_lossy().into_owned())),
             snapshot_after_train,
             random_seed,
             file: path.to_path_buf(),

@@ -242,9 +242,15 @@ impl Parser<'_> {
                     }
                 }
                 Tok::Punct('[') => {
-                    return Err(SyntaxError { line: l, col: c, msg: "extension fields `[...]` are not supported".into() })
+                    return Err(SyntaxError {
+                        line: l,
+                        col: c,
+                        msg: "extension fields `[...]` are not supported".into(),
+                    })
                 }
-                other => return Err(SyntaxError { line: l, col: c, msg: format!("expected a field name, found {other}") }),
+                other => {
+                    return Err(SyntaxError { line: l, col: c, msg: format!("expected a field name, found {other}") })
+                }
             }
         }
     }

@@ -64,7 +64,11 @@ impl PsLayout {
             param_tables.push(t);
             clock_after.push(g * per_table);
         }
-        let data = net.blobs.iter().map(|bl| b.local_table(&format!("data/{}", bl.name), rows_for(bl.count(), width))).collect();
+        let data = net
+            .blobs
+            .iter()
+            .map(|bl| b.local_table(&format!("data/{}", bl.name), rows_for(bl.count(), width)))
+            .collect();
         let diff = net
             .blobs
             .iter()
@@ -75,8 +79,11 @@ impl PsLayout {
             .iter()
             .map(|l| (l.aux_len > 0).then(|| b.local_table(&format!("state/{}", l.name), rows_for(l.aux_len, width))))
             .collect();
-        let history =
-            params.layers.iter().map(|lp| b.local_table(&format!("history/{}", lp.name), rows_for(lp.len, width))).collect();
+        let history = params
+            .layers
+            .iter()
+            .map(|lp| b.local_table(&format!("history/{}", lp.name), rows_for(lp.len, width)))
+            .collect();
         let outputs = net.outputs.len() + 1;
         let test_table = b.parameter_table("test-outputs", rows_for(outputs, width));
         PsLayout { row_width: width, param_tables, param_keys, clock_after, data, diff, aux, history, test_table }
