@@ -28,7 +28,7 @@ fn hint(code: CUresult) -> &'static str {
     use CUresult::*;
     match code {
         CUDA_ERROR_OUT_OF_MEMORY => {
-            "; the GPU is out of memory: lower `Config::device_memory` or `CudaConfig::reserve` headroom, or stop other processes using the GPU (nvidia-smi)"
+            "; the GPU is out of memory: lower `Config::device_memory` (or raise `CudaConfig::reserve`), or stop other processes using the GPU (nvidia-smi)"
         }
         CUDA_ERROR_NO_DEVICE => "; no CUDA GPU is visible: check `nvidia-smi` and CUDA_VISIBLE_DEVICES",
         CUDA_ERROR_STUB_LIBRARY => "; the libcuda found is the toolkit's stub: put the NVIDIA driver's libcuda.so.1 first on the library path",
