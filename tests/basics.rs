@@ -92,13 +92,11 @@ fn bsp_workers_see_each_others_updates() {
                 ps.finish_virtual_iteration().unwrap();
                 for c in 0..20u32 {
                     let read = ps.read(r).unwrap();
-                    // Each worker adds (rank + 1) per clock: after c clocks, c * (1+2+3+4).
-                    let expect = (c * 10) as f32;
-                    assert!(
-                        read.as_slice().unwrap().iter().all(|v| *v == expect),
-                        "rank {rank} clock {c}: {:?}",
-                        read.as_slice()
-                    );
+                    // Each worker adds (rank + 1) per clock: every update of
+                    // clocks < c is in, and faster workers' of clock c may be.
+                    let floor = (c * 10) as f32;
+                    let ok = read.as_slice().unwrap().iter().all(|v| *v >= floor && *v <= floor + 10.0);
+                    assert!(ok, "rank {rank} clock {c}: {:?}", read.as_slice());
                     let mut up = ps.pre_update(u).unwrap();
                     up.as_mut_slice().unwrap().fill((rank + 1) as f32);
                     up.update().unwrap();

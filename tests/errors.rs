@@ -30,6 +30,12 @@ fn invalid_config_names_the_field() {
     assert!(matches!(InProcessCluster::new(0), Err(Error::InvalidConfig { field: "workers", .. })));
     let c = InProcessCluster::new(1).unwrap();
     assert!(matches!(c.transport(1), Err(Error::InvalidConfig { field: "rank", .. })));
+    let t = c.transport(0).unwrap();
+    assert!(
+        matches!(c.transport(0), Err(Error::InvalidConfig { field: "rank", reason }) if reason.contains("already"))
+    );
+    drop(t);
+    c.transport(0).expect("a rank is free again once its transport is gone");
 }
 
 #[test]

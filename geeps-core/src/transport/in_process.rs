@@ -28,6 +28,8 @@ struct Cluster {
     workers: usize,
     shards: Vec<Sender<KeeperMsg>>,
     declared: Mutex<Option<Declared>>,
+    /// Ranks whose transport is alive: one worker per rank.
+    claimed: Mutex<Vec<bool>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -72,12 +74,13 @@ impl InProcessCluster {
                 workers,
                 shards: senders,
                 declared: Mutex::new(None),
+                claimed: Mutex::new(vec![false; workers]),
                 threads: Mutex::new(threads),
             }),
         })
     }
 
-    /// The transport of worker `rank`.
+    /// The transport of worker `rank`; one per rank while it lives.
     pub fn transport(&self, rank: usize) -> Result<Arc<dyn Transport>> {
         if rank >= self.inner.workers {
             return Err(Error::InvalidConfig {
@@ -85,6 +88,14 @@ impl InProcessCluster {
                 reason: format!("{rank}; this cluster has ranks 0..{}", self.inner.workers),
             });
         }
+        let mut claimed = self.inner.claimed.lock();
+        if claimed[rank] {
+            return Err(Error::InvalidConfig {
+                field: "rank",
+                reason: format!("{rank} already has a transport; each worker needs its own rank"),
+            });
+        }
+        claimed[rank] = true;
         Ok(Arc::new(InProcessTransport { rank, cluster: self.inner.clone() }))
     }
 
@@ -159,6 +170,12 @@ impl InProcessTransport {
             address: format!("in-process keeper {shard}"),
             reason: "keeper thread has stopped".into(),
         })
+    }
+}
+
+impl Drop for InProcessTransport {
+    fn drop(&mut self) {
+        self.cluster.claimed.lock()[self.rank] = false;
     }
 }
 
