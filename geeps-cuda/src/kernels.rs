@@ -28,12 +28,23 @@ impl Kernels {
     pub(crate) fn load() -> Result<Kernels> {
         let module = Module::load_ptx(ROWS_PTX)?;
         // In `RowKernel` order, so `kernel as usize` picks the function.
-        let functions = [
-            module.function(RowKernel::ALL[0].entry())?,
-            module.function(RowKernel::ALL[1].entry())?,
-            module.function(RowKernel::ALL[2].entry())?,
-        ];
-        Ok(Kernels { module, functions })
+        let lookup = || -> Result<[Function; 3]> {
+            Ok([
+                module.function(RowKernel::ALL[0].entry())?,
+                module.function(RowKernel::ALL[1].entry())?,
+                module.function(RowKernel::ALL[2].entry())?,
+            ])
+        };
+        match lookup() {
+            Ok(functions) => Ok(Kernels { module, functions }),
+            Err(e) => {
+                // SAFETY: nothing of the module was handed out.
+                if let Err(unload) = unsafe { module.unload() } {
+                    tracing::warn!("{unload}");
+                }
+                Err(e)
+            }
+        }
     }
 
     /// Enqueues `kernel` on `stream`: rows of `width` floats from `src` to
