@@ -3,4 +3,4 @@
 # quick mode (it checks that the suite runs; CI never judges timings).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo bench -p geeps-net --bench exchange -- --quick
+cargo bench --workspace --bench exchange -- --quick
