@@ -1,0 +1,202 @@
+//! Every layer's backward against finite differences of its forward, for
+//! the bottom gradients and the parameter gradients, on random inputs
+//! chosen away from kinks (ReLU at 0, ties in max pooling).
+
+use geeps_caffe::layers::{self, count, Backward, Forward, Layer, Shape};
+use geeps_caffe::proto::net::{
+    ConvConf, Filler, InnerProductConf, LayerKind, Normalization, PoolConf, PoolMethod, VarianceNorm,
+};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+const EPS: f32 = 1e-2;
+
+fn random(rng: &mut StdRng, n: usize) -> Vec<f32> {
+    // Magnitudes in [0.1, 1.1): no input sits within EPS of ReLU's kink.
+    (0..n).map(|_| rng.gen_range(0.1..1.1f32) * if rng.gen() { 1.0 } else { -1.0 }).collect()
+}
+
+/// The layer's objective: Σ top · r for ordinary layers, the loss itself
+/// (scaled by loss_weight 1) for a loss layer.
+fn objective(l: &dyn Layer, params: &[f32], bottoms: &[Vec<f32>], r: &[Vec<f32>]) -> f64 {
+    let tops_shape = l.top_shapes();
+    let mut tops: Vec<Vec<f32>> = tops_shape.iter().map(|s| vec![0.0; count(s)]).collect();
+    let mut aux = vec![0.0; l.aux_len()];
+    let b: Vec<&[f32]> = if l.elementwise() {
+        tops[0].copy_from_slice(&bottoms[0]);
+        Vec::new()
+    } else {
+        bottoms.iter().map(|v| v.as_slice()).collect()
+    };
+    let mut t: Vec<&mut [f32]> = tops.iter_mut().map(|v| v.as_mut_slice()).collect();
+    l.forward(Forward { params, bottoms: &b, tops: &mut t, aux: &mut aux, train: true, seed: 99 });
+    if l.is_loss() {
+        return f64::from(tops[0][0]);
+    }
+    tops.iter().zip(r).map(|(t, r)| t.iter().zip(r).map(|(a, b)| f64::from(a * b)).sum::<f64>()).sum()
+}
+
+/// Analytic gradients: (per bottom, params).
+fn analytic(l: &dyn Layer, params: &[f32], bottoms: &[Vec<f32>], r: &[Vec<f32>]) -> (Vec<Vec<f32>>, Vec<f32>) {
+    let mut tops: Vec<Vec<f32>> = l.top_shapes().iter().map(|s| vec![0.0; count(s)]).collect();
+    let mut aux = vec![0.0; l.aux_len()];
+    let b: Vec<&[f32]> = if l.elementwise() {
+        tops[0].copy_from_slice(&bottoms[0]);
+        Vec::new()
+    } else {
+        bottoms.iter().map(|v| v.as_slice()).collect()
+    };
+    {
+        let mut t: Vec<&mut [f32]> = tops.iter_mut().map(|v| v.as_mut_slice()).collect();
+        l.forward(Forward { params, bottoms: &b, tops: &mut t, aux: &mut aux, train: true, seed: 99 });
+    }
+    let mut dx: Vec<Vec<f32>> = bottoms.iter().map(|v| vec![0.0; v.len()]).collect();
+    if l.elementwise() {
+        dx[0].copy_from_slice(&r[0]);
+    }
+    let mut grad = vec![0.0; params.len()];
+    let all: Vec<&[f32]> = bottoms.iter().map(|v| v.as_slice()).collect();
+    let top_data: Vec<&[f32]> = tops.iter().map(|v| v.as_slice()).collect();
+    let top_diffs: Vec<&[f32]> =
+        if l.elementwise() || l.is_loss() { Vec::new() } else { r.iter().map(|v| v.as_slice()).collect() };
+    let mut d: Vec<&mut [f32]> = dx.iter_mut().map(|v| v.as_mut_slice()).collect();
+    if l.is_loss() {
+        // Labels get no gradient.
+        d[1] = &mut [];
+    }
+    l.backward(Backward {
+        params,
+        bottoms: &all,
+        tops: &top_data,
+        top_diffs: &top_diffs,
+        bottom_diffs: &mut d,
+        param_grad: &mut grad,
+        aux: &aux,
+        loss_weight: 1.0,
+    });
+    (dx, grad)
+}
+
+fn close(what: &str, i: usize, a: f32, n: f64) {
+    let n = n as f32;
+    let tol = 2e-3 + 2e-2 * a.abs().max(n.abs());
+    assert!((a - n).abs() <= tol, "{what}[{i}]: backward {a}, finite difference {n}");
+}
+
+/// Checks `kind` on bottoms of `shapes`; `labels` marks bottoms holding class labels.
+fn check(kind: LayerKind, shapes: &[Shape], labels: Option<usize>) {
+    let mut rng = StdRng::seed_from_u64(42);
+    let l = layers::build(&kind, shapes).unwrap();
+    let mut bottoms: Vec<Vec<f32>> = shapes.iter().map(|s| random(&mut rng, count(s))).collect();
+    if matches!(kind, LayerKind::Pooling(_)) {
+        // Distinct values 0.05 apart: no perturbation changes which one is the max.
+        use rand::seq::SliceRandom;
+        let n = bottoms[0].len();
+        let mut v: Vec<f32> = (0..n).map(|i| i as f32 * 0.05 - n as f32 * 0.025).collect();
+        v.shuffle(&mut rng);
+        bottoms[0] = v;
+    }
+    if let Some(c) = labels {
+        bottoms[1] = (0..count(&shapes[1])).map(|_| rng.gen_range(0..c) as f32).collect();
+    }
+    let n_params: usize = l.param_blobs().iter().map(|p| count(&p.shape)).sum();
+    let mut params: Vec<f32> = random(&mut rng, n_params).iter().map(|v| v * 0.5).collect();
+    let r: Vec<Vec<f32>> = l.top_shapes().iter().map(|s| random(&mut rng, count(s))).collect();
+    let (dx, grad) = analytic(l.as_ref(), &params, &bottoms, &r);
+    let differentiable = if labels.is_some() { 1 } else { bottoms.len() };
+    for b in 0..differentiable {
+        for i in 0..bottoms[b].len() {
+            let keep = bottoms[b][i];
+            bottoms[b][i] = keep + EPS;
+            let up = objective(l.as_ref(), &params, &bottoms, &r);
+            bottoms[b][i] = keep - EPS;
+            let down = objective(l.as_ref(), &params, &bottoms, &r);
+            bottoms[b][i] = keep;
+            close(&format!("{} bottom {b}", l.type_name()), i, dx[b][i], (up - down) / (2.0 * f64::from(EPS)));
+        }
+    }
+    for i in 0..params.len() {
+        let keep = params[i];
+        params[i] = keep + EPS;
+        let up = objective(l.as_ref(), &params, &bottoms, &r);
+        params[i] = keep - EPS;
+        let down = objective(l.as_ref(), &params, &bottoms, &r);
+        params[i] = keep;
+        close(&format!("{} param", l.type_name()), i, grad[i], (up - down) / (2.0 * f64::from(EPS)));
+    }
+}
+
+fn xavier() -> Filler {
+    Filler::Xavier(VarianceNorm::FanIn)
+}
+
+#[test]
+fn convolution() {
+    let conf = |stride, pad| ConvConf {
+        num_output: 3,
+        kernel: (3, 2),
+        stride,
+        pad,
+        bias_term: true,
+        weight_filler: xavier(),
+        bias_filler: Filler::Constant(0.0),
+    };
+    check(LayerKind::Convolution(conf((1, 1), (0, 0))), &[vec![3, 2, 6, 5]], None);
+    check(LayerKind::Convolution(conf((2, 1), (1, 2))), &[vec![2, 2, 5, 6]], None);
+    let one = ConvConf { kernel: (1, 1), ..conf((1, 1), (0, 0)) };
+    check(LayerKind::Convolution(one), &[vec![2, 2, 3, 3]], None);
+}
+
+#[test]
+fn pooling() {
+    for method in [PoolMethod::Max, PoolMethod::Ave] {
+        let conf = PoolConf { method, kernel: (2, 2), stride: (2, 2), pad: (0, 0), global: false };
+        check(LayerKind::Pooling(conf), &[vec![2, 3, 6, 6]], None);
+        let overlapping = PoolConf { method, kernel: (3, 3), stride: (2, 2), pad: (1, 1), global: false };
+        check(LayerKind::Pooling(overlapping), &[vec![1, 2, 7, 6]], None);
+    }
+}
+
+#[test]
+fn inner_product() {
+    let conf = InnerProductConf { num_output: 4, bias_term: true, weight_filler: xavier(), bias_filler: xavier() };
+    check(LayerKind::InnerProduct(conf.clone()), &[vec![5, 2, 3, 2]], None);
+    // More rows than one parallel block, so the split products are checked too.
+    let wide = InnerProductConf { num_output: 19, ..conf };
+    check(LayerKind::InnerProduct(wide), &[vec![37, 6]], None);
+}
+
+#[test]
+fn elementwise() {
+    check(LayerKind::ReLU { negative_slope: 0.0 }, &[vec![4, 7]], None);
+    check(LayerKind::ReLU { negative_slope: 0.1 }, &[vec![4, 7]], None);
+    check(LayerKind::Sigmoid, &[vec![3, 5]], None);
+    check(LayerKind::TanH, &[vec![3, 5]], None);
+    // The mask depends only on the seed, so the objective is smooth in the input.
+    check(LayerKind::Dropout { ratio: 0.3 }, &[vec![6, 9]], None);
+}
+
+#[test]
+fn softmax_with_loss() {
+    check(LayerKind::SoftmaxWithLoss { normalization: Normalization::Batch }, &[vec![6, 5], vec![6]], Some(5));
+    check(LayerKind::SoftmaxWithLoss { normalization: Normalization::None }, &[vec![3, 4], vec![3]], Some(4));
+}
+
+#[test]
+fn accuracy_counts_ties_against() {
+    let l = layers::build(&LayerKind::Accuracy { top_k: 1 }, &[vec![3, 3], vec![3]]).unwrap();
+    let scores = [0.1, 0.7, 0.2, 0.5, 0.5, 0.0, 0.9, 0.0, 0.1];
+    let labels = [1.0, 0.0, 0.0];
+    let mut top = vec![0.0];
+    let mut tops: Vec<&mut [f32]> = vec![&mut top];
+    l.forward(Forward {
+        params: &[],
+        bottoms: &[&scores, &labels],
+        tops: &mut tops,
+        aux: &mut [],
+        train: false,
+        seed: 0,
+    });
+    // Right, tied (wrong, as in Caffe), right.
+    assert!((top[0] - 2.0 / 3.0).abs() < 1e-6, "{}", top[0]);
+}

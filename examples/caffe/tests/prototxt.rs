@@ -1,0 +1,167 @@
+//! The prototxt readers on the shipped files, on Caffe's own LeNet, and on
+//! broken files: every error names what is wrong and its line.
+
+mod common;
+
+use std::path::Path;
+
+use geeps_caffe::proto::net::{Filler, LayerKind, NetParam, Phase, PoolMethod, VarianceNorm};
+use geeps_caffe::proto::solver::{LrPolicy, SolverParam};
+use geeps_caffe::Error;
+
+fn net_err(src: &str) -> (usize, String) {
+    match NetParam::parse(src, Path::new("broken.prototxt")) {
+        Err(Error::Prototxt { line, msg, .. }) => (line, msg),
+        Err(other) => panic!("expected a prototxt error, got {other}"),
+        Ok(_) => panic!("expected an error for:\n{src}"),
+    }
+}
+
+fn solver_err(src: &str) -> (usize, String) {
+    match SolverParam::parse(src, Path::new("broken_solver.prototxt")) {
+        Err(Error::Prototxt { line, msg, .. }) => (line, msg),
+        Err(other) => panic!("expected a prototxt error, got {other}"),
+        Ok(_) => panic!("expected an error for:\n{src}"),
+    }
+}
+
+#[test]
+fn the_shipped_lenet_reads_as_caffe_means_it() {
+    let net = NetParam::load(&common::models().join("lenet_train_test.prototxt")).unwrap();
+    assert_eq!(net.name, "LeNet");
+    let types: Vec<_> = net.layers.iter().map(|l| l.kind.type_name()).collect();
+    assert_eq!(
+        types,
+        [
+            "Data",
+            "Data",
+            "Convolution",
+            "Pooling",
+            "Convolution",
+            "Pooling",
+            "InnerProduct",
+            "ReLU",
+            "InnerProduct",
+            "Accuracy",
+            "SoftmaxWithLoss"
+        ]
+    );
+    assert!(net.layers[0].phases.admits(Phase::Train) && !net.layers[0].phases.admits(Phase::Test));
+    let LayerKind::Data(d) = &net.layers[1].kind else { panic!() };
+    assert_eq!((d.batch_size, d.scale), (100, 0.00390625));
+    let LayerKind::Convolution(c) = &net.layers[4].kind else { panic!() };
+    assert_eq!((c.num_output, c.kernel, c.stride, c.pad), (50, (5, 5), (1, 1), (0, 0)));
+    assert_eq!(c.weight_filler, Filler::Xavier(VarianceNorm::FanIn));
+    assert_eq!(c.bias_filler, Filler::Constant(0.0));
+    assert_eq!(net.layers[4].params[1].lr_mult, 2.0);
+    let LayerKind::Pooling(p) = &net.layers[3].kind else { panic!() };
+    assert_eq!((p.method, p.kernel, p.stride), (PoolMethod::Max, (2, 2), (2, 2)));
+    assert_eq!(net.layers[7].bottoms, net.layers[7].tops);
+
+    let s = SolverParam::load(&common::models().join("lenet_solver.prototxt")).unwrap();
+    assert!(s.net.ends_with("lenet_train_test.prototxt") && s.net.exists());
+    assert_eq!(s.lr_policy, LrPolicy::Inv { gamma: 0.0001, power: 0.75 });
+    assert_eq!((s.base_lr, s.momentum, s.weight_decay), (0.01, 0.9, 0.0005));
+    assert_eq!((s.test_iter, s.test_interval), (20, 100));
+}
+
+#[test]
+fn caffes_own_solver_file_reads_unchanged() {
+    // Caffe's examples/mnist/lenet_solver.prototxt, comments included.
+    let src = r#"# The train/test net protocol buffer definition
+net: "examples/mnist/lenet_train_test.prototxt"
+# test_iter specifies how many forward passes the test should carry out.
+test_iter: 100
+# Carry out testing every 500 training iterations.
+test_interval: 500
+# The base learning rate, momentum and the weight decay of the network.
+base_lr: 0.01
+momentum: 0.9
+weight_decay: 0.0005
+# The learning rate policy
+lr_policy: "inv"
+gamma: 0.0001
+power: 0.75
+# Display every 100 iterations
+display: 100
+# The maximum number of iterations
+max_iter: 10000
+# snapshot intermediate results
+snapshot: 5000
+snapshot_prefix: "examples/mnist/lenet"
+# solver mode: CPU or GPU
+solver_mode: GPU
+"#;
+    let s = SolverParam::parse(src, Path::new("lenet_solver.prototxt")).unwrap();
+    assert_eq!((s.max_iter, s.display, s.snapshot, s.test_iter), (10000, 100, 5000, 100));
+    assert_eq!(s.snapshot_prefix, "examples/mnist/lenet");
+    let steps = "net: \"n\" base_lr: 0.1 max_iter: 9 lr_policy: \"multistep\" gamma: 0.1 stepvalue: 3 stepvalue: 6";
+    let s = SolverParam::parse(steps, Path::new("s.prototxt")).unwrap();
+    assert_eq!(s.lr_policy, LrPolicy::MultiStep { gamma: 0.1, stepvalues: vec![3, 6] });
+}
+
+#[test]
+fn unknown_layer_types_and_fields_are_named_with_their_line() {
+    let (line, msg) = net_err("name: \"x\"\nlayer {\n  name: \"n\"\n  type: \"LRN\"\n}\n");
+    assert_eq!(line, 4);
+    assert!(msg.contains("unknown layer type `LRN`"), "{msg}");
+
+    let (line, msg) = net_err("layer {\n  name: \"r\"\n  type: \"ReLU\"\n  bottom: \"a\"\n  colour: 3\n}\n");
+    assert_eq!(line, 5);
+    assert!(msg.contains("unknown field `colour`"), "{msg}");
+
+    let src = "layer {\n name: \"c\"\n type: \"Convolution\"\n convolution_param {\n  num_output: 2\n  \
+               kernel_size: 3\n  weight_filler { type: \"orthogonal\" }\n }\n}\n";
+    let (line, msg) = net_err(src);
+    assert_eq!(line, 7);
+    assert!(msg.contains("unknown filler type `orthogonal`"), "{msg}");
+
+    let (line, msg) =
+        net_err("layer {\n name: \"p\"\n type: \"ReLU\"\n pooling_param { pool: MAX kernel_size: 2 }\n}\n");
+    assert_eq!(line, 4);
+    assert!(msg.contains("`pooling_param` does not apply to a ReLU layer"), "{msg}");
+
+    let (line, msg) = net_err("layer {\n name: \"p\"\n type: \"Pooling\"\n pooling_param { pool: STOCHASTIC }\n}\n");
+    assert_eq!(line, 4);
+    assert!(msg.contains("STOCHASTIC") && msg.contains("MAX, AVE"), "{msg}");
+
+    let (line, msg) = net_err("layers {\n name: \"old\"\n type: CONVOLUTION\n}\n");
+    assert_eq!(line, 1);
+    assert!(msg.contains("V1"), "{msg}");
+
+    let (_, msg) = net_err("layer {\n name: \"d\"\n type: \"Data\"\n data_param { batch_size: 4 }\n}\n");
+    assert!(msg.contains("no `source`"), "{msg}");
+}
+
+#[test]
+fn syntax_errors_say_where() {
+    let (line, msg) = net_err("name: \"x\"\nlayer {\n  name: \"a\"\n");
+    assert!(msg.contains("not closed"), "{msg}");
+    assert_eq!(line, 2);
+    let (line, _) = net_err("name: \"x\"\nlayer {\n  name \"a\"\n}\n");
+    assert_eq!(line, 3);
+    let (line, msg) = net_err("layer {\n type: Convolution\n}\n");
+    assert_eq!(line, 2);
+    assert!(msg.contains("quoted"), "{msg}");
+}
+
+#[test]
+fn broken_solvers_are_named() {
+    let (line, msg) = solver_err("net: \"n\"\nbase_lr: 0.1\nmax_iter: 5\nlr_polcy: \"fixed\"\n");
+    assert_eq!(line, 4);
+    assert!(msg.contains("unknown field `lr_polcy`"), "{msg}");
+    let (line, msg) = solver_err("net: \"n\"\nbase_lr: 0.1\nmax_iter: 5\nlr_policy: \"poly\"\n");
+    assert_eq!(line, 4);
+    assert!(msg.contains("poly"), "{msg}");
+    let (line, msg) = solver_err("net: \"n\"\nbase_lr: 0.1\nmax_iter: 5\nlr_policy: \"step\"\ngamma: 0.1\n");
+    assert_eq!(line, 4);
+    assert!(msg.contains("stepsize"), "{msg}");
+    let (line, msg) = solver_err("net: \"n\"\nbase_lr: -1\nmax_iter: 5\n");
+    assert_eq!(line, 2);
+    assert!(msg.contains("base_lr"), "{msg}");
+    let (line, msg) = solver_err("net: \"n\"\nbase_lr: 0.1\nmax_iter: 5\nclip_gradients: 10\n");
+    assert_eq!(line, 4);
+    assert!(msg.contains("not supported"), "{msg}");
+    let (_, msg) = solver_err("net: \"n\"\nbase_lr: 0.1\nmax_iter: five\n");
+    assert!(msg.contains("max_iter"), "{msg}");
+}

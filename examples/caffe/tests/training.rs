@@ -1,0 +1,150 @@
+//! Training end to end on the bundled data: one BSP worker through geeps
+//! matches the same net trained on plain memory; four workers bring the
+//! loss down with every call on geeps's fast path; snapshots evaluate with
+//! `test --weights` to what training reported; the curve files appear.
+
+mod common;
+
+use geeps_caffe::cluster::Cluster;
+use geeps_caffe::data::DataCache;
+use geeps_caffe::params::ParamLayout;
+use geeps_caffe::plain::Plain;
+use geeps_caffe::proto::solver::SolverParam;
+use geeps_caffe::ps::PsOptions;
+use geeps_caffe::solver::{learning_rate, sgd_delta, Step};
+use geeps_caffe::train::{build_nets, iteration_seed, test_weights, train, TrainOptions};
+
+fn quiet(ps: PsOptions) -> TrainOptions {
+    TrainOptions { ps, weights: None, verbose: false, progress: false, curve_prefix: None }
+}
+
+/// Trains `solver` with one worker on plain memory; returns the final
+/// parameters and the loss of every iteration.
+fn reference(solver: &SolverParam) -> (Vec<Vec<f32>>, Vec<f32>) {
+    let (net, _) = build_nets(solver, &DataCache::default()).unwrap();
+    let layout = ParamLayout::of(&net);
+    let seed = solver.random_seed.unwrap();
+    let mut params = layout.initial(&net, seed);
+    let mut history: Vec<Vec<f32>> = params.iter().map(|p| vec![0.0; p.len()]).collect();
+    let mut plain = Plain::new(&net, 0, 1).unwrap();
+    let loss_at = net.outputs.iter().position(|&b| net.blobs[b].name == "loss").unwrap();
+    let mut losses = Vec::new();
+    for iter in 0..solver.max_iter {
+        let mut grads: Vec<Vec<f32>> = vec![Vec::new(); net.layers.len()];
+        let outputs = {
+            let mut views: Vec<&[f32]> = vec![&[]; net.layers.len()];
+            for (lp, v) in layout.layers.iter().zip(&params) {
+                views[lp.layer] = v;
+                grads[lp.layer] = vec![0.0; lp.len];
+            }
+            let out = plain.forward(&views, true, iteration_seed(seed, 0, iter));
+            plain.backward(&views, &mut grads);
+            out
+        };
+        losses.push(outputs[loss_at]);
+        let step = Step {
+            rate: learning_rate(solver, iter),
+            momentum: solver.momentum,
+            weight_decay: solver.weight_decay,
+            scale: 1.0,
+        };
+        for (p, lp) in layout.layers.iter().enumerate() {
+            let mut delta = std::mem::take(&mut grads[lp.layer]);
+            sgd_delta(lp, step, &params[p], &mut delta, &mut history[p]);
+            params[p].iter_mut().zip(&delta).for_each(|(w, d)| *w += d);
+        }
+    }
+    (params, losses)
+}
+
+fn assert_close(a: &[Vec<f32>], b: &[Vec<f32>], what: &str) {
+    assert_eq!(a.len(), b.len());
+    for (l, (x, y)) in a.iter().zip(b).enumerate() {
+        assert_eq!(x.len(), y.len());
+        for (i, (u, v)) in x.iter().zip(y).enumerate() {
+            assert!((u - v).abs() <= 1e-5 + 1e-4 * v.abs(), "{what}: layer {l} value {i}: {u} vs {v}");
+        }
+    }
+}
+
+#[test]
+fn one_bsp_worker_matches_training_without_geeps() {
+    let dir = common::scratch("bsp-equals-plain");
+    let path = common::write(&dir, &common::small_net(16), &common::solver("net.prototxt", 8, 0, 0, ""));
+    let solver = SolverParam::load(&path).unwrap();
+    let (want, want_losses) = reference(&solver);
+    assert!(want_losses.iter().all(|l| l.is_finite()));
+
+    let report = train(&solver, &quiet(PsOptions::default()), &Cluster::in_process(1).unwrap()).unwrap();
+    assert_close(&report.final_params, &want, "geeps, one table per layer");
+    for (i, (a, b)) in report.losses.iter().zip(&want_losses).enumerate() {
+        assert!((a - b).abs() <= 1e-4 * b.abs().max(1.0), "loss at iteration {i}: {a} vs {b}");
+    }
+
+    // Shared tables and several mini-batches per clock change where rows
+    // live and when they travel, not what one worker computes.
+    let ps = PsOptions { layers_per_table: 2, batches_per_clock: 2, ..PsOptions::default() };
+    let report = train(&solver, &quiet(ps), &Cluster::in_process(1).unwrap()).unwrap();
+    assert_close(&report.final_params, &want, "geeps, 2 layers per table, 2 batches per clock");
+
+    // A device budget too small to keep everything on the device: rows
+    // are swapped through host memory, with the same result.
+    let ps = PsOptions { device_memory: 1 << 20, ..PsOptions::default() };
+    let report = train(&solver, &quiet(ps), &Cluster::in_process(1).unwrap()).unwrap();
+    assert_close(&report.final_params, &want, "geeps with a 1 MiB device budget");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn four_workers_bring_the_loss_down_on_the_fast_path() {
+    let dir = common::scratch("four-workers");
+    let lenet = common::lenet(32);
+    assert!(lenet.contains("batch_size: 32") && !lenet.contains("../../data"));
+    let path = common::write(&dir, &lenet, &common::solver("net.prototxt", 60, 20, 0, ""));
+    let mut solver = SolverParam::load(&path).unwrap();
+    solver.base_lr = 0.01;
+    let report = train(&solver, &quiet(PsOptions::default()), &Cluster::in_process(4).unwrap()).unwrap();
+    let mean = |s: &[f32]| s.iter().sum::<f32>() / s.len() as f32;
+    let (first, last) = (mean(&report.losses[..5]), mean(&report.losses[50..]));
+    assert!(last < 0.75 * first, "loss {first} -> {last}");
+    let accuracy = report.test.iter().find(|(n, _)| n == "accuracy").unwrap().1;
+    assert!(accuracy > 0.4, "test accuracy {accuracy}");
+    assert_eq!(report.stats.len(), 4);
+    for s in &report.stats {
+        // Setup and tests use keyed calls; every training call is prefetched.
+        assert!(s.prefetch_hits > 10 * s.slow_path_calls, "{s}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn snapshots_evaluate_as_training_reported() {
+    let dir = common::scratch("snapshot");
+    let prefix = dir.join("small").display().to_string();
+    let extra = format!("snapshot: 5\nsnapshot_prefix: \"{prefix}\"");
+    let path = common::write(&dir, &common::small_net(16), &common::solver("net.prototxt", 10, 20, 0, &extra));
+    let solver = SolverParam::load(&path).unwrap();
+    let opts = TrainOptions { curve_prefix: Some(prefix.clone()), verbose: true, ..quiet(PsOptions::default()) };
+    let report = train(&solver, &opts, &Cluster::in_process(2).unwrap()).unwrap();
+    let names: Vec<_> =
+        report.snapshots.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    assert_eq!(names, ["small_iter_5.caffemodel", "small_iter_10.caffemodel"]);
+
+    let (outputs, batches) = test_weights(&dir.join("net.prototxt"), &report.snapshots[1], None).unwrap();
+    assert_eq!(batches, 20);
+    for (name, v) in &report.test {
+        let got = outputs.iter().find(|(n, _)| n == name).unwrap().1;
+        assert!((got - v).abs() < 1e-4, "{name}: test --weights {got}, training {v}");
+    }
+
+    let csv = std::fs::read_to_string(report.curve_csv.as_ref().unwrap()).unwrap();
+    assert!(csv.starts_with("iteration,seconds,lr,loss,test_accuracy,test_loss"), "{csv}");
+    let png = std::fs::read(report.curve_png.as_ref().unwrap()).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+
+    // Starting from a snapshot reproduces its test accuracy at iteration 0.
+    let warm = SolverParam { max_iter: 1, ..solver.clone() };
+    let opts = TrainOptions { weights: Some(report.snapshots[1].clone()), ..quiet(PsOptions::default()) };
+    assert!(train(&warm, &opts, &Cluster::in_process(1).unwrap()).is_ok());
+    let _ = std::fs::remove_dir_all(&dir);
+}
