@@ -469,6 +469,7 @@ impl Geeps {
             ops,
             plans,
             placement.plan.pool_bytes,
+            self.parts,
         )?;
         Ok((Arc::new(shared), placement.plan))
     }

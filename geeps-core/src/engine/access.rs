@@ -302,7 +302,6 @@ pub(crate) fn end_clock(sh: &Shared, table: usize, clock: u64) -> Vec<UpdateBatc
 /// Merges published rows into the cache and advances its data age.
 pub(crate) fn apply_publish(sh: &Shared, publish: &Publish, staging: &mut Staging) -> Result<()> {
     let w = sh.width();
-    let stream = sh.pull_stream;
     let table = publish.table as usize;
     let parts = sh
         .stores
@@ -313,6 +312,7 @@ pub(crate) fn apply_publish(sh: &Shared, publish: &Publish, staging: &mut Stagin
     let p = parts.get(publish.partition as usize).ok_or_else(|| {
         Error::InvalidKeys(format!("publication for partition {} of table {table}", publish.partition))
     })?;
+    let stream = sh.pull_streams[publish.partition as usize % sh.pull_streams.len()];
     let mut guard = p.state.lock();
     let st = &mut *guard;
     if publish.age < st.age {

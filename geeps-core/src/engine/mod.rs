@@ -87,7 +87,8 @@ pub(crate) struct Shared {
     pub(crate) stats: StatsCollector,
     pub(crate) alloc_stream: StreamId,
     pub(crate) reclaim_stream: StreamId,
-    pub(crate) pull_stream: StreamId,
+    /// One per partition, so pullers of different partitions overlap.
+    pub(crate) pull_streams: Vec<StreamId>,
 }
 
 /// How a wait behaves.
@@ -116,6 +117,7 @@ impl Shared {
         ops: Vec<RecordedOp>,
         plans: Vec<Option<Arc<AccessPlan>>>,
         pool_bytes: usize,
+        partitions: usize,
     ) -> Result<Self> {
         let host_addressable = device.info().host_addressable;
         let acquires_per_iteration = ops.iter().filter(|o| o.kind.is_acquire()).count().max(1);
@@ -124,7 +126,7 @@ impl Shared {
             pool: BufferPool::new(device.clone(), pool_bytes),
             alloc_stream: device.create_stream()?,
             reclaim_stream: device.create_stream()?,
-            pull_stream: device.create_stream()?,
+            pull_streams: (0..partitions.max(1)).map(|_| device.create_stream()).collect::<Result<_>>()?,
             config,
             device,
             host_addressable,
