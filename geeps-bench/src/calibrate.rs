@@ -1,0 +1,38 @@
+//! Measures this machine's network the way the figures use it: raw TCP
+//! between `WORKERS` processes on loopback, and derives the host factor that
+//! stretches emulated compute so each worker has the paper's ratio of compute
+//! time to network time. It never looks at geeps' own speed: the factor is
+//! fixed before geeps runs, from the best of the repeats.
+
+use crate::error::Result;
+use crate::ranks;
+use crate::raw_tcp::{self, Rate};
+use crate::results::{mean, Calibration};
+use crate::settings::{Settings, WORKERS};
+
+/// The paper's network per machine: 12 Gbit/s measured (iperf), each way.
+pub const PAPER_BYTES_PER_SECOND: f64 = 2.0 * 12e9 / 8.0;
+
+pub fn run(s: &Settings) -> Result<Calibration> {
+    let mut samples = Vec::with_capacity(s.repeats);
+    for _ in 0..s.repeats {
+        let rates: Vec<Rate> = ranks::run(raw_tcp::ROLE, WORKERS, &s.calibration, s.limit)?;
+        samples.push(mean(&rates.iter().map(|r| r.bytes_per_second).collect::<Vec<_>>()));
+    }
+    // The best repeat: load from elsewhere only ever lowers it, and a lower
+    // rate would stretch compute and flatter geeps.
+    let raw = samples.iter().copied().fold(0.0, f64::max);
+    let c = Calibration {
+        raw_tcp_samples: samples,
+        raw_tcp_bytes_per_second: raw,
+        paper_bytes_per_second: PAPER_BYTES_PER_SECOND,
+        host_factor: PAPER_BYTES_PER_SECOND / raw,
+    };
+    eprintln!(
+        "calibration: raw TCP {:.0} MB/s per rank ({WORKERS} processes) vs the paper's {:.0} MB/s: host factor {:.2}",
+        raw / 1e6,
+        PAPER_BYTES_PER_SECOND / 1e6,
+        c.host_factor
+    );
+    Ok(c)
+}

@@ -1,0 +1,177 @@
+//! geeps-bench: the GeePS paper's evaluation on this machine. GPU compute is
+//! emulated (a layer's compute is a sleep of its scaled duration); every
+//! geeps mechanism runs for real on the host device, across worker
+//! processes on loopback. Every figure is a ratio against a baseline measured
+//! in the same run. Results go to `<out>/<figure>.json` and `<figure>.png`.
+//!
+//! ```text
+//! geeps-bench all [--quick] [--out results]   # every figure
+//! geeps-bench stall|memory|large|transport [--quick] [--out results]
+//! geeps-bench plot [--out results]            # redraw the PNGs from the JSON
+//! geeps-bench check [--out results]           # validate JSON and PNGs
+//! ```
+//!
+//! This file owns the command line and the rank dispatch; it never measures.
+
+mod calibrate;
+mod check;
+mod engine_exchange;
+mod error;
+mod large;
+mod memory;
+mod plot;
+mod probe;
+mod profile;
+mod ranks;
+mod raw_tcp;
+mod results;
+mod settings;
+mod stall;
+mod summary;
+mod train_job;
+mod trainer;
+mod transport;
+mod workload;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::error::{BenchError, Result};
+use crate::ranks::RankEnv;
+use crate::results::{Calibration, Paths};
+use crate::settings::Settings;
+
+#[derive(Parser)]
+#[command(name = "geeps-bench", about = "The GeePS paper's evaluation on this machine, with plots")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Clone)]
+struct RunArgs {
+    /// A short run (under two minutes) that proves the suite works; not figures.
+    #[arg(long)]
+    quick: bool,
+    /// Results folder.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+}
+
+#[derive(Args, Clone)]
+struct OutArgs {
+    /// Results folder.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Every figure: transport, stall (Fig. 14), memory (Fig. 12), large models (Fig. 13).
+    All(RunArgs),
+    /// BSP clock exchange: engine vs raw TCP and vs memcpy threads.
+    Transport(RunArgs),
+    /// Figure 14: stall time of GeePS, GeePS-single-table and CPU-PS at slack 0, 1, inf.
+    Stall(RunArgs),
+    /// Figure 12: throughput as the device budget shrinks.
+    Memory(RunArgs),
+    /// Figure 13: models several times the device budget.
+    Large(RunArgs),
+    /// Redraws every PNG from the JSON in the results folder.
+    Plot(OutArgs),
+    /// Validates the results folder (well-formed JSON and PNGs; never timings).
+    Check(OutArgs),
+}
+
+fn rank_main(env: RankEnv) -> Result<()> {
+    match env.role.as_str() {
+        train_job::ROLE => ranks::report(&train_job::rank_main(&env)?),
+        raw_tcp::ROLE => ranks::report(&raw_tcp::rank_main(&env)?),
+        engine_exchange::ROLE => ranks::report(&engine_exchange::rank_main(&env)?),
+        other => Err(BenchError::msg(format!("unknown rank role `{other}`"))),
+    }
+}
+
+fn transport(s: &Settings, c: &Calibration, paths: &Paths) -> Result<()> {
+    let f = transport::run(s, c)?;
+    results::write(&paths.json("transport"), &f)?;
+    plot::transport(&f, &paths.png("transport"))?;
+    summary::transport(&f);
+    Ok(())
+}
+
+fn stall(s: &Settings, c: &Calibration, paths: &Paths) -> Result<()> {
+    let f = stall::run(s, c)?;
+    results::write(&paths.json("stall"), &f)?;
+    plot::stall(&f, &paths.png("stall"))?;
+    summary::stall(&f);
+    Ok(())
+}
+
+fn memory(s: &Settings, c: &Calibration, paths: &Paths) -> Result<()> {
+    let f = memory::run(s, c)?;
+    results::write(&paths.json("memory"), &f)?;
+    plot::memory(&f, &paths.png("memory"))?;
+    summary::memory(&f);
+    Ok(())
+}
+
+fn large(s: &Settings, c: &Calibration, paths: &Paths) -> Result<()> {
+    let f = large::run(s, c)?;
+    results::write(&paths.json("large"), &f)?;
+    plot::large(&f, &paths.png("large"))?;
+    summary::large(&f);
+    Ok(())
+}
+
+type Figure = fn(&Settings, &Calibration, &Paths) -> Result<()>;
+
+fn run_figures(args: &RunArgs, figures: &[Figure]) -> Result<()> {
+    let start = Instant::now();
+    let s = Settings::new(args.quick);
+    let paths = Paths { dir: args.out.clone() };
+    std::fs::create_dir_all(&paths.dir)?;
+    let c = calibrate::run(&s)?;
+    for figure in figures {
+        figure(&s, &c, &paths)?;
+    }
+    println!("results in {} ({:.0} s)", paths.dir.display(), start.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn redraw(dir: &Path) -> Result<()> {
+    let paths = Paths { dir: dir.to_path_buf() };
+    plot::transport(&results::read(&paths.json("transport"))?, &paths.png("transport"))?;
+    plot::stall(&results::read(&paths.json("stall"))?, &paths.png("stall"))?;
+    plot::memory(&results::read(&paths.json("memory"))?, &paths.png("memory"))?;
+    plot::large(&results::read(&paths.json("large"))?, &paths.png("large"))?;
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    let result = match RankEnv::from_env() {
+        Some(env) => env.and_then(rank_main),
+        None => match Cli::parse().command {
+            Command::All(a) => run_figures(&a, &[transport, stall, memory, large]),
+            Command::Transport(a) => run_figures(&a, &[transport]),
+            Command::Stall(a) => run_figures(&a, &[stall]),
+            Command::Memory(a) => run_figures(&a, &[memory]),
+            Command::Large(a) => run_figures(&a, &[large]),
+            Command::Plot(a) => redraw(&a.out),
+            Command::Check(a) => check::run(&a.out).map(|()| println!("{}: results are well-formed", a.out.display())),
+        },
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("geeps-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,321 @@
+//! PNG plots of the figures, drawn with plotters' bitmap backend and a font
+//! shipped in a crate (DejaVu Sans), so nothing depends on the system's
+//! fonts. One function per figure, each reading only its results struct;
+//! it never measures or changes a result.
+
+use std::path::Path;
+use std::sync::Once;
+
+use plotters::coord::ranged1d::SegmentValue;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use crate::error::{BenchError, Result};
+use crate::results::{LargeFigure, MemoryFigure, StallFigure, TransportFigure};
+
+const FONT: &str = "sans-serif";
+static REGISTER: Once = Once::new();
+
+const COMPUTE: RGBColor = RGBColor(66, 114, 196);
+const STALL: RGBColor = RGBColor(214, 80, 64);
+const BASELINE: RGBColor = RGBColor(150, 150, 150);
+const TARGET: RGBColor = RGBColor(40, 150, 60);
+
+fn register_font() {
+    REGISTER.call_once(|| {
+        // A font that fails to register leaves text blank, nothing worse.
+        let _ = plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular());
+    });
+}
+
+fn fail(path: &Path) -> impl Fn(&dyn std::fmt::Display) -> BenchError + '_ {
+    move |e| BenchError::msg(format!("cannot draw {}: {e}", path.display()))
+}
+
+fn centered(size: u32) -> TextStyle<'static> {
+    TextStyle::from((FONT, size).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom))
+}
+
+/// Figure 14: stacked compute + stall per mini-batch, one panel per model.
+pub fn stall(f: &StallFigure, path: &Path) -> Result<()> {
+    register_font();
+    let err = fail(path);
+    let root = BitMapBackend::new(path, (1400, 620)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let panels = root.split_evenly((1, f.models.len().max(1)));
+    for (m, area) in f.models.iter().zip(panels.iter()) {
+        let n = m.rows.len() as u32;
+        let top = m.rows.iter().map(|r| r.compute_ms + r.stall_ms).fold(1e-3, f64::max) * 1.18;
+        let labels: Vec<String> = m
+            .rows
+            .iter()
+            .map(|r| {
+                let who = match r.config.as_str() {
+                    "GeePS-single-table" => "single",
+                    other => other,
+                };
+                format!("{who} {}", r.slack.map(|s| s.to_string()).unwrap_or_else(|| "inf".into()))
+            })
+            .collect();
+        let mut chart = ChartBuilder::on(area)
+            .caption(
+                format!("{}: time per mini-batch, {} workers (bytes x{:.4})", m.model, f.meta.workers, m.scale.bytes),
+                (FONT, 18),
+            )
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d((0u32..n).into_segmented(), 0f64..top)
+            .map_err(|e| err(&e))?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .y_desc("ms per mini-batch")
+            .x_labels(n as usize)
+            .x_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) => labels.get(*i as usize).cloned().unwrap_or_default(),
+                _ => String::new(),
+            })
+            .label_style((FONT, 13))
+            .draw()
+            .map_err(|e| err(&e))?;
+        let bar = |i: u32, y0: f64, y1: f64, color: RGBColor| {
+            let mut r =
+                Rectangle::new([(SegmentValue::Exact(i), y0), (SegmentValue::Exact(i + 1), y1)], color.filled());
+            r.set_margin(0, 0, 8, 8);
+            r
+        };
+        chart
+            .draw_series(m.rows.iter().enumerate().map(|(i, r)| bar(i as u32, 0.0, r.compute_ms, COMPUTE)))
+            .map_err(|e| err(&e))?
+            .label("compute")
+            .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], COMPUTE.filled()));
+        chart
+            .draw_series(
+                m.rows.iter().enumerate().map(|(i, r)| bar(i as u32, r.compute_ms, r.compute_ms + r.stall_ms, STALL)),
+            )
+            .map_err(|e| err(&e))?
+            .label("stall")
+            .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], STALL.filled()));
+        chart
+            .draw_series(m.rows.iter().enumerate().map(|(i, r)| {
+                Text::new(
+                    format!("{:.0}%", r.stall_fraction * 100.0),
+                    (SegmentValue::CenterOf(i as u32), r.compute_ms + r.stall_ms),
+                    centered(13),
+                )
+            }))
+            .map_err(|e| err(&e))?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font((FONT, 13))
+            .draw()
+            .map_err(|e| err(&e))?;
+    }
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+/// Figure 12: relative throughput against the budget fraction.
+pub fn memory(f: &MemoryFigure, path: &Path) -> Result<()> {
+    register_font();
+    let err = fail(path);
+    let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let mut pts: Vec<(f64, f64)> = f.points.iter().map(|p| (p.fraction * 100.0, p.relative)).collect();
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let top = pts.iter().map(|p| p.1).fold(1.0, f64::max) * 1.15;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!(
+                "{}: throughput vs device memory budget ({} workers, BSP; 100% = {:.0} MB)",
+                f.model,
+                f.meta.workers,
+                f.everything_fits_bytes as f64 / 1e6
+            ),
+            (FONT, 18),
+        )
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..105f64, 0f64..top)
+        .map_err(|e| err(&e))?;
+    chart
+        .configure_mesh()
+        .x_desc("device budget, % of everything-fits")
+        .y_desc("throughput relative to everything-fits")
+        .label_style((FONT, 13))
+        .draw()
+        .map_err(|e| err(&e))?;
+    chart
+        .draw_series(LineSeries::new(pts.clone(), COMPUTE.stroke_width(2)))
+        .map_err(|e| err(&e))?
+        .label("geeps")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], COMPUTE.stroke_width(2)));
+    chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, COMPUTE.filled()))).map_err(|e| err(&e))?;
+    let target = (f.target_fraction * 100.0, f.target_relative);
+    chart
+        .draw_series(std::iter::once(PathElement::new([(0.0, target.1), (105.0, target.1)], TARGET.stroke_width(1))))
+        .map_err(|e| err(&e))?
+        .label(format!("target {:.2}x at {:.0}%", target.1, target.0))
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], TARGET.stroke_width(1)));
+    chart
+        .draw_series(std::iter::once(PathElement::new([(target.0, 0.0), (target.0, top)], TARGET.stroke_width(1))))
+        .map_err(|e| err(&e))?;
+    chart
+        .draw_series(std::iter::once(TriangleMarker::new((target.0, f.paper_relative), 7, STALL.filled())))
+        .map_err(|e| err(&e))?
+        .label(format!("paper: {:.2}x at {:.0}%", f.paper_relative, target.0))
+        .legend(|(x, y)| TriangleMarker::new((x + 7, y), 5, STALL.filled()));
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FONT, 13))
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+/// Figure 13: relative connections per second against model size.
+pub fn large(f: &LargeFigure, path: &Path) -> Result<()> {
+    register_font();
+    let err = fail(path);
+    let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let pts: Vec<(f64, f64, usize)> = f.points.iter().map(|p| (p.params_over_budget, p.relative, p.layers)).collect();
+    let right = pts.iter().map(|p| p.0).fold(1.0, f64::max) * 1.1;
+    let top = pts.iter().map(|p| p.1).fold(1.0, f64::max) * 1.15;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!(
+                "Synthetic FC model: connections/s vs size ({} workers, budget {:.0} MB)",
+                f.meta.workers,
+                f.device_memory as f64 / 1e6
+            ),
+            (FONT, 18),
+        )
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..right, 0f64..top)
+        .map_err(|e| err(&e))?;
+    chart
+        .configure_mesh()
+        .x_desc("parameters / device budget")
+        .y_desc(format!("connections/s relative to {} layers", f.reference_layers))
+        .label_style((FONT, 13))
+        .draw()
+        .map_err(|e| err(&e))?;
+    chart
+        .draw_series(LineSeries::new(pts.iter().map(|p| (p.0, p.1)), COMPUTE.stroke_width(2)))
+        .map_err(|e| err(&e))?
+        .label("geeps")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], COMPUTE.stroke_width(2)));
+    chart.draw_series(pts.iter().map(|p| Circle::new((p.0, p.1), 4, COMPUTE.filled()))).map_err(|e| err(&e))?;
+    chart
+        .draw_series(pts.iter().map(|p| Text::new(format!("{} layers", p.2), (p.0, p.1 + top * 0.02), centered(12))))
+        .map_err(|e| err(&e))?;
+    chart
+        .draw_series(std::iter::once(PathElement::new(
+            [(0.0, f.target_relative), (right, f.target_relative)],
+            TARGET.stroke_width(1),
+        )))
+        .map_err(|e| err(&e))?
+        .label(format!("target {:.2}x", f.target_relative))
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], TARGET.stroke_width(1)));
+    chart
+        .draw_series(std::iter::once(PathElement::new([(1.0, 0.0), (1.0, top)], BASELINE.stroke_width(1))))
+        .map_err(|e| err(&e))?
+        .label("parameters = budget")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], BASELINE.stroke_width(1)));
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FONT, 13))
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+/// Transport: baseline and engine bytes/s per worker, side by side.
+pub fn transport(f: &TransportFigure, path: &Path) -> Result<()> {
+    register_font();
+    let err = fail(path);
+    let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let n = f.rows.len() as u32;
+    let top = f.rows.iter().map(|r| r.baseline_bytes_per_second.max(r.engine_bytes_per_second)).fold(1.0, f64::max)
+        / 1e6
+        * 1.15;
+    let labels: Vec<String> = f.rows.iter().map(|r| format!("{}, {} workers", r.transport, r.workers)).collect();
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("BSP clock exchange of a {} MiB table, per worker", f.table_bytes >> 20), (FONT, 18))
+        .margin(15)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d((0u32..n).into_segmented(), 0f64..top)
+        .map_err(|e| err(&e))?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .y_desc("MB/s in + out")
+        .x_labels(n as usize)
+        .x_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(i) => labels.get(*i as usize).cloned().unwrap_or_default(),
+            _ => String::new(),
+        })
+        .label_style((FONT, 13))
+        .draw()
+        .map_err(|e| err(&e))?;
+    let half = |i: usize, second: bool, v: f64, color: RGBColor| {
+        let mut r = Rectangle::new(
+            [(SegmentValue::Exact(i as u32), 0.0), (SegmentValue::Exact(i as u32 + 1), v / 1e6)],
+            color.filled(),
+        );
+        // Two bars per segment: the left half for the baseline, the right for the engine.
+        if second {
+            r.set_margin(0, 0, 95, 20);
+        } else {
+            r.set_margin(0, 0, 20, 95);
+        }
+        r
+    };
+    chart
+        .draw_series(f.rows.iter().enumerate().map(|(i, r)| half(i, false, r.baseline_bytes_per_second, BASELINE)))
+        .map_err(|e| err(&e))?
+        .label("baseline (raw TCP / memcpy threads)")
+        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], BASELINE.filled()));
+    chart
+        .draw_series(f.rows.iter().enumerate().map(|(i, r)| half(i, true, r.engine_bytes_per_second, COMPUTE)))
+        .map_err(|e| err(&e))?
+        .label("geeps engine")
+        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], COMPUTE.filled()));
+    chart
+        .draw_series(f.rows.iter().enumerate().map(|(i, r)| {
+            Text::new(
+                format!("{:.2}x", r.ratio),
+                (SegmentValue::CenterOf(i as u32), r.baseline_bytes_per_second.max(r.engine_bytes_per_second) / 1e6),
+                centered(13),
+            )
+        }))
+        .map_err(|e| err(&e))?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FONT, 13))
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}

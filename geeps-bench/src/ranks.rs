@@ -1,0 +1,142 @@
+//! Runs a job on N worker processes: this binary re-run as ranks, each told
+//! its role, rank and job through the environment, meeting at a rendezvous
+//! served here. Each rank prints one JSON line with its result. It owns the
+//! child processes and kills the ones it started when they overrun; it never
+//! interprets what a rank measured.
+
+use std::io::Read;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::error::{BenchError, Result};
+
+const ROLE: &str = "GEEPS_BENCH_ROLE";
+const RANK: &str = "GEEPS_BENCH_RANK";
+const WORLD: &str = "GEEPS_BENCH_WORLD";
+const SERVER: &str = "GEEPS_BENCH_SERVER";
+const JOB: &str = "GEEPS_BENCH_JOB";
+
+/// What a rank process was asked to do.
+pub struct RankEnv {
+    pub role: String,
+    pub rank: usize,
+    pub world: usize,
+    pub server: String,
+    pub job: String,
+}
+
+impl RankEnv {
+    /// `Some` when this process was started as a rank.
+    pub fn from_env() -> Option<Result<Self>> {
+        let role = std::env::var(ROLE).ok()?;
+        let get = |k: &str| std::env::var(k).map_err(|_| BenchError::msg(format!("rank started without {k}")));
+        let num =
+            |k: &str| -> Result<usize> { get(k)?.parse().map_err(|_| BenchError::msg(format!("{k} is not a number"))) };
+        Some((|| Ok(RankEnv { role, rank: num(RANK)?, world: num(WORLD)?, server: get(SERVER)?, job: get(JOB)? }))())
+    }
+
+    pub fn job<J: DeserializeOwned>(&self) -> Result<J> {
+        serde_json::from_str(&self.job).map_err(|e| BenchError::msg(format!("bad job for role {}: {e}", self.role)))
+    }
+}
+
+/// Serves one rendezvous of `world` ranks on a loopback port, in a thread.
+fn rendezvous(world: usize, timeout: Duration) -> Result<String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?.to_string();
+    listener.set_nonblocking(true)?;
+    std::thread::Builder::new().name("bench-rendezvous".into()).spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+        rt.block_on(async move {
+            let Ok(l) = tokio::net::TcpListener::from_std(listener) else { return };
+            if let Err(e) = geeps::net::rendezvous::serve(l, world, String::new(), timeout).await {
+                eprintln!("geeps-bench: rendezvous: {e}");
+            }
+        })
+    })?;
+    Ok(addr)
+}
+
+fn kill_all(children: &mut [Option<Child>]) {
+    for c in children.iter_mut().flatten() {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+/// Runs `job` as `role` on `world` ranks and returns each rank's result, in
+/// rank order. Fails (killing the ranks) if one fails or all overrun `limit`.
+pub fn run<J: Serialize, R: DeserializeOwned>(role: &str, world: usize, job: &J, limit: Duration) -> Result<Vec<R>> {
+    let server = rendezvous(world, limit)?;
+    let exe = std::env::current_exe()?;
+    let job = serde_json::to_string(job).map_err(|e| BenchError::msg(format!("job: {e}")))?;
+    let mut children: Vec<Option<Child>> = Vec::with_capacity(world);
+    for rank in 0..world {
+        let spawned = Command::new(&exe)
+            .env(ROLE, role)
+            .env(RANK, rank.to_string())
+            .env(WORLD, world.to_string())
+            .env(SERVER, &server)
+            .env(JOB, &job)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn();
+        match spawned {
+            Ok(c) => children.push(Some(c)),
+            Err(e) => {
+                kill_all(&mut children);
+                return Err(e.into());
+            }
+        }
+    }
+    // Read every rank's stdout on its own thread so no pipe fills up.
+    let (tx, rx) = mpsc::channel();
+    for (rank, child) in children.iter_mut().enumerate() {
+        let mut out = child.as_mut().and_then(|c| c.stdout.take()).expect("piped above");
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = out.read_to_string(&mut s);
+            let _ = tx.send((rank, s));
+        });
+    }
+    drop(tx);
+    let deadline = Instant::now() + limit;
+    let mut outputs: Vec<Option<String>> = vec![None; world];
+    for _ in 0..world {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok((rank, s)) => outputs[rank] = Some(s),
+            Err(_) => {
+                kill_all(&mut children);
+                return Err(BenchError::msg(format!("{role} ranks did not finish within {} s", limit.as_secs())));
+            }
+        }
+    }
+    let mut results = Vec::with_capacity(world);
+    for (rank, child) in children.iter_mut().enumerate() {
+        let status = child.take().expect("spawned").wait()?;
+        if !status.success() {
+            kill_all(&mut children);
+            return Err(BenchError::msg(format!("{role} rank {rank} failed ({status}); see its log above")));
+        }
+        let out = outputs[rank].take().unwrap_or_default();
+        let line = out.lines().rev().find(|l| l.starts_with('{')).unwrap_or("");
+        let r = serde_json::from_str(line)
+            .map_err(|e| BenchError::msg(format!("{role} rank {rank} printed no result ({e}): {out:?}")))?;
+        results.push(r);
+    }
+    Ok(results)
+}
+
+/// Prints a rank's result as the JSON line `run` reads.
+pub fn report<R: Serialize>(result: &R) -> Result<()> {
+    let line = serde_json::to_string(result).map_err(|e| BenchError::msg(format!("result: {e}")))?;
+    println!("{line}");
+    Ok(())
+}

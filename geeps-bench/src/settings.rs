@@ -1,0 +1,73 @@
+//! Every knob of a run, full or `--quick`, in one place: scale factors,
+//! iterations, repeats, sweeps and time limits. Quick mode exists to prove
+//! the suite works end to end in well under two minutes; its timings are
+//! not figures. It never measures anything.
+
+use std::time::Duration;
+
+use crate::raw_tcp::ExchangeJob;
+
+/// Worker processes of every multi-process figure.
+pub const WORKERS: usize = 4;
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub quick: bool,
+    /// Repeats of every measurement; figures are medians.
+    pub repeats: usize,
+    /// Raw TCP exchange that measures this machine's network (host factor).
+    pub calibration: ExchangeJob,
+    /// Clock exchange of the transport figure.
+    pub exchange: ExchangeJob,
+    pub adamlike_bytes: f64,
+    pub googlenet_bytes: f64,
+    pub warmup: usize,
+    pub iterations: usize,
+    /// Memory budgets as fractions of "everything fits" (the planner's
+    /// minimum is always added).
+    pub memory_fractions: Vec<f64>,
+    pub large_bytes: f64,
+    /// Layer counts of the synthetic model.
+    pub large_layers: Vec<usize>,
+    pub large_iterations: usize,
+    /// Wall-clock limit of one multi-process run.
+    pub limit: Duration,
+}
+
+impl Settings {
+    pub fn new(quick: bool) -> Self {
+        if quick {
+            Settings {
+                quick,
+                repeats: 1,
+                calibration: ExchangeJob { bytes: 2 << 20, rounds: 10 },
+                exchange: ExchangeJob { bytes: 2 << 20, rounds: 10 },
+                adamlike_bytes: 1.0 / 256.0,
+                googlenet_bytes: 1.0 / 32.0,
+                warmup: 2,
+                iterations: 6,
+                memory_fractions: vec![1.0, 0.6, 0.35],
+                large_bytes: 1.0 / 1024.0,
+                large_layers: vec![1, 4, 16],
+                large_iterations: 2,
+                limit: Duration::from_secs(90),
+            }
+        } else {
+            Settings {
+                quick,
+                repeats: 3,
+                calibration: ExchangeJob { bytes: 8 << 20, rounds: 30 },
+                exchange: ExchangeJob { bytes: 8 << 20, rounds: 30 },
+                adamlike_bytes: 1.0 / 32.0,
+                googlenet_bytes: 1.0 / 4.0,
+                warmup: 3,
+                iterations: 15,
+                memory_fractions: vec![1.0, 0.8, 0.6, 0.5, 0.45, 0.4, 0.35, 0.3, 0.25, 0.2],
+                large_bytes: 1.0 / 128.0,
+                large_layers: vec![1, 2, 4, 8, 16, 32, 56],
+                large_iterations: 3,
+                limit: Duration::from_secs(300),
+            }
+        }
+    }
+}

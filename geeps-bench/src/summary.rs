@@ -1,0 +1,77 @@
+//! Reads the figures' results against their targets and prints one line
+//! per target. Missing a target is reported, never an error: timings on a
+//! shared machine are figures, not assertions.
+
+use crate::large::worst_large;
+use crate::memory::at_target;
+use crate::results::{LargeFigure, MemoryFigure, StallFigure, TransportFigure};
+use crate::trainer::Mode;
+
+fn verdict(met: bool) -> &'static str {
+    if met {
+        "met"
+    } else {
+        "MISSED"
+    }
+}
+
+pub fn stall(f: &StallFigure) {
+    for m in &f.models {
+        if let Some(r) = m.rows.iter().find(|r| r.config == Mode::PerLayer.label() && r.slack == Some(0)) {
+            println!(
+                "  stall (Figure 14), {} GeePS BSP: {:.1}% stall (target <= {:.0}%, paper {:.0}%): {}",
+                m.model,
+                r.stall_fraction * 100.0,
+                f.target_stall_fraction * 100.0,
+                f.paper_stall_fraction * 100.0,
+                verdict(r.stall_fraction <= f.target_stall_fraction)
+            );
+        }
+        if let Some(r) = m.rows.iter().find(|r| r.config == Mode::CpuPs.label() && r.slack == Some(0)) {
+            println!("  stall (Figure 14), {} CPU-PS BSP: {:.1}% stall", m.model, r.stall_fraction * 100.0);
+        }
+    }
+}
+
+pub fn memory(f: &MemoryFigure) {
+    match at_target(f) {
+        Some(v) => println!(
+            "  memory (Figure 12): {:.2}x throughput at {:.0}% of everything-fits (target >= {:.2}x, paper {:.2}x): {}",
+            v,
+            f.target_fraction * 100.0,
+            f.target_relative,
+            f.paper_relative,
+            verdict(v >= f.target_relative)
+        ),
+        None => println!("  memory (Figure 12): no measured budgets around {:.0}%", f.target_fraction * 100.0),
+    }
+    println!(
+        "  memory (Figure 12): smallest accepted budget {:.0}% of everything-fits",
+        f.minimum_bytes as f64 / f.everything_fits_bytes as f64 * 100.0
+    );
+}
+
+pub fn large(f: &LargeFigure) {
+    match worst_large(f) {
+        Some(v) => println!(
+            "  large models (Figure 13): worst {:.2}x connections/s with parameters >= 2x the budget (target >= {:.2}x): {}",
+            v,
+            f.target_relative,
+            verdict(v >= f.target_relative)
+        ),
+        None => println!("  large models (Figure 13): no model with parameters >= 2x the budget"),
+    }
+}
+
+pub fn transport(f: &TransportFigure) {
+    for r in &f.rows {
+        println!(
+            "  transport, {} x{}: engine {:.0} MB/s = {:.2}x {}",
+            r.transport,
+            r.workers,
+            r.engine_bytes_per_second / 1e6,
+            r.ratio,
+            r.baseline
+        );
+    }
+}

@@ -1,0 +1,288 @@
+//! The emulated trainer: paper Algorithm 1 over a scaled workload. Forward,
+//! layer by layer: read the layer's parameters, access its input blob and
+//! (without fetching) its output blob, compute, post. Backward, top down:
+//! read and pre-update the parameters, access the output blob (data and the
+//! diff from above) and the input blob (whose diff it writes), compute,
+//! update, post, and clock the layer's table right after its update.
+//!
+//! Compute is a sleep of the layer's emulated time: a GPU computes without
+//! the CPU, so the host's cores stay free for geeps, as they would be.
+//! Every geeps mechanism runs for real on the host device.
+//!
+//! Three modes:
+//! - `PerLayer`: geeps as in the paper, one parameter table per layer.
+//! - `SingleTable`: every layer's parameters in one table, clocked once at
+//!   the end of the backward pass (the paper's GeePS-single-table).
+//! - `CpuPs`: the paper's CPU-PS built from the same code. Nothing is
+//!   recorded, so the planner pins nothing: the parameter cache lives in host
+//!   memory, and parameters are read and pre-updated with keyed (slow-path)
+//!   calls, served on the trainer's thread: no prefetch, copies in the
+//!   foreground. Activations stay in the application's own device memory, as
+//!   in the paper's Figure 5, so blobs make no geeps calls. Updates are still
+//!   applied by geeps' reclaimer thread.
+//!
+//! It owns the call sequence and the timing of one worker; it never decides
+//! budgets or aggregates ranks.
+
+use std::ops::Range;
+use std::time::{Duration, Instant};
+
+use geeps::{keys, Geeps, Handle, RowKey, Slack, TableId};
+use serde::{Deserialize, Serialize};
+
+use geeps::Result;
+
+use crate::workload::Workload;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Mode {
+    PerLayer,
+    SingleTable,
+    CpuPs,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 3] = [Mode::PerLayer, Mode::SingleTable, Mode::CpuPs];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Mode::PerLayer => "GeePS",
+            Mode::SingleTable => "GeePS-single-table",
+            Mode::CpuPs => "CPU-PS",
+        }
+    }
+}
+
+/// Staleness bound: `None` is unbounded (asynchronous).
+pub fn slack_of(slack: Option<u32>) -> Slack {
+    match slack {
+        Some(s) => Slack::Bounded(s),
+        None => Slack::Unbounded,
+    }
+}
+
+pub fn slack_label(slack: Option<u32>) -> String {
+    match slack {
+        Some(s) => format!("slack {s}"),
+        None => "slack inf".into(),
+    }
+}
+
+/// Declared tables and their keys.
+struct Tables {
+    /// Per layer: parameter keys (empty when the layer has none).
+    params: Vec<Vec<RowKey>>,
+    /// Per layer: the table to clock after its update, in per-layer mode.
+    layer_clock: Vec<Option<TableId>>,
+    /// The single table, clocked after the backward pass.
+    single: Option<TableId>,
+    /// Blob 0 is the input; blob `i + 1` is written by layer `i`.
+    blobs: Vec<Vec<RowKey>>,
+}
+
+fn declare(b: &mut geeps::GeepsBuilder, w: &Workload, mode: Mode) -> Tables {
+    let mut params = Vec::new();
+    let mut layer_clock = Vec::new();
+    let mut single = None;
+    if mode == Mode::SingleTable {
+        let total: u32 = w.layers.iter().map(|l| l.param_rows).sum();
+        let t = b.parameter_table("params", total);
+        single = Some(t);
+        let mut at = 0;
+        for l in &w.layers {
+            let range: Range<u32> = at..at + l.param_rows;
+            at = range.end;
+            params.push(keys(t, range));
+            layer_clock.push(None);
+        }
+    } else {
+        for l in &w.layers {
+            if l.param_rows == 0 {
+                params.push(Vec::new());
+                layer_clock.push(None);
+            } else {
+                let t = b.parameter_table(&l.name, l.param_rows);
+                params.push(keys(t, 0..l.param_rows));
+                layer_clock.push(Some(t));
+            }
+        }
+    }
+    let mut blobs = Vec::new();
+    if mode != Mode::CpuPs {
+        blobs.push(keys(b.local_table("input", w.input_rows), 0..w.input_rows));
+        for l in &w.layers {
+            blobs.push(keys(b.local_table(&format!("{}.blob", l.name), l.blob_rows), 0..l.blob_rows));
+        }
+    }
+    Tables { params, layer_clock, single, blobs }
+}
+
+struct Forward {
+    read: Option<Handle>,
+    input: Handle,
+    output: Handle,
+}
+
+struct Backward {
+    read: Option<Handle>,
+    update: Option<Handle>,
+    output: Handle,
+    input: Handle,
+}
+
+/// The recorded virtual iteration (per-layer and single-table modes).
+struct Recorded {
+    forward: Vec<Forward>,
+    backward: Vec<Backward>,
+}
+
+fn record(ps: &Geeps, t: &Tables, slack: Slack) -> Result<Recorded> {
+    let n = t.params.len();
+    let mut forward = Vec::with_capacity(n);
+    for i in 0..n {
+        let read = if t.params[i].is_empty() { None } else { Some(ps.virtual_read(&t.params[i], slack)?) };
+        let input = ps.virtual_local_access(&t.blobs[i], true)?;
+        let output = ps.virtual_local_access(&t.blobs[i + 1], false)?;
+        ps.virtual_post_local_access(output, true)?;
+        ps.virtual_post_local_access(input, false)?;
+        if let Some(r) = read {
+            ps.virtual_post_read(r)?;
+        }
+        forward.push(Forward { read, input, output });
+    }
+    let mut backward = Vec::with_capacity(n);
+    for i in (0..n).rev() {
+        let has = !t.params[i].is_empty();
+        let read = if has { Some(ps.virtual_read(&t.params[i], slack)?) } else { None };
+        let update = if has { Some(ps.virtual_pre_update(&t.params[i])?) } else { None };
+        let output = ps.virtual_local_access(&t.blobs[i + 1], true)?;
+        let input = ps.virtual_local_access(&t.blobs[i], true)?;
+        if let Some(u) = update {
+            ps.virtual_update(u)?;
+        }
+        ps.virtual_post_local_access(output, false)?;
+        // The input's diff is written, except for the data layer's.
+        ps.virtual_post_local_access(input, i > 0)?;
+        if let Some(r) = read {
+            ps.virtual_post_read(r)?;
+        }
+        if let Some(table) = t.layer_clock[i] {
+            ps.virtual_table_clock(table)?;
+        }
+        backward.push(Backward { read, update, output, input });
+    }
+    if let Some(table) = t.single {
+        ps.virtual_table_clock(table)?;
+    }
+    Ok(Recorded { forward, backward })
+}
+
+/// Emulated device compute; returns the time it took.
+fn compute(us: u64) -> Duration {
+    let start = Instant::now();
+    std::thread::sleep(Duration::from_micros(us));
+    start.elapsed()
+}
+
+/// One trainer: a geeps instance with its tables and recording.
+pub struct Trainer<'a> {
+    ps: &'a Geeps,
+    w: &'a Workload,
+    tables: Tables,
+    recorded: Option<Recorded>,
+    slack: Slack,
+}
+
+/// Declares the tables of `w` on `b`; `Trainer::start` then records and starts.
+pub fn prepare(b: &mut geeps::GeepsBuilder, w: &Workload, mode: Mode) -> PreparedTables {
+    PreparedTables(declare(b, w, mode), mode)
+}
+
+/// Tables declared on a builder, waiting for the instance.
+pub struct PreparedTables(Tables, Mode);
+
+impl<'a> Trainer<'a> {
+    /// Records the virtual iteration (except for CPU-PS) and starts the engine.
+    pub fn start(ps: &'a Geeps, w: &'a Workload, prepared: PreparedTables, slack: Slack) -> Result<Self> {
+        let PreparedTables(tables, mode) = prepared;
+        let recorded = if mode == Mode::CpuPs { None } else { Some(record(ps, &tables, slack)?) };
+        ps.finish_virtual_iteration()?;
+        Ok(Trainer { ps, w, tables, recorded, slack })
+    }
+
+    /// One training iteration; returns its compute time.
+    pub fn iteration(&self) -> Result<Duration> {
+        match &self.recorded {
+            Some(r) => self.recorded_iteration(r),
+            None => self.keyed_iteration(),
+        }
+    }
+
+    fn recorded_iteration(&self, r: &Recorded) -> Result<Duration> {
+        let ps = self.ps;
+        let mut busy = Duration::ZERO;
+        for (l, f) in self.w.layers.iter().zip(&r.forward) {
+            let params = f.read.map(|h| ps.read(h)).transpose()?;
+            let input = ps.local_access(f.input)?;
+            let output = ps.local_access(f.output)?;
+            busy += compute(l.forward_us);
+            output.post()?;
+            input.post()?;
+            if let Some(p) = params {
+                p.post()?;
+            }
+        }
+        let n = self.w.layers.len();
+        for (k, b) in r.backward.iter().enumerate() {
+            let i = n - 1 - k;
+            let params = b.read.map(|h| ps.read(h)).transpose()?;
+            let delta = b.update.map(|h| ps.pre_update(h)).transpose()?;
+            let output = ps.local_access(b.output)?;
+            let input = ps.local_access(b.input)?;
+            busy += compute(self.w.layers[i].backward_us);
+            if let Some(d) = delta {
+                d.update()?;
+            }
+            output.post()?;
+            input.post()?;
+            if let Some(p) = params {
+                p.post()?;
+            }
+            if let Some(table) = self.tables.layer_clock[i] {
+                ps.table_clock(table)?;
+            }
+        }
+        if let Some(table) = self.tables.single {
+            ps.table_clock(table)?;
+        }
+        Ok(busy)
+    }
+
+    fn keyed_iteration(&self) -> Result<Duration> {
+        let ps = self.ps;
+        let mut busy = Duration::ZERO;
+        for (l, k) in self.w.layers.iter().zip(&self.tables.params) {
+            let params = if k.is_empty() { None } else { Some(ps.read_keys(k, self.slack)?) };
+            busy += compute(l.forward_us);
+            if let Some(p) = params {
+                p.post()?;
+            }
+        }
+        for i in (0..self.w.layers.len()).rev() {
+            let k = &self.tables.params[i];
+            let params = if k.is_empty() { None } else { Some(ps.read_keys(k, self.slack)?) };
+            let delta = if k.is_empty() { None } else { Some(ps.pre_update_keys(k)?) };
+            busy += compute(self.w.layers[i].backward_us);
+            if let Some(d) = delta {
+                d.update()?;
+            }
+            if let Some(p) = params {
+                p.post()?;
+            }
+            if let Some(table) = self.tables.layer_clock[i] {
+                ps.table_clock(table)?;
+            }
+        }
+        Ok(busy)
+    }
+}
