@@ -14,7 +14,6 @@ use flate2::read::GzDecoder;
 
 use crate::error::{Error, Result};
 use crate::proto::net::DataConf;
-use crate::proto::solver::resolve;
 
 /// Images (one channel, row-major bytes) with their labels.
 #[derive(Debug)]
@@ -145,14 +144,11 @@ pub fn resolve_source(conf: &DataConf) -> PathBuf {
     if direct.is_absolute() || exists(direct) {
         return direct.to_path_buf();
     }
-    let beside = resolve(&conf.source, &conf.base_dir);
+    let beside = conf.base_dir.join(direct);
     if exists(&beside) {
-        return beside;
-    }
-    let joined = conf.base_dir.join(direct);
-    if exists(&joined) {
-        joined
+        beside
     } else {
+        // Not found either way: the error names the path as written.
         direct.to_path_buf()
     }
 }

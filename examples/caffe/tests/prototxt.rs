@@ -66,6 +66,28 @@ fn the_shipped_lenet_reads_as_caffe_means_it() {
 }
 
 #[test]
+fn the_full_dataset_files_differ_only_in_the_data_sources() {
+    let strip = |mut n: NetParam| {
+        for l in &mut n.layers {
+            if let LayerKind::Data(d) = &mut l.kind {
+                d.source.clear();
+            }
+            l.line = 0;
+        }
+        n.file.clear();
+        n.layers
+    };
+    let subset = NetParam::load(&common::models().join("lenet_train_test.prototxt")).unwrap();
+    let full = NetParam::load(&common::models().join("lenet_full_train_test.prototxt")).unwrap();
+    let LayerKind::Data(d) = &full.layers[0].kind else { panic!() };
+    assert_eq!(d.source, "/usr/share/datasets/fashion-mnist/train");
+    assert_eq!(strip(subset), strip(full));
+    let s = SolverParam::load(&common::models().join("lenet_full_solver.prototxt")).unwrap();
+    assert!(s.net.ends_with("lenet_full_train_test.prototxt"));
+    assert_eq!(s.test_iter, 100);
+}
+
+#[test]
 fn caffes_own_solver_file_reads_unchanged() {
     // Caffe's examples/mnist/lenet_solver.prototxt, comments included.
     let src = r#"# The train/test net protocol buffer definition

@@ -56,17 +56,17 @@ impl Pool {
         }
         let out_h = pooled(height, kernel.0, stride.0, pad.0);
         let out_w = pooled(width, kernel.1, stride.1, pad.1);
-        Ok(Pool {
-            method: conf.method,
-            num,
-            channels,
-            height,
-            width,
-            out_h,
-            out_w,
-            rows: windows(height, out_h, kernel.0, stride.0, pad.0),
-            cols: windows(width, out_w, kernel.1, stride.1, pad.1),
-        })
+        let rows = windows(height, out_h, kernel.0, stride.0, pad.0);
+        let cols = windows(width, out_w, kernel.1, stride.1, pad.1);
+        // Rounding up can leave a last window past the image; Caffe would pool nothing there.
+        if rows.iter().chain(&cols).any(|(s, e, _)| e <= s) {
+            return Err(format!(
+                "kernel {}x{} with stride {}x{} leaves an output window outside the {height}x{width} input; \
+                 use a larger kernel or a smaller stride",
+                kernel.0, kernel.1, stride.0, stride.1
+            ));
+        }
+        Ok(Pool { method: conf.method, num, channels, height, width, out_h, out_w, rows, cols })
     }
 
     /// The window of output (ph, pw): clipped bounds and Caffe's divisor.
@@ -190,5 +190,14 @@ mod tests {
         // Caffe rounds up: a 3x3/2 window over 6 gives 3 outputs (last window clipped).
         assert_eq!(pooled(6, 3, 2, 0), 3);
         assert_eq!(pooled(5, 3, 2, 1), 3);
+    }
+
+    #[test]
+    fn windows_outside_the_input_are_refused() {
+        use crate::proto::net::{PoolConf, PoolMethod};
+        let conf = PoolConf { method: PoolMethod::Max, kernel: (1, 1), stride: (3, 3), pad: (0, 0), global: false };
+        assert!(super::Pool::new(&conf, &vec![1, 1, 5, 5]).is_err());
+        let ok = PoolConf { kernel: (2, 2), stride: (3, 3), ..conf };
+        assert!(super::Pool::new(&ok, &vec![1, 1, 5, 5]).is_ok());
     }
 }
