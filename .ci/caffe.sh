@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI for the Caffe-style trainer (examples/caffe): a short 4-worker training
 # run of the shipped LeNet on the bundled data, then `test --weights` on the
-# snapshot it wrote, then `time`. Builds on the release artifacts of .ci/run.
+# snapshot it wrote, `time`, a 4-process run through geeps-launch, and a
+# broken solver's error. Builds on the release artifacts of .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +27,13 @@ awk '/Test net output #0: accuracy/ { if ($NF + 0 < 0.5) { print "accuracy too l
      END { if (!found) { print "no accuracy line"; exit 1 } }' "$out/test.log"
 
 "$bin" time --model examples/caffe/models/lenet_train_test.prototxt --iterations 5
+
+# The same trainer as 4 processes over the network transport, started by geeps-launch.
+cargo build --release -p geeps-net --bin geeps-launch
+"${CARGO_TARGET_DIR:-target}/release/geeps-launch" -n 4 -- "$bin" train \
+  --solver examples/caffe/models/lenet_solver.prototxt --max-iter 30 --curve "$out/net" --no-progress | tee "$out/net.log"
+grep -q "on 4 worker(s) x batch 64" "$out/net.log"
+grep -q "Test net output #0: accuracy" "$out/net.log"
 
 # Bad input is an error that names the problem, not a panic.
 printf 'net: "lenet_train_test.prototxt"\nbase_lr: 0.01\nmax_iter: 10\nlr_polcy: "fixed"\n' > "$out/bad.prototxt"

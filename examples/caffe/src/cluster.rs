@@ -1,20 +1,28 @@
 //! The one place that decides how the workers of a run reach each other.
-//! Today every rank is a thread of this process and they share an
-//! in-process geeps cluster; a network transport plugs in here (and only
-//! here): `Cluster::connect` returns a rank's transport and `local_ranks`
-//! says which ranks this process runs. Nothing else in the trainer knows
-//! how many processes there are.
+//! `Cluster::in_process(N)` runs every rank as a thread of this process on a
+//! shared in-process geeps cluster; `Cluster::from_env()` makes this process
+//! one rank of a multi-process cluster over the network (geeps-net), with
+//! rank, world size and addresses from the environment (geeps-launch, srun,
+//! mpirun, torchrun, GEEPS_*). `connect` returns a rank's transport and
+//! `local_ranks` says which ranks this process runs; nothing else in the
+//! trainer knows how many processes there are.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use geeps::net::NetCluster;
 use geeps::{InProcessCluster, Transport};
 
 use crate::error::{Error, Result};
 
+enum Link {
+    InProcess(InProcessCluster),
+    Net(Mutex<NetCluster>),
+}
+
 pub struct Cluster {
     world: usize,
     local: Vec<usize>,
-    in_process: InProcessCluster,
+    link: Link,
 }
 
 impl Cluster {
@@ -23,7 +31,20 @@ impl Cluster {
         if world == 0 {
             return Err(Error::config("--workers must be at least 1"));
         }
-        Ok(Cluster { world, local: (0..world).collect(), in_process: InProcessCluster::new(world)? })
+        Ok(Cluster { world, local: (0..world).collect(), link: Link::InProcess(InProcessCluster::new(world)?) })
+    }
+
+    /// This process as one rank of a networked cluster described by the
+    /// environment; starts this rank's keeper.
+    pub fn from_env() -> Result<Cluster> {
+        let net = NetCluster::from_env()?;
+        Ok(Cluster { world: net.world(), local: vec![net.rank()], link: Link::Net(Mutex::new(net)) })
+    }
+
+    /// Whether the environment describes a multi-process run (set by
+    /// geeps-launch, or by hand with GEEPS_RANK and GEEPS_WORLD_SIZE).
+    pub fn in_environment() -> bool {
+        std::env::var_os("GEEPS_RANK").is_some() || std::env::var_os("GEEPS_RENDEZVOUS").is_some()
     }
 
     /// Workers in the whole run.
@@ -36,8 +57,23 @@ impl Cluster {
         &self.local
     }
 
-    /// The transport of worker `rank`.
+    /// The transport of worker `rank` (one of `local_ranks`).
     pub fn connect(&self, rank: usize) -> Result<Arc<dyn Transport>> {
-        Ok(self.in_process.transport(rank)?)
+        if !self.local.contains(&rank) {
+            return Err(Error::config(format!("rank {rank} does not run in this process")));
+        }
+        match &self.link {
+            Link::InProcess(c) => Ok(c.transport(rank)?),
+            Link::Net(n) => Ok(n.lock().map_err(|_| Error::config("the network cluster is poisoned"))?.transport()),
+        }
+    }
+
+    /// After every local worker has shut down: waits for the other ranks to
+    /// leave this rank's keeper, then stops it (networked runs only).
+    pub fn shutdown(&self) -> Result<()> {
+        match &self.link {
+            Link::InProcess(_) => Ok(()),
+            Link::Net(n) => Ok(n.lock().map_err(|_| Error::config("the network cluster is poisoned"))?.shutdown()?),
+        }
     }
 }

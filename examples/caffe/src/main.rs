@@ -31,6 +31,12 @@ enum Command {
         /// Data-parallel workers (threads of this process).
         #[arg(long, default_value_t = 4)]
         workers: usize,
+        /// Run as one rank of a multi-process cluster: rank, world size and
+        /// addresses come from the environment (geeps-launch, srun, mpirun,
+        /// torchrun, GEEPS_*; implied when GEEPS_RANK is set). --workers is
+        /// then ignored.
+        #[arg(long)]
+        net: bool,
         /// Staleness bound in clocks: 0 is BSP.
         #[arg(long, default_value_t = 0)]
         slack: u32,
@@ -114,6 +120,7 @@ fn run(cli: Cli) -> geeps_caffe::Result<()> {
         Command::Train {
             solver,
             workers,
+            net,
             slack,
             device_memory_mb,
             layers_per_table,
@@ -145,9 +152,21 @@ fn run(cli: Cli) -> geeps_caffe::Result<()> {
                 progress: !no_progress,
                 curve_prefix: curve,
             };
-            let cluster = Cluster::in_process(workers)?;
-            let report = train::train(&s, &opts, &cluster)?;
-            summary(&report);
+            let cluster =
+                if net || Cluster::in_environment() { Cluster::from_env()? } else { Cluster::in_process(workers)? };
+            let trained = train::train(&s, &opts, &cluster);
+            let stopped = cluster.shutdown();
+            let report = trained?;
+            stopped?;
+            if cluster.local_ranks().contains(&0) {
+                summary(&report);
+            } else if let (Some(rank), Some(s)) = (cluster.local_ranks().first(), report.stats.first()) {
+                println!(
+                    "rank {rank} done: {:.0} images/s, geeps stall {:.1}%",
+                    report.images_per_sec_per_worker[0],
+                    s.stall_fraction * 100.0
+                );
+            }
         }
         Command::Time { model, iterations } => {
             let t = geeps_caffe::timing::time(&model, iterations)?;
