@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 
 enum Link {
     InProcess(InProcessCluster),
-    Net(Mutex<NetCluster>),
+    Net(Box<Mutex<NetCluster>>),
 }
 
 pub struct Cluster {
@@ -38,7 +38,7 @@ impl Cluster {
     /// environment; starts this rank's keeper.
     pub fn from_env() -> Result<Cluster> {
         let net = NetCluster::from_env()?;
-        Ok(Cluster { world: net.world(), local: vec![net.rank()], link: Link::Net(Mutex::new(net)) })
+        Ok(Cluster { world: net.world(), local: vec![net.rank()], link: Link::Net(Box::new(Mutex::new(net))) })
     }
 
     /// Whether the environment describes a multi-process run (set by
