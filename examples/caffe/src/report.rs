@@ -31,7 +31,9 @@ pub struct Reporter {
     /// Print log lines (off in tests).
     verbose: bool,
     pub points: Vec<Point>,
-    last_msg: String,
+    /// The bar's message: the latest loss, then the latest test outputs.
+    loss_msg: String,
+    test_msg: String,
 }
 
 impl Reporter {
@@ -44,7 +46,14 @@ impl Reporter {
                 .map(|s| s.progress_chars("=> "))
                 .unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(style);
-        Reporter { bar, start: Instant::now(), verbose, points: Vec::new(), last_msg: String::new() }
+        Reporter {
+            bar,
+            start: Instant::now(),
+            verbose,
+            points: Vec::new(),
+            loss_msg: String::new(),
+            test_msg: String::new(),
+        }
     }
 
     pub fn seconds(&self) -> f64 {
@@ -71,7 +80,8 @@ impl Reporter {
         }
         self.log(&format!("Iteration {iter}, lr = {lr}"));
         self.points.push(Point { iter, seconds: self.seconds(), lr: Some(lr), loss: Some(loss), test: Vec::new() });
-        self.set_message(format!("loss {loss:.4}"), true);
+        self.loss_msg = format!("loss {loss:.4}");
+        self.bar.set_message(format!("{}{}", self.loss_msg, self.test_msg));
     }
 
     /// A test: one line per output.
@@ -85,18 +95,8 @@ impl Reporter {
         }
         let test = outputs.iter().map(|(n, v, _)| (n.clone(), *v)).collect();
         self.points.push(Point { iter, seconds: self.seconds(), lr: None, loss: None, test });
-        self.set_message(msg, false);
-    }
-
-    fn set_message(&mut self, part: String, loss: bool) {
-        // Keep the latest loss and the latest test side by side.
-        let keep: String = if loss {
-            self.last_msg.split(" test").skip(1).map(|s| format!(" test{s}")).collect()
-        } else {
-            self.last_msg.split(" test").next().unwrap_or_default().to_string()
-        };
-        self.last_msg = if loss { format!("{part}{keep}") } else { format!("{keep}{part}") };
-        self.bar.set_message(self.last_msg.clone());
+        self.test_msg = msg;
+        self.bar.set_message(format!("{}{}", self.loss_msg, self.test_msg));
     }
 
     pub fn tick(&self) {
