@@ -1,5 +1,5 @@
 //! Measures this machine's network the way the figures use it: raw TCP
-//! between `WORKERS` processes on loopback, and derives the host factor that
+//! between `Settings::workers` processes (4 by default) on loopback, and derives the host factor that
 //! stretches emulated compute so each worker has the paper's ratio of compute
 //! time to network time. It never looks at geeps' own speed: the factor is
 //! fixed before geeps runs, from the best of the repeats.
@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::ranks;
 use crate::raw_tcp::{self, Rate};
 use crate::results::{mean, Calibration};
-use crate::settings::{Settings, WORKERS};
+use crate::settings::Settings;
 
 /// The paper's network per machine: 12 Gbit/s measured (iperf), each way.
 pub const PAPER_BYTES_PER_SECOND: f64 = 2.0 * 12e9 / 8.0;
@@ -16,7 +16,7 @@ pub const PAPER_BYTES_PER_SECOND: f64 = 2.0 * 12e9 / 8.0;
 pub fn run(s: &Settings) -> Result<Calibration> {
     let mut samples = Vec::with_capacity(s.repeats);
     for _ in 0..s.repeats {
-        let rates: Vec<Rate> = ranks::run(raw_tcp::ROLE, WORKERS, &s.calibration, s.limit)?;
+        let rates: Vec<Rate> = ranks::run(raw_tcp::ROLE, s.workers, &s.calibration, s.limit)?;
         samples.push(mean(&rates.iter().map(|r| r.bytes_per_second).collect::<Vec<_>>()));
     }
     // The best repeat: load from elsewhere only ever lowers it, and a lower
@@ -29,8 +29,9 @@ pub fn run(s: &Settings) -> Result<Calibration> {
         host_factor: PAPER_BYTES_PER_SECOND / raw,
     };
     eprintln!(
-        "calibration: raw TCP {:.0} MB/s per rank ({WORKERS} processes) vs the paper's {:.0} MB/s: host factor {:.2}",
+        "calibration: raw TCP {:.0} MB/s per rank ({} processes) vs the paper's {:.0} MB/s: host factor {:.2}",
         raw / 1e6,
+        s.workers,
         PAPER_BYTES_PER_SECOND / 1e6,
         c.host_factor
     );

@@ -1,6 +1,6 @@
 //! Paper Figure 13: a synthetic fully connected model of more and more
 //! layers under a fixed device budget (the paper's 5 GB GPU, scaled), on
-//! `WORKERS` processes, GeePS with a table per layer, BSP. Throughput is
+//! `Settings::workers` processes (4 by default), GeePS with a table per layer, BSP. Throughput is
 //! connections trained per second relative to the largest model whose data
 //! all fits on the device, in the same repeat. It owns the sweep; it never
 //! chooses placement.
@@ -9,7 +9,7 @@ use crate::error::{BenchError, Result};
 use crate::probe;
 use crate::profile;
 use crate::results::{median, Calibration, LargeFigure, LargePoint, Meta};
-use crate::settings::{Settings, WORKERS};
+use crate::settings::Settings;
 use crate::train_job::{self, RunMeans, TrainJob};
 use crate::trainer::Mode;
 use crate::workload::{Scale, Workload};
@@ -43,7 +43,7 @@ pub fn run(s: &Settings, calibration: &Calibration) -> Result<LargeFigure> {
         for (i, (layers, w, _)) in sizes.iter().enumerate() {
             let job =
                 TrainJob { workload: w.clone(), mode, slack, device_memory, warmup: 1, iterations: s.large_iterations };
-            let ranks = train_job::run(&job, WORKERS, s.limit)?;
+            let ranks = train_job::run(&job, s.workers, s.limit)?;
             plans[i] = Some(ranks[0].plan.clone());
             let m = RunMeans::of(&ranks);
             rates[i] = w.connections_per_iteration / m.wall_s;

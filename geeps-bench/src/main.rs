@@ -59,6 +59,13 @@ struct RunArgs {
     /// Results folder.
     #[arg(long, default_value = "results")]
     out: PathBuf,
+    /// Worker processes (the figures use 4).
+    #[arg(long, default_value_t = settings::WORKERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=64))]
+    workers: usize,
+    /// Stall figure only: run the configurations whose "model config slack"
+    /// label contains this (for diagnosis; the figure is then incomplete).
+    #[arg(long)]
+    filter: Option<String>,
 }
 
 #[derive(Args, Clone)]
@@ -131,7 +138,7 @@ type Figure = fn(&Settings, &Calibration, &Paths) -> Result<()>;
 
 fn run_figures(args: &RunArgs, figures: &[Figure]) -> Result<()> {
     let start = Instant::now();
-    let s = Settings::new(args.quick);
+    let s = Settings { filter: args.filter.clone(), ..Settings::new(args.quick, args.workers) };
     let paths = Paths { dir: args.out.clone() };
     std::fs::create_dir_all(&paths.dir)?;
     let c = calibrate::run(&s)?;
@@ -152,8 +159,10 @@ fn redraw(dir: &Path) -> Result<()> {
 }
 
 fn main() -> ExitCode {
+    // The memory sweep runs single-buffered budgets on purpose; the plan of
+    // each is in the results, so the planner's warning about it is not logged.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,geeps_core::planner=error"));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
     let result = match RankEnv::from_env() {
         Some(env) => env.and_then(rank_main),

@@ -1,5 +1,5 @@
 //! Paper Figure 12: AdamLike throughput (GeePS, a table per layer, BSP, on
-//! `WORKERS` processes) as the device budget shrinks from "everything fits"
+//! `Settings::workers` processes (4 by default)) as the device budget shrinks from "everything fits"
 //! to the smallest budget the planner accepts, relative to everything-fits
 //! in the same repeat. It owns the sweep; it never chooses placement (the
 //! planner does, from the budget alone).
@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::probe;
 use crate::profile;
 use crate::results::{median, Calibration, MemoryFigure, MemoryPoint, Meta};
-use crate::settings::{Settings, WORKERS};
+use crate::settings::Settings;
 use crate::train_job::{self, RunMeans, TrainJob};
 use crate::trainer::Mode;
 use crate::workload::{Scale, Workload};
@@ -42,7 +42,7 @@ pub fn run(s: &Settings, calibration: &Calibration) -> Result<MemoryFigure> {
                 warmup: s.warmup,
                 iterations: s.iterations,
             };
-            let ranks = train_job::run(&job, WORKERS, s.limit)?;
+            let ranks = train_job::run(&job, s.workers, s.limit)?;
             plans[i] = Some(ranks[0].plan.clone());
             let means = RunMeans::of(&ranks);
             let throughput = 1.0 / means.wall_s;

@@ -8,7 +8,6 @@ use std::sync::Once;
 
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::error::{BenchError, Result};
 use crate::results::{LargeFigure, MemoryFigure, StallFigure, TransportFigure};
@@ -32,8 +31,11 @@ fn fail(path: &Path) -> impl Fn(&dyn std::fmt::Display) -> BenchError + '_ {
     move |e| BenchError::msg(format!("cannot draw {}: {e}", path.display()))
 }
 
-fn centered(size: u32) -> TextStyle<'static> {
-    TextStyle::from((FONT, size).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom))
+/// Pixel offset that centres `text` above its point. Computed here because
+/// the bundled font's layout reports no text extent for plotters' anchors.
+fn above(text: &str, size: u32) -> (i32, i32) {
+    let width = (text.chars().count() as f64 * size as f64 * 0.55) as i32;
+    (-width / 2, -(size as i32) - 4)
 }
 
 /// Figure 14: stacked compute + stall per mini-batch, one panel per model.
@@ -65,12 +67,14 @@ pub fn stall(f: &StallFigure, path: &Path) -> Result<()> {
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(60)
-            .build_cartesian_2d((0u32..n).into_segmented(), 0f64..top)
+            .build_cartesian_2d((0u32..n.saturating_sub(1)).into_segmented(), 0f64..top)
             .map_err(|e| err(&e))?;
         chart
             .configure_mesh()
             .disable_x_mesh()
+            .x_desc("configuration and slack")
             .y_desc("ms per mini-batch")
+            .y_label_formatter(&|v| format!("{v:.0}"))
             .x_labels(n as usize)
             .x_label_formatter(&|v| match v {
                 SegmentValue::CenterOf(i) => labels.get(*i as usize).cloned().unwrap_or_default(),
@@ -99,11 +103,9 @@ pub fn stall(f: &StallFigure, path: &Path) -> Result<()> {
             .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], STALL.filled()));
         chart
             .draw_series(m.rows.iter().enumerate().map(|(i, r)| {
-                Text::new(
-                    format!("{:.0}%", r.stall_fraction * 100.0),
-                    (SegmentValue::CenterOf(i as u32), r.compute_ms + r.stall_ms),
-                    centered(13),
-                )
+                let text = format!("{:.0}%", r.stall_fraction * 100.0);
+                let at = (SegmentValue::CenterOf(i as u32), r.compute_ms + r.stall_ms);
+                EmptyElement::at(at) + Text::new(text.clone(), above(&text, 13), (FONT, 13).into_font())
             }))
             .map_err(|e| err(&e))?;
         chart
@@ -219,7 +221,10 @@ pub fn large(f: &LargeFigure, path: &Path) -> Result<()> {
         .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], COMPUTE.stroke_width(2)));
     chart.draw_series(pts.iter().map(|p| Circle::new((p.0, p.1), 4, COMPUTE.filled()))).map_err(|e| err(&e))?;
     chart
-        .draw_series(pts.iter().map(|p| Text::new(format!("{} layers", p.2), (p.0, p.1 + top * 0.02), centered(12))))
+        .draw_series(pts.iter().map(|p| {
+            let text = format!("{} layers", p.2);
+            EmptyElement::at((p.0, p.1)) + Text::new(text.clone(), above(&text, 12), (FONT, 12).into_font())
+        }))
         .map_err(|e| err(&e))?;
     chart
         .draw_series(std::iter::once(PathElement::new(
@@ -262,12 +267,13 @@ pub fn transport(f: &TransportFigure, path: &Path) -> Result<()> {
         .margin(15)
         .x_label_area_size(40)
         .y_label_area_size(70)
-        .build_cartesian_2d((0u32..n).into_segmented(), 0f64..top)
+        .build_cartesian_2d((0u32..n.saturating_sub(1)).into_segmented(), 0f64..top)
         .map_err(|e| err(&e))?;
     chart
         .configure_mesh()
         .disable_x_mesh()
         .y_desc("MB/s in + out")
+        .y_label_formatter(&|v| format!("{v:.0}"))
         .x_labels(n as usize)
         .x_label_formatter(&|v| match v {
             SegmentValue::CenterOf(i) => labels.get(*i as usize).cloned().unwrap_or_default(),
@@ -301,11 +307,10 @@ pub fn transport(f: &TransportFigure, path: &Path) -> Result<()> {
         .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], COMPUTE.filled()));
     chart
         .draw_series(f.rows.iter().enumerate().map(|(i, r)| {
-            Text::new(
-                format!("{:.2}x", r.ratio),
-                (SegmentValue::CenterOf(i as u32), r.baseline_bytes_per_second.max(r.engine_bytes_per_second) / 1e6),
-                centered(13),
-            )
+            let text = format!("{:.2}x", r.ratio);
+            let at =
+                (SegmentValue::CenterOf(i as u32), r.baseline_bytes_per_second.max(r.engine_bytes_per_second) / 1e6);
+            EmptyElement::at(at) + Text::new(text.clone(), above(&text, 13), (FONT, 13).into_font())
         }))
         .map_err(|e| err(&e))?;
     chart

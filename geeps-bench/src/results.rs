@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{BenchError, Result};
-use crate::settings::{Settings, WORKERS};
+use crate::settings::Settings;
 use crate::train_job::PlanSummary;
 use crate::workload::Scale;
 
@@ -22,6 +22,9 @@ pub struct Meta {
     pub repeats: usize,
     /// Seconds since the Unix epoch when the figure finished.
     pub finished_unix: u64,
+    /// The machine's 1, 5 and 15-minute load averages when the figure
+    /// finished: other work on a shared machine shows up in every figure.
+    pub load_average: [f64; 3],
 }
 
 impl Meta {
@@ -31,9 +34,10 @@ impl Meta {
             quick: s.quick,
             machine: Machine::detect(),
             calibration: calibration.clone(),
-            workers: WORKERS,
+            workers: s.workers,
             repeats: s.repeats,
             finished_unix: now_unix(),
+            load_average: load_average(),
         }
     }
 }
@@ -102,6 +106,9 @@ pub struct StallRow {
     pub slow_path_calls_per_iteration: f64,
     /// Milliseconds per iteration blocked in each kind of geeps call.
     pub blocked_ms_by_call: Vec<(String, f64)>,
+    /// Milliseconds per iteration at the trainer's longest-waiting call sites
+    /// ("pass layer call"), from the repeat with the median stall.
+    pub longest_waits_ms: Vec<(String, f64)>,
     pub stall_fraction_samples: Vec<f64>,
 }
 
@@ -248,6 +255,12 @@ pub fn median(v: &[f64]) -> f64 {
 
 pub fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+fn load_average() -> [f64; 3] {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let mut v = text.split_whitespace().map(|x| x.parse::<f64>().unwrap_or(0.0));
+    [v.next().unwrap_or(0.0), v.next().unwrap_or(0.0), v.next().unwrap_or(0.0)]
 }
 
 pub fn now_unix() -> u64 {

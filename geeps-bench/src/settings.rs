@@ -7,12 +7,18 @@ use std::time::Duration;
 
 use crate::raw_tcp::ExchangeJob;
 
-/// Worker processes of every multi-process figure.
+/// Worker processes of every multi-process figure, unless told otherwise.
 pub const WORKERS: usize = 4;
 
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub quick: bool,
+    /// Worker processes of the stall, memory and large-model figures and of
+    /// the calibration.
+    pub workers: usize,
+    /// Runs only the stall configurations whose "model config slack" label
+    /// contains this (diagnostics; the figure is then incomplete).
+    pub filter: Option<String>,
     /// Repeats of every measurement; figures are medians.
     pub repeats: usize,
     /// Raw TCP exchange that measures this machine's network (host factor).
@@ -35,10 +41,12 @@ pub struct Settings {
 }
 
 impl Settings {
-    pub fn new(quick: bool) -> Self {
+    pub fn new(quick: bool, workers: usize) -> Self {
         if quick {
             Settings {
                 quick,
+                workers,
+                filter: None,
                 repeats: 1,
                 calibration: ExchangeJob { bytes: 2 << 20, rounds: 10 },
                 exchange: ExchangeJob { bytes: 2 << 20, rounds: 10 },
@@ -48,22 +56,24 @@ impl Settings {
                 iterations: 6,
                 memory_fractions: vec![1.0, 0.6, 0.35],
                 large_bytes: 1.0 / 1024.0,
-                large_layers: vec![1, 4, 16],
+                large_layers: vec![1, 4, 32],
                 large_iterations: 2,
                 limit: Duration::from_secs(90),
             }
         } else {
             Settings {
                 quick,
+                workers,
+                filter: None,
                 repeats: 3,
                 calibration: ExchangeJob { bytes: 8 << 20, rounds: 30 },
                 exchange: ExchangeJob { bytes: 8 << 20, rounds: 30 },
                 adamlike_bytes: 1.0 / 32.0,
                 googlenet_bytes: 1.0 / 4.0,
                 warmup: 3,
-                iterations: 15,
+                iterations: 12,
                 memory_fractions: vec![1.0, 0.8, 0.6, 0.5, 0.45, 0.4, 0.35, 0.3, 0.25, 0.2],
-                large_bytes: 1.0 / 128.0,
+                large_bytes: 1.0 / 256.0,
                 large_layers: vec![1, 2, 4, 8, 16, 32, 56],
                 large_iterations: 3,
                 limit: Duration::from_secs(300),

@@ -1,5 +1,5 @@
 //! Paper Figure 14: compute and stall time per mini-batch of AdamLike and
-//! GoogLeNet on `WORKERS` processes, for GeePS (a table per layer),
+//! GoogLeNet on `Settings::workers` processes (4 by default), for GeePS (a table per layer),
 //! GeePS-single-table and CPU-PS, each at slack 0, 1 and unbounded. GeePS
 //! configurations get the "everything fits" budget the planner reports;
 //! CPU-PS gets room for one layer's read and update buffers (it records
@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::probe;
 use crate::profile::{self, Model};
 use crate::results::{median, Calibration, Meta, StallFigure, StallModel, StallRow};
-use crate::settings::{Settings, WORKERS};
+use crate::settings::Settings;
 use crate::train_job::{self, RunMeans, TrainJob};
 use crate::trainer::{slack_label, Mode};
 use crate::workload::{Scale, Workload, ROW_WIDTH};
@@ -22,6 +22,13 @@ pub const TARGET: f64 = 0.05;
 pub const PAPER: f64 = 0.08;
 
 pub const SLACKS: [Option<u32>; 3] = [Some(0), Some(1), None];
+
+/// The repeat whose stall fraction is the median (the lower middle one).
+fn median_run(runs: &[RunMeans]) -> &RunMeans {
+    let mut order: Vec<&RunMeans> = runs.iter().collect();
+    order.sort_by(|a, b| a.stall_fraction.total_cmp(&b.stall_fraction));
+    order[(order.len() - 1) / 2]
+}
 
 fn budget(w: &Workload, mode: Mode) -> Result<usize> {
     match mode {
@@ -38,6 +45,10 @@ fn model(s: &Settings, m: &Model, scale: Scale) -> Result<StallModel> {
         .collect::<Result<Vec<_>>>()?
         .into_iter()
         .flatten()
+        .filter(|(mode, slack, _)| {
+            let label = format!("{} {} {}", m.name, mode.label(), slack_label(*slack));
+            s.filter.as_ref().is_none_or(|f| label.contains(f.as_str()))
+        })
         .collect();
     let mut samples: Vec<Vec<RunMeans>> = vec![Vec::new(); configs.len()];
     for repeat in 0..s.repeats {
@@ -50,7 +61,7 @@ fn model(s: &Settings, m: &Model, scale: Scale) -> Result<StallModel> {
                 warmup: s.warmup,
                 iterations: s.iterations,
             };
-            let means = RunMeans::of(&train_job::run(&job, WORKERS, s.limit)?);
+            let means = RunMeans::of(&train_job::run(&job, s.workers, s.limit)?);
             eprintln!(
                 "stall: {} {} {} (repeat {}): {:.1} ms compute + {:.1} ms stall per iteration ({:.1}% stall; blocked ms: {})",
                 m.name,
@@ -68,6 +79,11 @@ fn model(s: &Settings, m: &Model, scale: Scale) -> Result<StallModel> {
                     .collect::<Vec<_>>()
                     .join(", ")
             );
+            if std::env::var_os("GEEPS_BENCH_SITES").is_some() {
+                for (site, t) in means.longest_waits.iter().take(8) {
+                    eprintln!("    {site}: {:.2} ms", t * 1e3);
+                }
+            }
             samples[i].push(means);
         }
     }
@@ -94,6 +110,12 @@ fn model(s: &Settings, m: &Model, scale: Scale) -> Result<StallModel> {
                         (name.clone(), pick(&|r| r.blocked_by_call.get(k).map_or(0.0, |c| c.1) * 1e3))
                     })
                     .filter(|(_, ms)| *ms > 0.0)
+                    .collect(),
+                longest_waits_ms: median_run(runs)
+                    .longest_waits
+                    .iter()
+                    .take(8)
+                    .map(|(site, s)| (site.clone(), s * 1e3))
                     .collect(),
                 stall_fraction_samples: runs.iter().map(|r| r.stall_fraction).collect(),
             }

@@ -15,6 +15,8 @@ use crate::trainer::{self, Mode, Trainer};
 use crate::workload::{Workload, ROW_WIDTH};
 
 pub const ROLE: &str = "train";
+/// Call sites reported per rank.
+const LONGEST_WAITS: usize = 8;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TrainJob {
@@ -73,6 +75,9 @@ pub struct RankRun {
     pub bytes_device_to_host: u64,
     /// Seconds blocked per call kind (`read`, `pre_update`, ...).
     pub blocked_by_call: Vec<(String, f64)>,
+    /// The call sites where the trainer waited longest ("pass layer call"),
+    /// seconds over the timed iterations.
+    pub longest_waits: Vec<(String, f64)>,
     pub plan: PlanSummary,
 }
 
@@ -104,10 +109,11 @@ pub fn rank_main(env: &RankEnv) -> Result<RankRun> {
 }
 
 fn train(ps: &Geeps, job: &TrainJob, tables: trainer::PreparedTables) -> Result<RankRun> {
-    let t = Trainer::start(ps, &job.workload, tables, trainer::slack_of(job.slack))?;
+    let mut t = Trainer::start(ps, &job.workload, tables, trainer::slack_of(job.slack))?;
     for _ in 0..job.warmup {
         t.iteration()?;
     }
+    t.take_waits();
     ps.reset_stats();
     let start = Instant::now();
     let mut busy = Duration::ZERO;
@@ -116,6 +122,7 @@ fn train(ps: &Geeps, job: &TrainJob, tables: trainer::PreparedTables) -> Result<
     }
     let wall = start.elapsed();
     let s = ps.stats();
+    let waits = t.take_waits();
     Ok(RankRun {
         iterations: job.iterations,
         wall_s: wall.as_secs_f64(),
@@ -127,6 +134,7 @@ fn train(ps: &Geeps, job: &TrainJob, tables: trainer::PreparedTables) -> Result<
         bytes_host_to_device: s.bytes_host_to_device,
         bytes_device_to_host: s.bytes_device_to_host,
         blocked_by_call: s.calls.iter().map(|(k, c)| (k.name().to_string(), c.blocked.as_secs_f64())).collect(),
+        longest_waits: waits.into_iter().take(LONGEST_WAITS).map(|(site, d)| (site, d.as_secs_f64())).collect(),
         plan: PlanSummary::from(&ps.plan()?),
     })
 }
@@ -142,6 +150,8 @@ pub struct RunMeans {
     pub slow_path_calls: f64,
     /// Seconds blocked per call kind.
     pub blocked_by_call: Vec<(String, f64)>,
+    /// Seconds per iteration at the call sites any rank reported, longest first.
+    pub longest_waits: Vec<(String, f64)>,
 }
 
 impl RunMeans {
@@ -167,6 +177,24 @@ impl RunMeans {
                         .collect()
                 })
                 .unwrap_or_default(),
+            longest_waits: site_means(runs),
         }
     }
+}
+
+/// Per call site, seconds per iteration averaged over ranks (0 where a rank
+/// did not report the site), longest first.
+fn site_means(runs: &[RankRun]) -> Vec<(String, f64)> {
+    let mut sites: Vec<(String, f64)> = Vec::new();
+    for r in runs {
+        for (site, secs) in &r.longest_waits {
+            let per = secs / r.iterations.max(1) as f64 / runs.len() as f64;
+            match sites.iter_mut().find(|(s, _)| s == site) {
+                Some((_, t)) => *t += per,
+                None => sites.push((site.clone(), per)),
+            }
+        }
+    }
+    sites.sort_by(|a, b| b.1.total_cmp(&a.1));
+    sites
 }

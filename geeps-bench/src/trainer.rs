@@ -21,9 +21,11 @@
 //!   in the paper's Figure 5, so blobs make no geeps calls. Updates are still
 //!   applied by geeps' reclaimer thread.
 //!
-//! It owns the call sequence and the timing of one worker; it never decides
-//! budgets or aggregates ranks.
+//! It owns the call sequence and the timing of one worker, down to the time
+//! spent in each acquiring call site; it never decides budgets or
+//! aggregates ranks.
 
+use std::collections::HashMap;
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
@@ -191,6 +193,7 @@ pub struct Trainer<'a> {
     tables: Tables,
     recorded: Option<Recorded>,
     slack: Slack,
+    waits: Waits,
 }
 
 /// Declares the tables of `w` on `b`; `Trainer::start` then records and starts.
@@ -207,24 +210,37 @@ impl<'a> Trainer<'a> {
         let PreparedTables(tables, mode) = prepared;
         let recorded = if mode == Mode::CpuPs { None } else { Some(record(ps, &tables, slack)?) };
         ps.finish_virtual_iteration()?;
-        Ok(Trainer { ps, w, tables, recorded, slack })
+        Ok(Trainer { ps, w, tables, recorded, slack, waits: Waits::default() })
     }
 
     /// One training iteration; returns its compute time.
-    pub fn iteration(&self) -> Result<Duration> {
-        match &self.recorded {
-            Some(r) => self.recorded_iteration(r),
-            None => self.keyed_iteration(),
-        }
+    pub fn iteration(&mut self) -> Result<Duration> {
+        let ps = self.ps;
+        let mut waits = std::mem::take(&mut self.waits);
+        let busy = match &self.recorded {
+            Some(r) => self.recorded_iteration(ps, r, &mut waits),
+            None => self.keyed_iteration(ps, &mut waits),
+        };
+        self.waits = waits;
+        busy
     }
 
-    fn recorded_iteration(&self, r: &Recorded) -> Result<Duration> {
-        let ps = self.ps;
+    /// Time spent in each call site since the last `take_waits`, longest first.
+    pub fn take_waits(&mut self) -> Vec<(String, Duration)> {
+        let mut v: Vec<(String, Duration)> = std::mem::take(&mut self.waits)
+            .into_iter()
+            .map(|((pass, layer, call), d)| (format!("{pass} {} {call}", self.w.layers[layer].name), d))
+            .collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1));
+        v
+    }
+
+    fn recorded_iteration(&self, ps: &Geeps, r: &Recorded, waits: &mut Waits) -> Result<Duration> {
         let mut busy = Duration::ZERO;
-        for (l, f) in self.w.layers.iter().zip(&r.forward) {
-            let params = f.read.map(|h| ps.read(h)).transpose()?;
-            let input = ps.local_access(f.input)?;
-            let output = ps.local_access(f.output)?;
+        for (i, (l, f)) in self.w.layers.iter().zip(&r.forward).enumerate() {
+            let params = f.read.map(|h| waits.time(("forward", i, "read"), || ps.read(h))).transpose()?;
+            let input = waits.time(("forward", i, "local_access input"), || ps.local_access(f.input))?;
+            let output = waits.time(("forward", i, "local_access output"), || ps.local_access(f.output))?;
             busy += compute(l.forward_us);
             output.post()?;
             input.post()?;
@@ -235,10 +251,10 @@ impl<'a> Trainer<'a> {
         let n = self.w.layers.len();
         for (k, b) in r.backward.iter().enumerate() {
             let i = n - 1 - k;
-            let params = b.read.map(|h| ps.read(h)).transpose()?;
-            let delta = b.update.map(|h| ps.pre_update(h)).transpose()?;
-            let output = ps.local_access(b.output)?;
-            let input = ps.local_access(b.input)?;
+            let params = b.read.map(|h| waits.time(("backward", i, "read"), || ps.read(h))).transpose()?;
+            let delta = b.update.map(|h| waits.time(("backward", i, "pre_update"), || ps.pre_update(h))).transpose()?;
+            let output = waits.time(("backward", i, "local_access output"), || ps.local_access(b.output))?;
+            let input = waits.time(("backward", i, "local_access input"), || ps.local_access(b.input))?;
             busy += compute(self.w.layers[i].backward_us);
             if let Some(d) = delta {
                 d.update()?;
@@ -258,11 +274,14 @@ impl<'a> Trainer<'a> {
         Ok(busy)
     }
 
-    fn keyed_iteration(&self) -> Result<Duration> {
-        let ps = self.ps;
+    fn keyed_iteration(&self, ps: &Geeps, waits: &mut Waits) -> Result<Duration> {
         let mut busy = Duration::ZERO;
-        for (l, k) in self.w.layers.iter().zip(&self.tables.params) {
-            let params = if k.is_empty() { None } else { Some(ps.read_keys(k, self.slack)?) };
+        for (i, (l, k)) in self.w.layers.iter().zip(&self.tables.params).enumerate() {
+            let params = if k.is_empty() {
+                None
+            } else {
+                Some(waits.time(("forward", i, "read"), || ps.read_keys(k, self.slack))?)
+            };
             busy += compute(l.forward_us);
             if let Some(p) = params {
                 p.post()?;
@@ -270,8 +289,12 @@ impl<'a> Trainer<'a> {
         }
         for i in (0..self.w.layers.len()).rev() {
             let k = &self.tables.params[i];
-            let params = if k.is_empty() { None } else { Some(ps.read_keys(k, self.slack)?) };
-            let delta = if k.is_empty() { None } else { Some(ps.pre_update_keys(k)?) };
+            let (params, delta) = if k.is_empty() {
+                (None, None)
+            } else {
+                let p = waits.time(("backward", i, "read"), || ps.read_keys(k, self.slack))?;
+                (Some(p), Some(waits.time(("backward", i, "pre_update"), || ps.pre_update_keys(k))?))
+            };
             busy += compute(self.w.layers[i].backward_us);
             if let Some(d) = delta {
                 d.update()?;
@@ -284,5 +307,22 @@ impl<'a> Trainer<'a> {
             }
         }
         Ok(busy)
+    }
+}
+
+/// Time the application spent in each acquiring call site: (pass, layer, call).
+#[derive(Default)]
+struct Waits(HashMap<(&'static str, usize, &'static str), Duration>);
+
+impl Waits {
+    fn time<T>(&mut self, site: (&'static str, usize, &'static str), f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let start = Instant::now();
+        let r = f();
+        *self.0.entry(site).or_default() += start.elapsed();
+        r
+    }
+
+    fn into_iter(self) -> impl Iterator<Item = ((&'static str, usize, &'static str), Duration)> {
+        self.0.into_iter()
     }
 }
