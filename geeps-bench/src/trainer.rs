@@ -231,7 +231,7 @@ impl<'a> Trainer<'a> {
             .into_iter()
             .map(|((pass, layer, call), d)| (format!("{pass} {} {call}", self.w.layers[layer].name), d))
             .collect();
-        v.sort_by(|a, b| b.1.cmp(&a.1));
+        v.sort_by_key(|w| std::cmp::Reverse(w.1));
         v
     }
 
