@@ -61,12 +61,14 @@ pub fn lenet(batch: usize) -> String {
         .replace("batch_size: 64", &format!("batch_size: {batch}"))
 }
 
-/// A solver for `net` (a file name beside it) with the given schedule.
+/// A solver for `net` (a file name beside it) with the given schedule. It
+/// writes no weights unless `extra` asks for snapshots.
 pub fn solver(net: &str, max_iter: u64, test_iter: u64, test_interval: u64, extra: &str) -> String {
+    let quiet = if extra.contains("snapshot") { "" } else { "snapshot_after_train: false\n" };
     format!(
         "net: \"{net}\"\nbase_lr: 0.05\nmomentum: 0.9\nweight_decay: 0.0005\nlr_policy: \"step\"\ngamma: 0.5\n\
          stepsize: 20\nmax_iter: {max_iter}\ndisplay: 0\ntest_iter: {test_iter}\ntest_interval: {test_interval}\n\
-         random_seed: 7\n{extra}\n"
+         random_seed: 7\n{quiet}{extra}\n"
     )
 }
 
