@@ -9,6 +9,7 @@
 //! geeps-bench stall|memory|large|transport [--quick] [--out results]
 //! geeps-bench plot [--out results]            # redraw the PNGs from the JSON
 //! geeps-bench check [--out results]           # validate JSON and PNGs
+//! geeps-bench tables [--out results]          # the figures as Markdown tables
 //! ```
 //!
 //! This file owns the command line and the rank dispatch; it never measures.
@@ -28,6 +29,7 @@ mod results;
 mod settings;
 mod stall;
 mod summary;
+mod tables;
 mod train_job;
 mod trainer;
 mod transport;
@@ -62,8 +64,9 @@ struct RunArgs {
     /// Worker processes (the figures use 4).
     #[arg(long, default_value_t = settings::WORKERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=64))]
     workers: usize,
-    /// Stall figure only: run the configurations whose "model config slack"
-    /// label contains this (for diagnosis; the figure is then incomplete).
+    /// Run only the stall configurations whose "model config slack" label,
+    /// or the memory budgets whose "NN%" label, contains this (for
+    /// diagnosis; the figure is then incomplete).
     #[arg(long)]
     filter: Option<String>,
 }
@@ -91,6 +94,8 @@ enum Command {
     Plot(OutArgs),
     /// Validates the results folder (well-formed JSON and PNGs; never timings).
     Check(OutArgs),
+    /// Prints the results folder's figures as Markdown tables.
+    Tables(OutArgs),
 }
 
 fn rank_main(env: RankEnv) -> Result<()> {
@@ -173,6 +178,7 @@ fn main() -> ExitCode {
             Command::Memory(a) => run_figures(&a, &[memory]),
             Command::Large(a) => run_figures(&a, &[large]),
             Command::Plot(a) => redraw(&a.out),
+            Command::Tables(a) => tables::run(&a.out),
             Command::Check(a) => check::run(&a.out).map(|()| println!("{}: results are well-formed", a.out.display())),
         },
     };

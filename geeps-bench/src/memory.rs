@@ -29,6 +29,12 @@ pub fn run(s: &Settings, calibration: &Calibration) -> Result<MemoryFigure> {
     let mut budgets: Vec<usize> =
         s.memory_fractions.iter().map(|f| (f * fits as f64).round() as usize).filter(|&b| b > minimum).collect();
     budgets.push(minimum);
+    // Diagnosis: keep everything-fits (the reference) and the budgets whose
+    // "NN%" label matches the filter.
+    if let Some(f) = &s.filter {
+        let label = |b: usize| format!("{:.0}%", b as f64 / fits as f64 * 100.0);
+        budgets.retain(|&b| b == fits || label(b).contains(f.as_str()));
+    }
     let mut runs: Vec<Vec<(f64, RunMeans)>> = vec![Vec::new(); budgets.len()];
     let mut plans = vec![None; budgets.len()];
     for repeat in 0..s.repeats {

@@ -17,7 +17,7 @@ static REGISTER: Once = Once::new();
 
 const COMPUTE: RGBColor = RGBColor(66, 114, 196);
 const STALL: RGBColor = RGBColor(214, 80, 64);
-const BASELINE: RGBColor = RGBColor(150, 150, 150);
+const BASELINE: RGBColor = RGBColor(110, 110, 110);
 const TARGET: RGBColor = RGBColor(40, 150, 60);
 
 fn register_font() {
@@ -235,10 +235,10 @@ pub fn large(f: &LargeFigure, path: &Path) -> Result<()> {
         .label(format!("target {:.2}x", f.target_relative))
         .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], TARGET.stroke_width(1)));
     chart
-        .draw_series(std::iter::once(PathElement::new([(1.0, 0.0), (1.0, top)], BASELINE.stroke_width(1))))
+        .draw_series(std::iter::once(PathElement::new([(1.0, 0.0), (1.0, top)], BASELINE.stroke_width(2))))
         .map_err(|e| err(&e))?
         .label("parameters = budget")
-        .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], BASELINE.stroke_width(1)));
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], BASELINE.stroke_width(2)));
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::LowerLeft)

@@ -16,8 +16,9 @@ pub struct Settings {
     /// Worker processes of the stall, memory and large-model figures and of
     /// the calibration.
     pub workers: usize,
-    /// Runs only the stall configurations whose "model config slack" label
-    /// contains this (diagnostics; the figure is then incomplete).
+    /// Runs only the stall configurations whose "model config slack" label,
+    /// or the memory budgets whose "NN%" label, contains this (diagnosis;
+    /// the figure is then incomplete).
     pub filter: Option<String>,
     /// Repeats of every measurement; figures are medians.
     pub repeats: usize,
