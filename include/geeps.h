@@ -130,8 +130,9 @@ typedef enum geeps_call_kind {
 } geeps_call_kind;
 
 /**
- * An in-process cluster: N workers in one process sharing keeper shards.
- * Opaque; create with `geeps_cluster_new`, free with `geeps_cluster_free`.
+ * A cluster of workers: in-process (`geeps_cluster_new`) or this process's
+ * rank of a network cluster (`geeps_cluster_from_env`,
+ * `geeps_cluster_connect`). Opaque; free with `geeps_cluster_free`.
  */
 typedef struct geeps_cluster geeps_cluster;
 
@@ -148,6 +149,14 @@ typedef struct geeps_config geeps_config;
  * with `geeps_new`, free with `geeps_free`.
  */
 typedef struct geeps_instance geeps_instance;
+
+/**
+ * Network settings for `geeps_cluster_from_env_with` and
+ * `geeps_cluster_connect_with`. Opaque; create with
+ * `geeps_net_options_new`, free with `geeps_net_options_free`. The cluster
+ * copies them, so one object can serve several clusters.
+ */
+typedef struct geeps_net_options geeps_net_options;
 
 /**
  * A table of one instance, numbered from 0 in declaration order.
@@ -335,9 +344,11 @@ enum geeps_status geeps_config_set_slow_wait_log_ms(struct geeps_config *config,
 enum geeps_status geeps_config_set_wait_deadline_ms(struct geeps_config *config, uint64_t ms);
 
 /**
- * Makes instances created from this config worker `rank` of the in-process
- * `cluster` (`0 <= rank < workers`). Each rank may be joined by one
- * instance, once. The config keeps the cluster alive.
+ * Makes instances created from this config worker `rank` of `cluster`.
+ * In-process: `0 <= rank < workers`. Network: `rank` must be this
+ * process's own rank, the value of `geeps_cluster_rank` (else
+ * `GEEPS_STATUS_INVALID_CONFIG`). Each rank may be joined by one instance,
+ * once. The config keeps the cluster alive.
  */
 enum geeps_status geeps_config_set_cluster(struct geeps_config *config,
                                            const struct geeps_cluster *cluster,
@@ -351,10 +362,123 @@ enum geeps_status geeps_config_set_cluster(struct geeps_config *config,
 enum geeps_status geeps_cluster_new(size_t workers, struct geeps_cluster **out);
 
 /**
+ * This process's rank in a network cluster (`0 <= rank < world`): the rank
+ * to give `geeps_config_set_cluster`. An in-process cluster has one rank
+ * per worker and none of its own: `GEEPS_STATUS_INVALID_ARGUMENT`.
+ */
+enum geeps_status geeps_cluster_rank(const struct geeps_cluster *cluster, size_t *out);
+
+/**
+ * The number of workers in the cluster: the world size of a network
+ * cluster, the `workers` of an in-process one.
+ */
+enum geeps_status geeps_cluster_world(const struct geeps_cluster *cluster, size_t *out);
+
+/**
+ * Shuts the cluster down and reports how that went. Every instance of this
+ * process that joined it must be shut down first (`geeps_shutdown` or
+ * `geeps_free`), else `GEEPS_STATUS_INVALID_STATE` and nothing happens.
+ * A network cluster then waits until every worker of the cluster has left
+ * this rank's keeper (up to the shutdown timeout, else
+ * `GEEPS_STATUS_TIMEOUT` naming them) and stops the keeper. Afterwards no
+ * instance can join the cluster (`GEEPS_STATUS_SHUT_DOWN`). Idempotent.
+ * Optional: the last release of a cluster shuts it down as well, but can
+ * only log a failure.
+ */
+enum geeps_status geeps_cluster_shutdown(struct geeps_cluster *cluster);
+
+/**
  * Frees a cluster handle. Configs and instances that use the cluster keep
- * it alive until they are freed. Freeing NULL does nothing.
+ * it alive until they are freed; the last of these releases shuts a network
+ * cluster down (see `geeps_cluster_shutdown`), after the instances, so that
+ * call may wait for the other processes' workers to leave. Freeing NULL
+ * does nothing.
  */
 enum geeps_status geeps_cluster_free(struct geeps_cluster *cluster);
+
+/**
+ * Creates network options with the defaults: no token, peers lost after
+ * 30000 ms of silence, connecting retried for 60000 ms, shutdown waiting
+ * up to 60000 ms for the other workers.
+ */
+enum geeps_status geeps_net_options_new(struct geeps_net_options **out);
+
+/**
+ * Frees network options; clusters created with them are not affected.
+ * Freeing NULL does nothing.
+ */
+enum geeps_status geeps_net_options_free(struct geeps_net_options *options);
+
+/**
+ * The cluster's shared secret (UTF-8): a peer with another token is refused
+ * when it joins. Under `geeps_cluster_from_env*`, `GEEPS_TOKEN` (set by
+ * geeps-launch) overrides it.
+ */
+enum geeps_status geeps_net_options_set_token(struct geeps_net_options *options, const char *token);
+
+/**
+ * How long to keep retrying to reach a rendezvous or a keeper that has not
+ * started yet, in ms (default 60000); then `GEEPS_STATUS_PEER_LOST`.
+ */
+enum geeps_status geeps_net_options_set_connect_timeout_ms(struct geeps_net_options *options,
+                                                           uint64_t ms);
+
+/**
+ * A peer silent for this long is lost, in ms (default 30000). Idle
+ * connections send a heartbeat every second, so it must exceed 1000.
+ */
+enum geeps_status geeps_net_options_set_peer_timeout_ms(struct geeps_net_options *options,
+                                                        uint64_t ms);
+
+/**
+ * How long shutting a network cluster down waits for the other workers to
+ * leave this rank's keeper, in ms (default 60000); then
+ * `GEEPS_STATUS_TIMEOUT` naming them.
+ */
+enum geeps_status geeps_net_options_set_shutdown_timeout_ms(struct geeps_net_options *options,
+                                                            uint64_t ms);
+
+/**
+ * Joins the network cluster described by the environment, as this
+ * process's rank: a hosts file (`GEEPS_HOSTFILE`), `GEEPS_RANK`,
+ * `GEEPS_WORLD_SIZE` with `GEEPS_HOSTS` or `GEEPS_RENDEZVOUS` (as
+ * geeps-launch sets them), Slurm, Open MPI / PMI or torchrun variables.
+ * `GEEPS_TOKEN` and `GEEPS_LISTEN` are honoured. Starts this rank's keeper
+ * and, with a rendezvous, waits until every rank has registered (up to the
+ * connect timeout). Give the instance's config this cluster and
+ * `geeps_cluster_rank`'s value with `geeps_config_set_cluster`.
+ * `GEEPS_STATUS_INVALID_CONFIG` says what is missing or inconsistent.
+ */
+enum geeps_status geeps_cluster_from_env(struct geeps_cluster **out);
+
+/**
+ * `geeps_cluster_from_env` with network options (NULL: the defaults).
+ */
+enum geeps_status geeps_cluster_from_env_with(const struct geeps_net_options *options,
+                                              struct geeps_cluster **out);
+
+/**
+ * Joins a network cluster of `world` ranks as rank `rank`, where
+ * `addresses[r]` (`"host:port"`, UTF-8) is the address of rank `r`'s
+ * keeper. This rank's keeper listens on `addresses[rank]`; the others are
+ * reached when the instance joins (retried up to the connect timeout).
+ * Every rank must be given the same list. World 0, a rank not below
+ * `world` or an address this process cannot listen on:
+ * `GEEPS_STATUS_INVALID_CONFIG`.
+ */
+enum geeps_status geeps_cluster_connect(size_t rank,
+                                        const char *const *addresses,
+                                        size_t world,
+                                        struct geeps_cluster **out);
+
+/**
+ * `geeps_cluster_connect` with network options (NULL: the defaults).
+ */
+enum geeps_status geeps_cluster_connect_with(size_t rank,
+                                             const char *const *addresses,
+                                             size_t world,
+                                             const struct geeps_net_options *options,
+                                             struct geeps_cluster **out);
 
 /**
  * Creates an instance (one worker) from `config`, which is copied. Declare

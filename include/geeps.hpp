@@ -66,10 +66,71 @@ protected:
     T *p_ = nullptr;
 };
 
-/// An in-process cluster of `workers` workers.
+/// Network settings for Cluster::from_env and Cluster::connect; setters chain.
+class NetOptions : public Owned<geeps_net_options, geeps_net_options_free> {
+public:
+    NetOptions() { check(geeps_net_options_new(&p_), "geeps_net_options_new"); }
+    NetOptions &token(const std::string &t) {
+        check(geeps_net_options_set_token(p_, t.c_str()), "geeps_net_options_set_token");
+        return *this;
+    }
+    NetOptions &connect_timeout_ms(uint64_t ms) {
+        check(geeps_net_options_set_connect_timeout_ms(p_, ms), "geeps_net_options_set_connect_timeout_ms");
+        return *this;
+    }
+    NetOptions &peer_timeout_ms(uint64_t ms) {
+        check(geeps_net_options_set_peer_timeout_ms(p_, ms), "geeps_net_options_set_peer_timeout_ms");
+        return *this;
+    }
+    NetOptions &shutdown_timeout_ms(uint64_t ms) {
+        check(geeps_net_options_set_shutdown_timeout_ms(p_, ms), "geeps_net_options_set_shutdown_timeout_ms");
+        return *this;
+    }
+};
+
+/// A cluster: in-process (`Cluster(workers)`, one rank per worker thread) or
+/// this process's rank of a network cluster (`Cluster::from_env()`,
+/// `Cluster::connect(rank, addresses)`). A network cluster shuts down when
+/// it and every Config and Instance that uses it are gone; call shutdown()
+/// after the instances to see that wait's outcome as an exception.
 class Cluster : public Owned<geeps_cluster, geeps_cluster_free> {
 public:
     explicit Cluster(size_t workers) { check(geeps_cluster_new(workers, &p_), "geeps_cluster_new"); }
+    /// The network cluster described by the environment (geeps-launch,
+    /// GEEPS_*, hosts file, Slurm, MPI, torchrun).
+    static Cluster from_env(const NetOptions *options = nullptr) {
+        Cluster c;
+        check(geeps_cluster_from_env_with(options ? options->get() : nullptr, &c.p_), "geeps_cluster_from_env");
+        return c;
+    }
+    /// Rank `rank` of the network cluster whose keepers listen on
+    /// `addresses` ("host:port", by rank).
+    static Cluster connect(size_t rank, const std::vector<std::string> &addresses,
+                           const NetOptions *options = nullptr) {
+        std::vector<const char *> list;
+        for (const auto &a : addresses) list.push_back(a.c_str());
+        Cluster c;
+        check(geeps_cluster_connect_with(rank, list.data(), list.size(), options ? options->get() : nullptr, &c.p_),
+              "geeps_cluster_connect");
+        return c;
+    }
+    /// This process's rank (network clusters only).
+    size_t rank() const {
+        size_t r = 0;
+        check(geeps_cluster_rank(p_, &r), "geeps_cluster_rank");
+        return r;
+    }
+    /// The number of workers.
+    size_t world() const {
+        size_t w = 0;
+        check(geeps_cluster_world(p_, &w), "geeps_cluster_world");
+        return w;
+    }
+    /// Stops the cluster once this process's instances are shut down.
+    void shutdown() { check(geeps_cluster_shutdown(p_), "geeps_cluster_shutdown"); }
+
+private:
+    Cluster() = default;
 };
 
 /// The settings of an instance; setters chain.

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Regenerates include/geeps.h from geeps-ffi with cbindgen (a build
-# dependency behind the `header` feature), in the release profile that CI
-# builds anyway. Check it in; CI fails when it is stale.
+# Regenerates include/geeps.h from geeps-ffi with cbindgen. The generator is
+# geeps-ffi's header test (tests/header.rs, cbindgen a dev-dependency), built
+# with the workspace's test flags so it reuses `cargo test --release
+# --workspace`'s artifacts. Check the header in; that test fails when it is
+# stale.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -p geeps-ffi --features header
+GEEPS_WRITE_HEADER=1 cargo test --release --workspace --test header -- --nocapture
 echo "include/geeps.h regenerated"

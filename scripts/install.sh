@@ -4,8 +4,11 @@
 #   PREFIX/lib/libgeeps.so, PREFIX/lib/libgeeps.a
 #   PREFIX/lib/pkgconfig/geeps.pc             (pkg-config --cflags --libs geeps)
 #   PREFIX/lib/cmake/geeps/geepsConfig.cmake   (find_package(geeps) -> geeps::geeps, geeps::geeps_static)
-# Builds the library first (cargo build --release -p geeps-ffi; a no-op when
-# it is up to date) unless GEEPS_NO_BUILD=1. Honours CARGO_TARGET_DIR.
+# Builds the library first (cargo build --release -p geeps-ffi: only what
+# libgeeps needs; its features resolve differently from a whole-workspace
+# build, so after `cargo test --release --workspace` build with
+# `cargo build --release --workspace --lib --bins --tests` and pass
+# GEEPS_NO_BUILD=1, as .ci/ffi.sh does). Honours CARGO_TARGET_DIR.
 # Usage: scripts/install.sh PREFIX
 set -euo pipefail
 if [ $# -ne 1 ]; then

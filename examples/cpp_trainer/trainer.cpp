@@ -1,7 +1,10 @@
 // A C++ trainer that keeps its model in geeps through the C API only
 // (include/geeps.h): multinomial logistic regression on Fashion-MNIST with
-// momentum SGD, data-parallel over the workers of an in-process geeps
-// cluster, one thread and one geeps instance per worker.
+// momentum SGD, data-parallel over the workers of a geeps cluster, one geeps
+// instance per worker. Either all workers are threads of this process (an
+// in-process cluster, --workers N), or this process is one worker of a
+// network cluster (--net: rank, world size and peers from the environment,
+// e.g. `geeps-launch -n 2 -- trainer --net`, srun, mpirun, torchrun).
 //
 // Tables (rows of 128 floats):
 //   weights   parameter  10 x 785 weights (784 pixels + bias per class)
@@ -17,10 +20,11 @@
 //
 // Rank 0 reads the cluster-wide progress row with a keyed (unrecorded) read
 // after each epoch and prints the epoch's training loss, then evaluates the
-// test set; the program fails if the loss did not go down.
+// test set; the process of rank 0 fails if the loss did not go down.
 //
-//   trainer --data examples/data [--workers 2] [--epochs 5] [--batch 100]
-//           [--lr 0.1] [--momentum 0.9] [--slack 0] [--train-images N]
+//   trainer --data examples/data [--workers 2 | --net] [--epochs 5]
+//           [--batch 100] [--lr 0.1] [--momentum 0.9] [--slack 0]
+//           [--train-images N]
 
 #include <algorithm>
 #include <cerrno>
@@ -59,7 +63,8 @@ void check(geeps_status status, const char *call) {
 
 struct Options {
     std::string data = "examples/data";
-    int workers = 2;
+    bool net = false;  // one worker of a network cluster, from the environment
+    int workers = 2;   // with --net: the cluster's world size
     int epochs = 5;
     int batch = 100;
     float lr = 0.1f;
@@ -294,6 +299,10 @@ void worker(Shared &s, int rank) {
 bool parse(int argc, char **argv, Options &o) {
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
+        if (a == "--net") {
+            o.net = true;
+            continue;
+        }
         if (i + 1 >= argc) return false;
         const char *v = argv[++i];
         if (a == "--data") o.data = v;
@@ -311,43 +320,81 @@ bool parse(int argc, char **argv, Options &o) {
 
 }  // namespace
 
+// Starts the cluster: this process's rank of a network cluster (--net), or
+// an in-process one with a thread per worker. Returns this process's ranks.
+std::vector<int> start_cluster(Shared &s) {
+    if (!s.opt.net) {
+        GEEPS(geeps_cluster_new(size_t(s.opt.workers), &s.cluster));
+        std::vector<int> ranks(size_t(s.opt.workers));
+        std::iota(ranks.begin(), ranks.end(), 0);
+        return ranks;
+    }
+    GEEPS(geeps_cluster_from_env(&s.cluster));
+    size_t rank = 0, world = 0;
+    GEEPS(geeps_cluster_rank(s.cluster, &rank));
+    GEEPS(geeps_cluster_world(s.cluster, &world));
+    s.opt.workers = int(world);
+    return {int(rank)};
+}
+
 int main(int argc, char **argv) {
     Shared s;
     if (!parse(argc, argv, s.opt)) {
         std::fprintf(stderr,
-                     "usage: %s --data DIR [--workers 2] [--epochs 5] [--batch 100] [--lr 0.1] [--momentum 0.9] "
-                     "[--slack 0] [--train-images N]\n",
+                     "usage: %s --data DIR [--workers 2 | --net] [--epochs 5] [--batch 100] [--lr 0.1] "
+                     "[--momentum 0.9] [--slack 0] [--train-images N]\n",
                      argv[0]);
         return 2;
     }
     const Options &o = s.opt;
+    std::vector<int> ranks;
     try {
         GEEPS(geeps_log_init(nullptr));
+        ranks = start_cluster(s);
         s.train = load(o.data, "train", o.train_images);
         s.test = load(o.data, "t10k", 0);
         // BSP waits for every worker at every clock, so all run the same
         // number of steps: as many as the smallest slice holds.
         s.steps_per_epoch = s.train.size() / size_t(o.workers) / size_t(o.batch);
         if (s.steps_per_epoch == 0) throw std::runtime_error("too few training images for one minibatch per worker");
-        GEEPS(geeps_cluster_new(size_t(o.workers), &s.cluster));
+    } catch (const std::exception &e) {
+        // Exit without freeing the cluster: a network cluster's release would
+        // wait for the other processes' workers to leave.
+        std::fprintf(stderr, "cpp_trainer: %s\n", e.what());
+        return 1;
+    }
+    const bool has_rank0 = ranks.front() == 0;
+    if (has_rank0) {
+        std::printf("cpp_trainer (libgeeps %s): %zu train / %zu test images, %d workers%s x batch %d, %zu steps per "
+                    "epoch, lr %g, momentum %g, slack %u\n",
+                    geeps_version(), s.train.size(), s.test.size(), o.workers, o.net ? " (processes)" : "", o.batch,
+                    s.steps_per_epoch, o.lr, o.momentum, o.slack);
+        std::fflush(stdout);
+    }
+
+    s.stats.resize(size_t(o.workers));
+    if (o.net) {
+        worker(s, ranks.front());
+    } else {
+        std::vector<std::thread> threads;
+        for (int rank : ranks) threads.emplace_back(worker, std::ref(s), rank);
+        for (auto &t : threads) t.join();
+    }
+    // A failed worker has left its cluster; exit at once (the other
+    // processes fail too, or geeps-launch stops them).
+    for (const auto &e : s.errors) std::fprintf(stderr, "cpp_trainer: %s\n", e.c_str());
+    if (!s.errors.empty()) return 1;
+    // Every instance is shut down; a network cluster now waits until the
+    // other processes' workers have left this rank's keeper, then stops it.
+    try {
+        GEEPS(geeps_cluster_shutdown(s.cluster));
+        GEEPS(geeps_cluster_free(s.cluster));
     } catch (const std::exception &e) {
         std::fprintf(stderr, "cpp_trainer: %s\n", e.what());
         return 1;
     }
-    std::printf("cpp_trainer (libgeeps %s): %zu train / %zu test images, %d workers x batch %d, %zu steps per epoch, "
-                "lr %g, momentum %g, slack %u\n",
-                geeps_version(), s.train.size(), s.test.size(), o.workers, o.batch, s.steps_per_epoch, o.lr,
-                o.momentum, o.slack);
-
-    s.stats.resize(size_t(o.workers));
-    std::vector<std::thread> threads;
-    for (int rank = 0; rank < o.workers; rank++) threads.emplace_back(worker, std::ref(s), rank);
-    for (auto &t : threads) t.join();
-    geeps_cluster_free(s.cluster);
-
-    for (const auto &e : s.errors) std::fprintf(stderr, "cpp_trainer: %s\n", e.c_str());
-    if (!s.errors.empty()) return 1;
-    for (const auto &line : s.stats) std::printf("%s\n", line.c_str());
+    for (int rank : ranks) std::printf("%s\n", s.stats[size_t(rank)].c_str());
+    if (!has_rank0) return 0;
     std::printf("final: train loss %.4f (epoch 1: %.4f), test accuracy %.2f%%\n", s.last_loss, s.first_loss,
                 s.test_accuracy * 100.0f);
     if (!(s.last_loss < s.first_loss) || !(s.test_accuracy > 0.5f)) {

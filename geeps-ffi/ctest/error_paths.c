@@ -1,14 +1,22 @@
 /*
  * The error paths of the geeps C API, driven from C: NULL pointers, unknown
  * and foreign handles, double posts, wrong-kind posts, calls out of order,
- * calls after shutdown, freed objects, bad values, cluster mismatches and a
- * timeout. After each failure the instance must still train correctly.
- * Built and run under AddressSanitizer by .ci/ffi.sh; prints
- * "N passed, N failed" and exits non-zero on any failure.
+ * calls after shutdown, freed objects, bad values, cluster mismatches, a
+ * timeout, and network clusters (bad addresses, world 0, ranks out of
+ * range, a broken environment, shutdown order) on loopback. After each
+ * failure the instance must still train correctly. Built and run under
+ * AddressSanitizer by .ci/ffi.sh; prints "N passed, N failed" and exits
+ * non-zero on any failure.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv, sockets */
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "geeps.h"
 
@@ -368,6 +376,11 @@ static void clusters(void) {
     EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_config_set_cluster(cfg, cluster, 2));
     MESSAGE_HAS("rank");
     EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_config_set_cluster(cfg, NULL, 0));
+    size_t n = 0;
+    OK(geeps_cluster_world(cluster, &n));
+    CHECK(n == 2);
+    EXPECT(GEEPS_STATUS_INVALID_ARGUMENT, geeps_cluster_rank(cluster, &n));
+    MESSAGE_HAS("one rank per worker");
 
     worker a = {0}, twin = {0}, b = {0};
     OK(geeps_config_set_cluster(cfg, cluster, 0));
@@ -411,6 +424,157 @@ static void clusters(void) {
     OK(geeps_config_free(cfg));
 }
 
+/* Binds 127.0.0.1:port (port 0: any free one) and writes the address it got
+ * as "127.0.0.1:PORT" into buf; returns 0 when the bind fails, that is when
+ * a socket listens there (SO_REUSEADDR, as keepers use it, so connections
+ * of a stopped keeper in TIME_WAIT do not count). The socket is closed, so
+ * the port is free for a keeper to take right after. */
+static int loopback_port(uint16_t port, char *buf, size_t cap) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int on = 1;
+    struct sockaddr_in a = {0};
+    socklen_t len = sizeof a;
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int ok = fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) == 0 &&
+             bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+             getsockname(fd, (struct sockaddr *)&a, &len) == 0;
+    if (fd >= 0) close(fd);
+    if (ok) snprintf(buf, cap, "127.0.0.1:%u", (unsigned)ntohs(a.sin_port));
+    return ok;
+}
+
+static uint16_t port_of(const char *address) { return (uint16_t)atoi(strrchr(address, ':') + 1); }
+
+static void network_clusters(void) {
+    char addr[32], other[32], scratch[32];
+    CHECK(loopback_port(0, addr, sizeof addr) && loopback_port(0, other, sizeof other));
+    const char *one[1] = {addr};
+    const char *two[2] = {addr, other};
+    geeps_cluster *c = (geeps_cluster *)&passed; /* must be cleared to NULL on failure */
+    size_t n = 0;
+
+    /* NULL out-pointers and arguments. */
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_cluster_connect(0, one, 1, NULL));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_cluster_connect_with(0, one, 1, NULL, NULL));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_cluster_from_env(NULL));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_cluster_connect(0, NULL, 2, &c));
+    MESSAGE_HAS("`addresses` is NULL");
+    CHECK(c == NULL);
+    const char *hole[2] = {addr, NULL};
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_cluster_connect(0, hole, 2, &c));
+    MESSAGE_HAS("addresses[1]");
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_cluster_rank(NULL, &n));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_cluster_world(NULL, &n));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_cluster_shutdown(NULL));
+
+    /* World 0, rank >= world, addresses that cannot be listened on. */
+    EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_cluster_connect(0, two, 0, &c));
+    MESSAGE_HAS("world 0");
+    EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_cluster_connect(2, two, 2, &c));
+    MESSAGE_HAS("rank 2 of world 2");
+    EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_cluster_connect(5, NULL, 0, &c));
+    const char *no_port[1] = {"127.0.0.1"};
+    EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_cluster_connect(0, no_port, 1, &c));
+    MESSAGE_HAS("cannot listen");
+    const char *bad_port[2] = {"127.0.0.1:99999", other};
+    EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_cluster_connect(0, bad_port, 2, &c));
+    const char *not_utf8[1] = {"\xff:1"};
+    EXPECT(GEEPS_STATUS_INVALID_ARGUMENT, geeps_cluster_connect(0, not_utf8, 1, &c));
+    MESSAGE_HAS("UTF-8");
+    CHECK(c == NULL);
+
+    /* A broken environment. */
+    unsetenv("GEEPS_HOSTFILE");
+    unsetenv("GEEPS_TOKEN");
+    unsetenv("GEEPS_LISTEN");
+    setenv("GEEPS_RANK", "2", 1);
+    setenv("GEEPS_WORLD_SIZE", "2", 1);
+    setenv("GEEPS_HOSTS", "127.0.0.1:1,127.0.0.1:2", 1);
+    EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_cluster_from_env(&c));
+    MESSAGE_HAS("GEEPS_RANK=2 is not below GEEPS_WORLD_SIZE=2");
+    setenv("GEEPS_RANK", "one", 1);
+    EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_cluster_from_env(&c));
+    MESSAGE_HAS("not a number");
+    CHECK(c == NULL);
+
+    /* Network options. */
+    geeps_net_options *o = NULL;
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_net_options_new(NULL));
+    OK(geeps_net_options_new(&o));
+    EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_net_options_set_connect_timeout_ms(o, 0));
+    EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_net_options_set_peer_timeout_ms(o, 500));
+    MESSAGE_HAS("heartbeat");
+    EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_net_options_set_shutdown_timeout_ms(o, 0));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_net_options_set_token(o, NULL));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_net_options_set_token(NULL, "x"));
+    EXPECT(GEEPS_STATUS_INVALID_ARGUMENT, geeps_cluster_connect_with(0, one, 1, (geeps_net_options *)&n, &c));
+    OK(geeps_net_options_set_token(o, "c-test"));
+    OK(geeps_net_options_set_peer_timeout_ms(o, 10000));
+    OK(geeps_net_options_set_shutdown_timeout_ms(o, 10000));
+
+    /* A cluster of one from the environment, trained through. */
+    setenv("GEEPS_RANK", "0", 1);
+    setenv("GEEPS_WORLD_SIZE", "1", 1);
+    setenv("GEEPS_HOSTS", addr, 1);
+    OK(geeps_cluster_from_env_with(o, &c));
+    n = 9;
+    OK(geeps_cluster_rank(c, &n));
+    CHECK(n == 0);
+    OK(geeps_cluster_world(c, &n));
+    CHECK(n == 1);
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_cluster_rank(c, NULL));
+    geeps_cluster *twin = NULL;
+    EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_cluster_connect_with(0, one, 1, o, &twin));
+    MESSAGE_HAS("cannot listen"); /* the keeper holds the address */
+    geeps_config *cfg = small_config();
+    EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_config_set_cluster(cfg, c, 1));
+    MESSAGE_HAS("geeps_cluster_rank");
+    OK(geeps_config_set_cluster(cfg, c, 0));
+    worker k = {0}, second = {0};
+    declare(&k, cfg);
+    record(&k);
+    OK(geeps_finish_virtual_iteration(k.ps));
+    OK(geeps_num_workers(k.ps, &n));
+    CHECK(n == 1);
+    for (int it = 0; it < 3; it++) iterate(&k, (float)it);
+    /* One instance per rank; the cluster outlives its running instance. */
+    declare(&second, cfg);
+    EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_virtual_clock(second.ps));
+    MESSAGE_HAS("already has an instance");
+    OK(geeps_free(second.ps));
+    EXPECT(GEEPS_STATUS_INVALID_STATE, geeps_cluster_shutdown(c));
+    MESSAGE_HAS("still running");
+    iterate(&k, 3.0f);
+    OK(geeps_shutdown(k.ps));
+    OK(geeps_cluster_shutdown(c));
+    OK(geeps_cluster_shutdown(c));
+    CHECK(loopback_port(port_of(addr), scratch, sizeof scratch)); /* the keeper stopped */
+    EXPECT(GEEPS_STATUS_SHUT_DOWN, geeps_config_set_cluster(cfg, c, 0));
+    OK(geeps_free(k.ps));
+    OK(geeps_cluster_free(c));
+    EXPECT(GEEPS_STATUS_INVALID_ARGUMENT, geeps_cluster_free(c));
+
+    /* Freed before its instance: the last release (here geeps_free) stops
+     * the instance first, then the keeper, without waiting its timeout. */
+    OK(geeps_cluster_connect_with(0, one, 1, o, &c));
+    OK(geeps_config_set_cluster(cfg, c, 0));
+    OK(geeps_cluster_free(c));
+    declare(&k, cfg);
+    OK(geeps_config_free(cfg));
+    record(&k);
+    OK(geeps_finish_virtual_iteration(k.ps));
+    iterate(&k, 0.0f);
+    iterate(&k, 1.0f);
+    CHECK(!loopback_port(port_of(addr), scratch, sizeof scratch));
+    OK(geeps_free(k.ps));
+    CHECK(loopback_port(port_of(addr), scratch, sizeof scratch));
+    OK(geeps_net_options_free(o));
+    EXPECT(GEEPS_STATUS_INVALID_ARGUMENT, geeps_net_options_free(o));
+    OK(geeps_net_options_free(NULL));
+}
+
 static void misc(void) {
     CHECK(strcmp(geeps_status_name(GEEPS_STATUS_TIMEOUT), "GEEPS_STATUS_TIMEOUT") == 0);
     CHECK(strcmp(geeps_status_name(-1), "GEEPS_STATUS_UNKNOWN") == 0);
@@ -426,6 +590,7 @@ int main(void) {
     bad_values();
     handles_and_posts();
     clusters();
+    network_clusters();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

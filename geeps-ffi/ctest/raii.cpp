@@ -1,7 +1,13 @@
 // The C++ wrapper include/geeps.hpp: guards post and discard on scope exit,
 // explicit posts report failures as geeps::Error with the status, keyed
-// calls, stats and plan text, two workers on threads. Built and run under
-// AddressSanitizer by .ci/ffi.sh; prints "N passed, N failed".
+// calls, stats and plan text, two workers on threads, a network cluster of
+// one on loopback. Built and run under AddressSanitizer by .ci/ffi.sh;
+// prints "N passed, N failed".
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -149,12 +155,61 @@ void two_workers() {
     CHECK(seen[0] == 10.0f && seen[1] == 10.0f);
 }
 
+// "127.0.0.1:PORT" with a port that was free a moment ago.
+std::string free_loopback_address() {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    socklen_t len = sizeof a;
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bool ok = fd >= 0 && bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0 &&
+              getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) == 0;
+    if (fd >= 0) close(fd);
+    if (!ok) throw std::runtime_error("no free loopback port");
+    return "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+}
+
+void network_cluster_of_one() {
+    THROWS(GEEPS_STATUS_INVALID_CONFIG, geeps::Cluster::connect(0, {}));
+    THROWS(GEEPS_STATUS_INVALID_ARGUMENT, geeps::Cluster(1).rank());
+    geeps::NetOptions opts;
+    opts.token("raii").shutdown_timeout_ms(10000);
+    THROWS(GEEPS_STATUS_INVALID_CONFIG, opts.connect_timeout_ms(0));
+    geeps::Cluster cluster = geeps::Cluster::connect(0, {free_loopback_address()}, &opts);
+    CHECK(cluster.rank() == 0 && cluster.world() == 1);
+    float seen = 0;
+    {
+        geeps::Instance ps(
+            geeps::Config().row_width(kWidth).device_memory(1 << 20).cluster(cluster, cluster.rank()));
+        geeps_table w = ps.parameter_table("w", kRows);
+        geeps_handle read = ps.virtual_read(w, geeps::rows(0, kRows));
+        geeps_handle grad = ps.virtual_pre_update(w, geeps::rows(0, kRows));
+        ps.virtual_update(grad);
+        ps.virtual_post_read(read);
+        ps.virtual_clock();
+        ps.finish_virtual_iteration();
+        for (int it = 0; it < 3; it++) {
+            auto params = ps.read(read);
+            auto delta = ps.pre_update(grad);
+            delta[0] = 1.0f;
+            delta.update();
+            params.post();
+            ps.clock();
+        }
+        seen = ps.read(read)[0];
+        THROWS(GEEPS_STATUS_INVALID_STATE, cluster.shutdown());  // its instance still runs
+    }
+    CHECK(seen == 3.0f);
+    cluster.shutdown();
+}
+
 }  // namespace
 
 int main() {
     try {
         single_worker();
         two_workers();
+        network_cluster_of_one();
     } catch (const std::exception &e) {
         failed++;
         std::fprintf(stderr, "unexpected: %s\n", e.what());

@@ -1,89 +1,215 @@
-//! `geeps_cluster`: an in-process cluster of N workers (one instance per
-//! worker, usually one thread each) and the claim on each of its ranks, so
-//! that two instances never join as the same worker. It owns no keeper
-//! logic; that is the engine's `InProcessCluster`.
+//! `geeps_cluster`: the cluster a worker joins, as C holds it. Either an
+//! in-process cluster (N workers in this process, one rank each) or this
+//! process's membership in a network cluster (geeps-net: one rank, its
+//! keeper shard, the transport to every keeper). It owns the claim on each
+//! rank, so that two instances never join as the same worker, and the order
+//! of shutdown: a network cluster stops only after every instance of this
+//! process that joined it has stopped. Keeper logic is the engine's and
+//! geeps-net's, never this file's.
 
 use std::sync::Arc;
 
 use geeps_core::{InProcessCluster, Transport};
+use geeps_net::NetCluster;
 use parking_lot::Mutex;
 
-use crate::guard::guard;
-use crate::marshal::write_out;
 use crate::registry::Registry;
 use crate::status::{Failure, FfiResult, GeepsStatus};
 
-/// An in-process cluster: N workers in one process sharing keeper shards.
-/// Opaque; create with `geeps_cluster_new`, free with `geeps_cluster_free`.
+/// A cluster of workers: in-process (`geeps_cluster_new`) or this process's
+/// rank of a network cluster (`geeps_cluster_from_env`,
+/// `geeps_cluster_connect`). Opaque; free with `geeps_cluster_free`.
 pub struct GeepsCluster {
-    cluster: InProcessCluster,
-    /// Per rank: whether an instance has joined as that worker.
-    taken: Mutex<Vec<bool>>,
+    backend: Backend,
+    ranks: Mutex<Ranks>,
+}
+
+enum Backend {
+    InProcess(InProcessCluster),
+    /// Locked (briefly) to hand out the transport, and for
+    /// `NetCluster::shutdown`, which takes `&mut`.
+    Net {
+        cluster: Box<Mutex<NetCluster>>,
+        rank: usize,
+        world: usize,
+    },
+}
+
+/// What became of one rank: joined once, by one instance, then left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RankState {
+    Free,
+    Joined,
+    Left,
+}
+
+struct Ranks {
+    states: Vec<RankState>,
+    /// `geeps_cluster_shutdown` was called: no instance may join any more.
+    closed: bool,
 }
 
 pub(crate) static CLUSTERS: Registry<GeepsCluster> = Registry::new("geeps_cluster");
 
-/// A rank of a cluster, held by the instance that joined as it.
+/// A rank of a cluster, held by the instance that joined as it. Dropping it
+/// marks the rank as left; the instance drops it after its engine stopped,
+/// so a network cluster released by this drop outlives the engine.
 pub(crate) struct RankClaim {
     cluster: Arc<GeepsCluster>,
     rank: usize,
 }
 
 impl GeepsCluster {
-    pub(crate) fn workers(&self) -> usize {
-        self.cluster.num_workers()
+    pub(crate) fn in_process(cluster: InProcessCluster) -> Self {
+        let workers = cluster.num_workers();
+        GeepsCluster { backend: Backend::InProcess(cluster), ranks: Ranks::new(workers) }
     }
 
-    /// Checks that `rank` is a rank of this cluster.
+    pub(crate) fn net(cluster: NetCluster) -> Self {
+        let (rank, world) = (cluster.rank(), cluster.world());
+        GeepsCluster {
+            backend: Backend::Net { cluster: Box::new(Mutex::new(cluster)), rank, world },
+            ranks: Ranks::new(world),
+        }
+    }
+
+    /// The number of workers (in-process) or ranks (network).
+    pub(crate) fn workers(&self) -> usize {
+        match &self.backend {
+            Backend::InProcess(c) => c.num_workers(),
+            Backend::Net { world, .. } => *world,
+        }
+    }
+
+    /// This process's rank of a network cluster; an in-process cluster has
+    /// one rank per worker, so it has none of its own.
+    pub(crate) fn own_rank(&self) -> FfiResult<usize> {
+        match &self.backend {
+            Backend::Net { rank, .. } => Ok(*rank),
+            Backend::InProcess(c) => Err(Failure::invalid(format!(
+                "an in-process cluster has one rank per worker (0..{}), chosen with geeps_config_set_cluster; \
+                 only a network cluster has a rank of its own",
+                c.num_workers()
+            ))),
+        }
+    }
+
+    /// Checks that an instance of this process may join as `rank`.
     pub(crate) fn check_rank(&self, rank: usize) -> FfiResult {
-        self.cluster.transport(rank)?;
+        if self.ranks.lock().closed {
+            return Err(Failure::new(GeepsStatus::ShutDown, "the cluster is shut down (geeps_cluster_shutdown)"));
+        }
+        match &self.backend {
+            Backend::InProcess(c) => {
+                c.transport(rank)?;
+            }
+            Backend::Net { rank: own, world, .. } if rank != *own => {
+                return Err(Failure::new(
+                    GeepsStatus::InvalidConfig,
+                    format!(
+                        "rank {rank} requested, but this process is rank {own} of its network cluster of {world}; \
+                         pass the value of geeps_cluster_rank"
+                    ),
+                ));
+            }
+            Backend::Net { .. } => {}
+        }
         Ok(())
     }
 
     /// Claims `rank` for one instance and returns its transport.
     pub(crate) fn claim(self: &Arc<Self>, rank: usize) -> FfiResult<(RankClaim, Arc<dyn Transport>)> {
-        let transport = self.cluster.transport(rank)?;
-        let mut taken = self.taken.lock();
-        if taken[rank] {
+        self.check_rank(rank)?;
+        let transport = match &self.backend {
+            Backend::InProcess(c) => c.transport(rank)?,
+            Backend::Net { cluster, .. } => cluster.lock().transport(),
+        };
+        let mut ranks = self.ranks.lock();
+        if ranks.closed {
+            return Err(Failure::new(GeepsStatus::ShutDown, "the cluster is shut down (geeps_cluster_shutdown)"));
+        }
+        if ranks.states[rank] != RankState::Free {
             return Err(Failure::new(
                 GeepsStatus::InvalidConfig,
                 format!("rank {rank} of this cluster already has an instance; give each worker its own rank"),
             ));
         }
-        taken[rank] = true;
+        ranks.states[rank] = RankState::Joined;
         Ok((RankClaim { cluster: self.clone(), rank }, transport))
+    }
+
+    /// Stops the cluster once no instance of this process is running in it:
+    /// a network cluster waits (up to its shutdown timeout) until every
+    /// worker has left this rank's keeper, then stops the keeper. Idempotent.
+    pub(crate) fn shutdown(&self) -> FfiResult {
+        {
+            let mut ranks = self.ranks.lock();
+            if let Some(rank) = ranks.states.iter().position(|s| *s == RankState::Joined) {
+                return Err(Failure::new(
+                    GeepsStatus::InvalidState,
+                    format!(
+                        "the instance of rank {rank} is still running; shut it down (geeps_shutdown) or free it \
+                         before the cluster"
+                    ),
+                ));
+            }
+            ranks.closed = true;
+        }
+        match &self.backend {
+            Backend::InProcess(_) => Ok(()),
+            Backend::Net { cluster, .. } => Ok(cluster.lock().shutdown()?),
+        }
+    }
+}
+
+impl Ranks {
+    fn new(n: usize) -> Mutex<Self> {
+        Mutex::new(Ranks { states: vec![RankState::Free; n], closed: false })
     }
 }
 
 impl RankClaim {
     /// Gives the rank back, for an instance that failed to join.
     pub(crate) fn release(self) {
-        self.cluster.taken.lock()[self.rank] = false;
+        self.cluster.ranks.lock().states[self.rank] = RankState::Free;
     }
 }
 
-/// Creates an in-process cluster of `workers` workers, with one keeper shard
-/// per worker. Give each worker's config the cluster and its rank with
-/// `geeps_config_set_cluster`.
-#[no_mangle]
-pub extern "C" fn geeps_cluster_new(workers: usize, out: *mut *mut GeepsCluster) -> GeepsStatus {
-    guard(|| {
-        crate::marshal::clear_out(out);
-        crate::marshal::require(out, "out")?;
-        let cluster = InProcessCluster::new(workers)?;
-        let taken = Mutex::new(vec![false; workers]);
-        write_out(out, "out", CLUSTERS.insert(GeepsCluster { cluster, taken }))
-    })
+impl Drop for RankClaim {
+    fn drop(&mut self) {
+        let mut ranks = self.cluster.ranks.lock();
+        if ranks.states[self.rank] == RankState::Joined {
+            ranks.states[self.rank] = RankState::Left;
+        }
+    }
 }
 
-/// Frees a cluster handle. Configs and instances that use the cluster keep
-/// it alive until they are freed. Freeing NULL does nothing.
-#[no_mangle]
-pub extern "C" fn geeps_cluster_free(cluster: *mut GeepsCluster) -> GeepsStatus {
-    guard(|| {
-        if !cluster.is_null() {
-            CLUSTERS.remove(cluster, "cluster")?;
-        }
-        Ok(())
-    })
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status<T>(r: FfiResult<T>) -> GeepsStatus {
+        r.err().map_or(GeepsStatus::Ok, |f| f.status)
+    }
+
+    #[test]
+    fn a_rank_is_joined_once_and_shutdown_waits_for_its_instance() {
+        let cluster = Arc::new(GeepsCluster::in_process(InProcessCluster::new(2).unwrap()));
+        assert_eq!(cluster.workers(), 2);
+        assert_eq!(status(cluster.own_rank()), GeepsStatus::InvalidArgument);
+        assert_eq!(status(cluster.check_rank(2)), GeepsStatus::InvalidConfig);
+
+        let (failed, _) = cluster.claim(0).unwrap();
+        failed.release();
+        let (claim, _) = cluster.claim(0).unwrap();
+        assert_eq!(status(cluster.claim(0)), GeepsStatus::InvalidConfig);
+        assert_eq!(status(cluster.shutdown()), GeepsStatus::InvalidState, "rank 0 still runs");
+        drop(claim);
+        assert_eq!(status(cluster.claim(0)), GeepsStatus::InvalidConfig, "a rank that left is not reused");
+
+        cluster.shutdown().unwrap();
+        cluster.shutdown().unwrap();
+        assert_eq!(status(cluster.claim(1)), GeepsStatus::ShutDown);
+        assert_eq!(status(cluster.check_rank(1)), GeepsStatus::ShutDown);
+    }
 }

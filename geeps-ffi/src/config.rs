@@ -1,8 +1,7 @@
 //! `geeps_config`: an opaque configuration object with one setter per field,
-//! so fields can be added (the network bootstrap: rank, world size, hosts)
-//! without changing the layout of anything C holds. Each setter checks the
-//! value with the engine's own validation and leaves the config unchanged
-//! when it fails; it never invents a rule of its own.
+//! so fields can be added without changing the layout of anything C holds.
+//! Each setter checks the value with the engine's own validation and leaves
+//! the config unchanged when it fails; it never invents a rule of its own.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,7 +27,7 @@ pub struct GeepsConfig {
 #[derive(Clone)]
 pub(crate) struct Settings {
     pub(crate) config: Config,
-    /// The in-process cluster and this worker's rank; None: a cluster of one.
+    /// The cluster and this worker's rank; None: a cluster of one.
     pub(crate) cluster: Option<(Arc<GeepsCluster>, usize)>,
 }
 
@@ -114,9 +113,11 @@ pub extern "C" fn geeps_config_set_wait_deadline_ms(config: *mut GeepsConfig, ms
     set(config, |c| c.wait_deadline = Duration::from_millis(ms))
 }
 
-/// Makes instances created from this config worker `rank` of the in-process
-/// `cluster` (`0 <= rank < workers`). Each rank may be joined by one
-/// instance, once. The config keeps the cluster alive.
+/// Makes instances created from this config worker `rank` of `cluster`.
+/// In-process: `0 <= rank < workers`. Network: `rank` must be this
+/// process's own rank, the value of `geeps_cluster_rank` (else
+/// `GEEPS_STATUS_INVALID_CONFIG`). Each rank may be joined by one instance,
+/// once. The config keeps the cluster alive.
 #[no_mangle]
 pub extern "C" fn geeps_config_set_cluster(
     config: *mut GeepsConfig,

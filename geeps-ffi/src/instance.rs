@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 use geeps_core::{Geeps, RawBuffer, ReleaseAs, Result as CoreResult, TableKind};
 use parking_lot::Mutex;
 
+use crate::cluster::RankClaim;
 use crate::config::Settings;
 use crate::held::{Entry, Held, Key, Kind};
 use crate::registry::Registry;
@@ -17,8 +18,12 @@ use crate::status::{Failure, FfiResult, GeepsStatus};
 /// One geeps instance: one worker of a data-parallel job. Opaque; create
 /// with `geeps_new`, free with `geeps_free`.
 pub struct GeepsInstance {
-    /// Set once, when the instance joins its cluster.
+    /// Set once, when the instance joins its cluster. Declared first so it
+    /// drops first: the engine stops before its rank and its cluster (which
+    /// `claim` and `declaring` hold) are released.
     geeps: OnceLock<Geeps>,
+    /// The rank this instance joined as, until it shuts down.
+    claim: Mutex<Option<RankClaim>>,
     declaring: Mutex<Declaring>,
     held: Mutex<Held>,
 }
@@ -37,6 +42,7 @@ impl GeepsInstance {
     pub(crate) fn new(settings: Settings) -> Self {
         GeepsInstance {
             geeps: OnceLock::new(),
+            claim: Mutex::new(None),
             declaring: Mutex::new(Declaring { settings, tables: Vec::new(), shut_down: false }),
             held: Mutex::new(Held::default()),
         }
@@ -100,8 +106,11 @@ impl GeepsInstance {
             None => None,
         };
         match builder.build() {
-            // We hold `declaring` and saw the cell empty, so this sets it.
-            Ok(g) => Ok(self.geeps.get_or_init(|| g)),
+            Ok(g) => {
+                *self.claim.lock() = claim;
+                // We hold `declaring` and saw the cell empty, so this sets it.
+                Ok(self.geeps.get_or_init(|| g))
+            }
             Err(e) => {
                 if let Some(claim) = claim {
                     claim.release();
@@ -127,7 +136,13 @@ impl GeepsInstance {
     pub(crate) fn shutdown(&self) -> FfiResult {
         let mut d = self.declaring.lock();
         match self.geeps.get() {
-            Some(g) => Ok(g.shutdown()?),
+            Some(g) => {
+                g.shutdown()?;
+                // The engine has left its cluster: mark its rank as left,
+                // so that the cluster may shut down.
+                self.claim.lock().take();
+                Ok(())
+            }
             None => {
                 d.shut_down = true;
                 Ok(())

@@ -9,6 +9,7 @@
 //! of a failure in a thread-local string read by `geeps_last_error_message`.
 
 // Internals.
+mod cluster;
 mod held;
 mod instance;
 mod marshal;
@@ -21,7 +22,11 @@ mod guard;
 
 mod config;
 
-mod cluster;
+mod cluster_calls;
+
+mod net_options;
+
+mod net_cluster;
 
 mod lifecycle;
 
@@ -39,6 +44,7 @@ pub use cluster::GeepsCluster;
 pub use config::GeepsConfig;
 pub use instance::GeepsInstance;
 pub use keyed_calls::GeepsBuffer;
+pub use net_options::GeepsNetOptions;
 pub use report::{GeepsCallKind, GeepsCallStats, GeepsPlan, GeepsStats};
 pub use status::GeepsStatus;
 
