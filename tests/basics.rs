@@ -137,3 +137,22 @@ fn handles_of_another_instance_and_wrong_kind_are_rejected() {
     assert_eq!(r.rows(), 2);
     let _ = Arc::new(());
 }
+
+/// A recording with clocks but no acquisitions leaves nothing to prefetch;
+/// keyed calls and clocks still work.
+#[test]
+fn clock_only_recording_does_not_stall() {
+    let mut b = Geeps::builder(config());
+    let w = b.parameter_table("w", 2);
+    let ps = b.build().unwrap();
+    ps.virtual_table_clock(w).unwrap();
+    ps.finish_virtual_iteration().unwrap();
+    for _ in 0..3 {
+        let mut up = ps.pre_update_keys(&keys(w, 0..2)).unwrap();
+        up.as_mut_slice().unwrap().fill(1.0);
+        up.update().unwrap();
+        ps.table_clock(w).unwrap();
+    }
+    let r = ps.read_keys(&keys(w, 0..2), Slack::BSP).unwrap();
+    assert!(r.as_slice().unwrap().iter().all(|v| *v == 3.0));
+}

@@ -24,7 +24,9 @@ pub(crate) fn fill_of(kind: &OpKind) -> Option<Fill> {
 
 pub(crate) fn run(sh: Arc<Shared>) {
     let n = sh.ops.len();
-    if n == 0 {
+    // Nothing to prefetch (no recording, or only clocks and releases): walking
+    // the sequence would spin forever without reaching an acquisition.
+    if !sh.ops.iter().any(|op| op.kind.is_acquire()) {
         return;
     }
     let mut staging = Staging::default();
