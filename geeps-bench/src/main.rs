@@ -69,6 +69,10 @@ struct RunArgs {
     /// diagnosis; the figure is then incomplete).
     #[arg(long)]
     filter: Option<String>,
+    /// Use this host factor instead of the one measured from raw TCP (to
+    /// compare runs on the same emulated machine).
+    #[arg(long)]
+    host_factor: Option<f64>,
 }
 
 #[derive(Args, Clone)]
@@ -142,8 +146,15 @@ fn large(s: &Settings, c: &Calibration, paths: &Paths) -> Result<()> {
 type Figure = fn(&Settings, &Calibration, &Paths) -> Result<()>;
 
 fn run_figures(args: &RunArgs, figures: &[Figure]) -> Result<()> {
+    if let Some(h) = args.host_factor.filter(|h| !(h.is_finite() && *h > 0.0)) {
+        return Err(BenchError::msg(format!("--host-factor {h}: give a positive number")));
+    }
     let start = Instant::now();
-    let s = Settings { filter: args.filter.clone(), ..Settings::new(args.quick, args.workers) };
+    let s = Settings {
+        filter: args.filter.clone(),
+        host_factor: args.host_factor,
+        ..Settings::new(args.quick, args.workers)
+    };
     let paths = Paths { dir: args.out.clone() };
     std::fs::create_dir_all(&paths.dir)?;
     let c = calibrate::run(&s)?;

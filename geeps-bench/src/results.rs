@@ -85,7 +85,8 @@ pub struct Calibration {
     pub raw_tcp_bytes_per_second: f64,
     /// The paper's network per machine, in + out: 12 Gbit/s measured, each way.
     pub paper_bytes_per_second: f64,
-    /// `paper_bytes_per_second / raw_tcp_bytes_per_second`.
+    /// `paper_bytes_per_second / raw_tcp_bytes_per_second`, unless given
+    /// with `--host-factor`.
     pub host_factor: f64,
 }
 

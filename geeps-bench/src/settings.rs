@@ -20,6 +20,9 @@ pub struct Settings {
     /// or the memory budgets whose "NN%" label, contains this (diagnosis;
     /// the figure is then incomplete).
     pub filter: Option<String>,
+    /// A host factor to use instead of the measured one (to compare runs on
+    /// the same emulated machine).
+    pub host_factor: Option<f64>,
     /// Repeats of every measurement; figures are medians.
     pub repeats: usize,
     /// Raw TCP exchange that measures this machine's network (host factor).
@@ -48,6 +51,7 @@ impl Settings {
                 quick,
                 workers,
                 filter: None,
+                host_factor: None,
                 repeats: 1,
                 calibration: ExchangeJob { bytes: 2 << 20, rounds: 10 },
                 exchange: ExchangeJob { bytes: 2 << 20, rounds: 10 },
@@ -66,6 +70,7 @@ impl Settings {
                 quick,
                 workers,
                 filter: None,
+                host_factor: None,
                 repeats: 3,
                 calibration: ExchangeJob { bytes: 8 << 20, rounds: 30 },
                 exchange: ExchangeJob { bytes: 8 << 20, rounds: 30 },
