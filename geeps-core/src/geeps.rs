@@ -394,13 +394,11 @@ impl Geeps {
         recorder: Recorder,
         pull_rx: Vec<Receiver<PullMsg>>,
     ) -> Result<(), (Error, Recorder, Vec<Receiver<PullMsg>>)> {
-        let ops_copy = recorder.ops.clone();
-        let fail = |e: Error, pull_rx| (e, Recorder { ops: ops_copy.clone() }, pull_rx);
-        let ops = match recorder.finish() {
-            Ok(ops) => ops,
-            Err(e) => return Err(fail(e, pull_rx)),
-        };
-        match self.build_shared(ops) {
+        // On failure the recording is handed back intact, so it can be fixed and finished again.
+        if let Err(e) = recorder.check() {
+            return Err((e, recorder, pull_rx));
+        }
+        match self.build_shared(recorder.ops.clone()) {
             Ok((shared, plan)) => {
                 self.spawn(shared.clone(), pull_rx).map_err(|e| (e, Recorder::default(), Vec::new()))?;
                 shared.stats.reset();
@@ -408,7 +406,7 @@ impl Geeps {
                 let _ = self.running.set(Running { shared, plan });
                 Ok(())
             }
-            Err(e) => Err(fail(e, pull_rx)),
+            Err(e) => Err((e, recorder, pull_rx)),
         }
     }
 

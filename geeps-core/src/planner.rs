@@ -293,7 +293,8 @@ mod tests {
             r.release(p, OpKind::PostRead { acquire: p }, "read").unwrap();
             r.release(a, OpKind::PostLocalAccess { acquire: a, save: true }, "local_access").unwrap();
         }
-        (tables, r.finish().unwrap())
+        r.check().unwrap();
+        (tables, r.ops)
     }
 
     const RB: usize = 4; // row width 1

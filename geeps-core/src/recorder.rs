@@ -126,7 +126,7 @@ impl Recorder {
     }
 
     /// Checks the finished recording: every acquisition must be released.
-    pub(crate) fn finish(self) -> Result<Vec<RecordedOp>> {
+    pub(crate) fn check(&self) -> Result<()> {
         if let Some((pos, op)) =
             self.ops.iter().enumerate().find(|(_, op)| op.kind.is_acquire() && op.release.is_none())
         {
@@ -135,7 +135,7 @@ impl Recorder {
                 op.kind.name()
             )));
         }
-        Ok(self.ops)
+        Ok(())
     }
 }
 
@@ -157,6 +157,6 @@ mod tests {
         let u = r.acquire(OpKind::PreUpdate, keys());
         assert!(r.release(u, OpKind::PostRead { acquire: u }, "read").is_err(), "wrong kind");
         assert!(r.release(99, OpKind::PostRead { acquire: 99 }, "read").is_err(), "unknown");
-        assert!(matches!(r.finish(), Err(Error::InvalidHandle(m)) if m.contains("never released")));
+        assert!(matches!(r.check(), Err(Error::InvalidHandle(m)) if m.contains("never released")));
     }
 }
