@@ -21,6 +21,7 @@ use crate::engine::access::{self, Fill, Staging};
 use crate::engine::allocator::{self, fill_of};
 use crate::engine::puller::{self, PullMsg};
 use crate::engine::reclaimer::{self, Release};
+use crate::engine::write_counts::WriteCounts;
 use crate::engine::{pusher, Acquired, Shared, WaitPolicy};
 use crate::error::{Error, Result};
 use crate::index::{self, AccessPlan};
@@ -140,7 +141,7 @@ impl GeepsBuilder {
         let app = AppState {
             cursor: 0,
             clocks: vec![0; tables.len()],
-            writes: vec![0; tables.len()],
+            writes: WriteCounts::new(tables.len()),
             live: HashMap::new(),
             next_ticket: 1,
         };
@@ -205,7 +206,7 @@ struct AppState {
     cursor: usize,
     clocks: Vec<u64>,
     /// Writes (updates, saving local posts) issued per table.
-    writes: Vec<u64>,
+    writes: WriteCounts,
     live: HashMap<u64, Live>,
     next_ticket: u64,
 }
@@ -781,14 +782,14 @@ impl Geeps {
         fill: Fill,
         plan: &AccessPlan,
         clocks: &[u64],
-        writes: &[u64],
+        writes: &WriteCounts,
     ) -> Result<Acquired> {
         sh.stats.slow_path.fetch_add(1, Ordering::Relaxed);
         let policy = WaitPolicy { deadline: Some(Instant::now() + self.config.wait_deadline), log: true };
         let abort = || sh.failure();
         self.set_paused(sh, &self.app.lock(), true);
         let mut staging = Staging::default();
-        let result = access::acquire(sh, fill, plan, &|t| clocks[t], &|t| writes[t], policy, &abort, &mut staging);
+        let result = access::acquire(sh, fill, plan, &|t| clocks[t], writes, policy, &abort, &mut staging);
         self.set_paused(sh, &self.app.lock(), false);
         result
     }
@@ -857,9 +858,7 @@ impl Geeps {
         };
         let writes = how == ReleaseAs::Update || (live.kind == LiveKind::Local && save);
         if writes {
-            for &t in &live.plan.tables {
-                app.writes[t] += 1;
-            }
+            app.writes.count(&live.plan);
         }
         let n = sh.ops.len();
         let recorded_as = live.release_at.map(|r| &sh.ops[r].kind);
@@ -938,7 +937,7 @@ fn live_kind(fill: Fill) -> LiveKind {
 }
 
 /// Whether a prefetched buffer satisfies the call as actually made.
-fn valid(sh: &Shared, fill: Fill, acq: &Acquired, clocks: &[u64], writes: &[u64]) -> bool {
+fn valid(sh: &Shared, fill: Fill, acq: &Acquired, clocks: &[u64], writes: &WriteCounts) -> bool {
     if let Fill::Read(slack) = fill {
         for &(t, age) in &acq.ages {
             if slack.required_age(clocks[t]).is_some_and(|r| age < r) {
@@ -950,7 +949,8 @@ fn valid(sh: &Shared, fill: Fill, acq: &Acquired, clocks: &[u64], writes: &[u64]
     if matches!(fill, Fill::Zero) || !(local || sh.config.read_my_writes) {
         return true;
     }
-    acq.writes_seen.iter().all(|&(t, seen)| seen >= writes[t])
+    let in_place = acq.buffer.is_none();
+    acq.writes_seen.iter().all(|&(t, seen)| seen >= writes.relevant(t, in_place))
 }
 
 impl Drop for Geeps {

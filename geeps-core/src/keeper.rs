@@ -3,16 +3,21 @@
 //! Transport-agnostic: the in-process transport and geeps-net both host it.
 //! It must never block, spawn threads or know how messages travel.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 
 use crate::error::{Error, Result};
 use crate::table::{partition_range, TableKind, TableSpec};
-use crate::transport::{add_bytes, bytes_from_floats, Publish, UpdateBatch};
+use crate::transport::{add_bytes, bytes_from_shared, Publish, UpdateBatch};
 use crate::vector_clock::VectorClock;
 
 struct ShardTable {
     /// Floats of this shard's partition (rows × width); empty for local tables.
-    data: Vec<f32>,
+    /// Shared with the publications still being sent: the next apply copies
+    /// only if one of them is still held (copy on write), so publishing never
+    /// copies the partition.
+    data: Arc<Vec<f32>>,
     clock: VectorClock,
     parameter: bool,
 }
@@ -32,7 +37,11 @@ impl KeeperShard {
             .map(|t| {
                 let parameter = t.kind == TableKind::Parameter;
                 let rows = if parameter { partition_range(t.rows, num_shards, shard).len() } else { 0 };
-                ShardTable { data: vec![0.0; rows * row_width], clock: VectorClock::new(num_workers), parameter }
+                ShardTable {
+                    data: Arc::new(vec![0.0; rows * row_width]),
+                    clock: VectorClock::new(num_workers),
+                    parameter,
+                }
             })
             .collect();
         KeeperShard { shard, row_width, tables }
@@ -74,7 +83,14 @@ impl KeeperShard {
         }
         if let Some(deltas) = &batch.deltas {
             // Length is checked before anything is added: a bad batch changes nothing.
-            add_bytes(&mut t.data, deltas)?;
+            if deltas.len() != t.data.len() * 4 {
+                return Err(Error::Mismatch(format!(
+                    "row payload of {} bytes, expected {}",
+                    deltas.len(),
+                    t.data.len() * 4
+                )));
+            }
+            add_bytes(Arc::make_mut(&mut t.data).as_mut_slice(), deltas)?;
         }
         let t = self.table_mut(batch.table, batch.partition)?;
         let advanced = t.clock.tick(worker, batch.clock)?;
@@ -101,7 +117,7 @@ impl KeeperShard {
             partition: self.shard as u32,
             age: t.clock.min(),
             included: t.clock.entries().to_vec(),
-            rows: bytes_from_floats(&t.data),
+            rows: bytes_from_shared(t.data.clone()),
         }
     }
 
@@ -124,7 +140,7 @@ impl KeeperShard {
 
     /// Dense rows of a table's partition (for checkpoints and tests).
     pub fn rows(&self, table: u32) -> Option<Bytes> {
-        self.tables.get(table as usize).filter(|t| t.parameter).map(|t| bytes_from_floats(&t.data))
+        self.tables.get(table as usize).filter(|t| t.parameter).map(|t| bytes_from_shared(t.data.clone()))
     }
 }
 

@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicU64;
 
 use crate::device::host::{run_row_kernel, RowOp};
 use crate::device::{DevicePtr, PinnedBuf, RowPair, StreamId};
+use crate::engine::write_counts::WriteCounts;
 use crate::engine::{Acquired, Shared, WaitPolicy};
 use crate::error::{Error, Result};
 use crate::index::{AccessPlan, Target};
@@ -105,15 +106,15 @@ pub(crate) fn behind(included: &[u64], me: usize) -> String {
     }
 }
 
-/// Fills a buffer for one acquisition. `clock_of` and `writes_of` give, per
-/// table, the application's clock and writes issued at this call.
+/// Fills a buffer for one acquisition. `clock_of` gives, per table, the
+/// application's clock at this call, and `issued` the writes it had issued.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn acquire(
     sh: &Shared,
     fill: Fill,
     plan: &AccessPlan,
     clock_of: &dyn Fn(usize) -> u64,
-    writes_of: &dyn Fn(usize) -> u64,
+    issued: &WriteCounts,
     policy: WaitPolicy,
     abort: &dyn Fn() -> Option<Error>,
     staging: &mut Staging,
@@ -121,19 +122,20 @@ pub(crate) fn acquire(
     let w = sh.width();
     // Earlier writes to these tables must be applied first (read-my-writes,
     // and local data saved before it is fetched again).
+    let in_place = plan.in_place.is_some();
     let mut writes_seen = Vec::with_capacity(plan.tables.len());
     {
         let mut applied = sh.writes.lock();
         for &t in &plan.tables {
             let local = matches!(fill, Fill::Local { .. });
-            let needed = writes_of(t);
+            let needed = issued.relevant(t, in_place);
             if (local || sh.config.read_my_writes) && !matches!(fill, Fill::Zero) {
                 let name = &sh.tables[t].name;
-                sh.wait(&mut applied, &sh.writes_cond, policy, |a| a[t] >= needed, abort, &|a| {
-                    format!("earlier writes to table `{name}` to be applied ({} of {needed})", a[t])
+                sh.wait(&mut applied, &sh.writes_cond, policy, |a| a.relevant(t, in_place) >= needed, abort, &|a| {
+                    format!("earlier writes to table `{name}` to be applied ({} of {needed})", a.relevant(t, in_place))
                 })?;
             }
-            writes_seen.push((t, applied[t]));
+            writes_seen.push((t, applied.relevant(t, in_place)));
         }
     }
 

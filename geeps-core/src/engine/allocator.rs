@@ -48,9 +48,7 @@ pub(crate) fn run(sh: Arc<Shared>) {
                     OpKind::TableClock { table } => c.clocks[table.0 as usize] += 1,
                     OpKind::Update { acquire } | OpKind::PostLocalAccess { acquire, save: true } => {
                         if let Some(plan) = &sh.plans[*acquire] {
-                            for &t in &plan.tables {
-                                c.writes[t] += 1;
-                            }
+                            c.writes.count(plan);
                         }
                     }
                     OpKind::PostRead { .. } | OpKind::PostLocalAccess { .. } => {}
@@ -77,16 +75,8 @@ pub(crate) fn run(sh: Arc<Shared>) {
                 None
             }
         };
-        let result = access::acquire(
-            &sh,
-            fill,
-            plan,
-            &|t| clocks[t],
-            &|t| writes[t],
-            WaitPolicy::BACKGROUND,
-            &abort,
-            &mut staging,
-        );
+        let result =
+            access::acquire(&sh, fill, plan, &|t| clocks[t], &writes, WaitPolicy::BACKGROUND, &abort, &mut staging);
 
         let mut c = sh.control.lock();
         if c.epoch == epoch && !c.shutdown {

@@ -8,6 +8,7 @@ pub(crate) mod allocator;
 pub(crate) mod puller;
 pub(crate) mod pusher;
 pub(crate) mod reclaimer;
+pub(crate) mod write_counts;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,6 +26,7 @@ use crate::recorder::RecordedOp;
 use crate::stats::StatsCollector;
 use crate::store::Stores;
 use crate::table::TableSpec;
+use write_counts::WriteCounts;
 
 /// A filled buffer ready for the application.
 pub(crate) struct Acquired {
@@ -34,7 +36,8 @@ pub(crate) struct Acquired {
     pub(crate) floats: usize,
     /// Per parameter table read: the data age the buffer was filled at.
     pub(crate) ages: Vec<(usize, u64)>,
-    /// Per table: the writes applied before the buffer was filled.
+    /// Per table: the writes applied before the buffer was filled (the
+    /// counter this acquisition orders itself after).
     pub(crate) writes_seen: Vec<(usize, u64)>,
 }
 
@@ -54,7 +57,7 @@ pub(crate) struct Control {
     /// Predicted clock per table at `cursor`.
     pub(crate) clocks: Vec<u64>,
     /// Predicted writes issued per table at `cursor`.
-    pub(crate) writes: Vec<u64>,
+    pub(crate) writes: WriteCounts,
     pub(crate) ready: VecDeque<Prefetched>,
     /// Acquisitions of this epoch ready or in progress.
     pub(crate) ahead: usize,
@@ -78,7 +81,7 @@ pub(crate) struct Shared {
     pub(crate) acquires_per_iteration: usize,
     pub(crate) pool: BufferPool,
     /// Writes applied by the reclaimer, per table.
-    pub(crate) writes: Mutex<Vec<u64>>,
+    pub(crate) writes: Mutex<WriteCounts>,
     pub(crate) writes_cond: Condvar,
     pub(crate) control: Mutex<Control>,
     pub(crate) control_cond: Condvar,
@@ -136,13 +139,13 @@ impl Shared {
             ops,
             plans,
             acquires_per_iteration,
-            writes: Mutex::new(vec![0; n]),
+            writes: Mutex::new(WriteCounts::new(n)),
             writes_cond: Condvar::new(),
             control: Mutex::new(Control {
                 epoch: 0,
                 cursor: 0,
                 clocks: vec![0; n],
-                writes: vec![0; n],
+                writes: WriteCounts::new(n),
                 ready: VecDeque::new(),
                 ahead: 0,
                 paused: false,

@@ -58,10 +58,6 @@ pub(crate) fn run(sh: Arc<Shared>, rx: Receiver<Release>, pushers: Vec<Sender<Up
 }
 
 fn bump_writes(sh: &Shared, plan: &AccessPlan) {
-    let mut w = sh.writes.lock();
-    for &t in &plan.tables {
-        w[t] += 1;
-    }
-    drop(w);
+    sh.writes.lock().count(plan);
     sh.writes_cond.notify_all();
 }

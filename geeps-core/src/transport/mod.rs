@@ -133,6 +133,27 @@ pub(crate) fn bytes_from_vec(values: Vec<f32>) -> Bytes {
     }
 }
 
+/// Shared floats owned as bytes, for `Bytes::from_owner`.
+struct SharedFloatBytes(Arc<Vec<f32>>);
+
+impl AsRef<[u8]> for SharedFloatBytes {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: a float vector viewed as its bytes; the Arc keeps it alive
+        // and nobody mutates it while shared (writers use `Arc::make_mut`).
+        unsafe { std::slice::from_raw_parts(self.0.as_ptr() as *const u8, self.0.len() * 4) }
+    }
+}
+
+/// Views shared floats as `Bytes` without copying (little-endian hosts; a
+/// converting copy elsewhere). The floats stay shared until the bytes drop.
+pub(crate) fn bytes_from_shared(values: Arc<Vec<f32>>) -> Bytes {
+    if cfg!(target_endian = "little") {
+        Bytes::from_owner(SharedFloatBytes(values))
+    } else {
+        bytes_from_floats(&values)
+    }
+}
+
 /// Copies floats into dense little-endian bytes.
 pub(crate) fn bytes_from_floats(values: &[f32]) -> Bytes {
     if cfg!(target_endian = "little") {
