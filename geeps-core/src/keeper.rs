@@ -147,7 +147,7 @@ impl KeeperShard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::floats_from_bytes;
+    use crate::transport::{bytes_from_floats, floats_from_bytes};
 
     fn specs() -> Vec<TableSpec> {
         vec![
@@ -171,6 +171,23 @@ mod tests {
         let mut rows = [0.0; 2];
         floats_from_bytes(&p.rows, &mut rows).unwrap();
         assert_eq!(rows, [11.0, 22.0]);
+    }
+
+    #[test]
+    fn a_held_publication_is_a_snapshot() {
+        let mut k = KeeperShard::new(0, 1, 1, 2, &specs());
+        let first = k.apply(&batch(0, 0, Some(vec![1.0; 8]))).unwrap().unwrap();
+        // Still held (as by a socket writer) while the next clock is applied.
+        let second = k.apply(&batch(0, 1, Some(vec![2.0; 8]))).unwrap().unwrap();
+        let (mut a, mut b) = ([0.0; 8], [0.0; 8]);
+        floats_from_bytes(&first.rows, &mut a).unwrap();
+        floats_from_bytes(&second.rows, &mut b).unwrap();
+        assert_eq!((a, b), ([1.0; 8], [3.0; 8]));
+        drop((first, second));
+        // Nothing held: applied in place, and still right.
+        let third = k.apply(&batch(0, 2, Some(vec![1.0; 8]))).unwrap().unwrap();
+        floats_from_bytes(&third.rows, &mut a).unwrap();
+        assert_eq!(a, [4.0; 8]);
     }
 
     #[test]
