@@ -211,6 +211,12 @@ struct AppState {
     next_ticket: u64,
 }
 
+/// The reclaimer's queues: parameter releases and local-data saves.
+struct Lanes {
+    params: Sender<Release>,
+    local: Sender<Release>,
+}
+
 /// One geeps instance: one worker of a data-parallel job.
 pub struct Geeps {
     instance: u32,
@@ -223,7 +229,7 @@ pub struct Geeps {
     running: OnceLock<Running>,
     app: Mutex<AppState>,
     pull_tx: Vec<Sender<PullMsg>>,
-    reclaim_tx: Mutex<Option<Sender<Release>>>,
+    reclaim_tx: Mutex<Option<Lanes>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -496,12 +502,19 @@ impl Geeps {
             );
         }
         let (tx, rx) = unbounded();
-        *self.reclaim_tx.lock() = Some(tx);
-        let s = sh.clone();
+        let (local_tx, local_rx) = unbounded();
+        *self.reclaim_tx.lock() = Some(Lanes { params: tx, local: local_tx });
+        let (s, stream) = (sh.clone(), sh.reclaim_stream);
         threads.push(
             std::thread::Builder::new()
                 .name(format!("geeps{rank}-reclaimer"))
-                .spawn(move || reclaimer::run(s, rx, push_tx))?,
+                .spawn(move || reclaimer::run(s, rx, push_tx, stream))?,
+        );
+        let (s, stream) = (sh.clone(), sh.local_stream);
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("geeps{rank}-reclaimer-local"))
+                .spawn(move || reclaimer::run(s, local_rx, Vec::new(), stream))?,
         );
         let s = sh;
         threads
@@ -620,7 +633,10 @@ impl Geeps {
 
     fn send(&self, op: Release) -> Result<()> {
         match self.reclaim_tx.lock().as_ref() {
-            Some(tx) => tx.send(op).map_err(|_| Error::ShutDown("reclaimer thread has stopped".into())),
+            Some(lanes) => {
+                let tx = if reclaimer::is_local(&op) { &lanes.local } else { &lanes.params };
+                tx.send(op).map_err(|_| Error::ShutDown("reclaimer thread has stopped".into()))
+            }
             None => Err(Error::ShutDown("instance is shut down".into())),
         }
     }

@@ -250,12 +250,17 @@ pub(crate) fn apply_update(sh: &Shared, plan: &AccessPlan, acq: &Acquired, stagi
 }
 
 /// Saves a local buffer back to the local store.
-pub(crate) fn save_local(sh: &Shared, plan: &AccessPlan, acq: &Acquired, staging: &mut Staging) -> Result<()> {
+pub(crate) fn save_local(
+    sh: &Shared,
+    stream: StreamId,
+    plan: &AccessPlan,
+    acq: &Acquired,
+    staging: &mut Staging,
+) -> Result<()> {
     if plan.in_place.is_some() {
         return Ok(());
     }
     let w = sh.width();
-    let stream = sh.reclaim_stream;
     let needs_host = plan.groups.iter().any(|g| !g.host_pairs.is_empty());
     let src = if needs_host { host_view(sh, stream, acq, staging)? as *mut f32 } else { std::ptr::null_mut() };
     for g in &plan.groups {

@@ -90,6 +90,8 @@ pub(crate) struct Shared {
     pub(crate) stats: StatsCollector,
     pub(crate) alloc_stream: StreamId,
     pub(crate) reclaim_stream: StreamId,
+    /// The local-data lane's own stream (see `reclaimer.rs`).
+    pub(crate) local_stream: StreamId,
     /// One per partition, so pullers of different partitions overlap.
     pub(crate) pull_streams: Vec<StreamId>,
 }
@@ -129,6 +131,7 @@ impl Shared {
             pool: BufferPool::new(device.clone(), pool_bytes),
             alloc_stream: device.create_stream()?,
             reclaim_stream: device.create_stream()?,
+            local_stream: device.create_stream()?,
             pull_streams: (0..partitions.max(1)).map(|_| device.create_stream()).collect::<Result<_>>()?,
             config,
             device,

@@ -1,12 +1,16 @@
-//! The reclaimer thread: runs post_read, update, post_local_access and
+//! The reclaimer threads: run post_read, update, post_local_access and
 //! table_clock in the order the application issued them, so buffers return to
 //! the pool and deltas reach the cache and the pushers without blocking the
-//! application. It never waits on anything but its queue.
+//! application. Two lanes, each in order: parameter releases (reads, updates,
+//! clocks) and local-data saves. Parameter and local tables share no rows, so
+//! a save never waits behind a large update, and the write counters stay in
+//! order per table. A lane never waits on anything but its queue.
 
 use std::sync::Arc;
 
 use crossbeam_channel::{Receiver, Sender};
 
+use crate::device::StreamId;
 use crate::engine::access::{self, Staging};
 use crate::engine::{Acquired, Shared};
 use crate::index::AccessPlan;
@@ -19,7 +23,13 @@ pub(crate) enum Release {
     Clock { table: usize, clock: u64 },
 }
 
-pub(crate) fn run(sh: Arc<Shared>, rx: Receiver<Release>, pushers: Vec<Sender<UpdateBatch>>) {
+/// Which lane a release belongs to.
+pub(crate) fn is_local(op: &Release) -> bool {
+    matches!(op, Release::PostLocal { .. })
+}
+
+/// Runs one lane. `stream` is the lane's own; only the parameter lane has pushers.
+pub(crate) fn run(sh: Arc<Shared>, rx: Receiver<Release>, pushers: Vec<Sender<UpdateBatch>>, stream: StreamId) {
     let mut staging = Staging::default();
     for op in rx {
         let result = match op {
@@ -34,7 +44,7 @@ pub(crate) fn run(sh: Arc<Shared>, rx: Receiver<Release>, pushers: Vec<Sender<Up
                 r
             }
             Release::PostLocal { plan, acquired, save } => {
-                let r = if save { access::save_local(&sh, &plan, &acquired, &mut staging) } else { Ok(()) };
+                let r = if save { access::save_local(&sh, stream, &plan, &acquired, &mut staging) } else { Ok(()) };
                 sh.discard(acquired);
                 if save {
                     bump_writes(&sh, &plan);

@@ -1,0 +1,185 @@
+//! Local data never waits behind parameter work: with the reclaimer's
+//! parameter lane held inside an update (a device whose `scatter_add` blocks
+//! until the test opens a gate), local accesses served in place and local
+//! saves that move data still go through, and see every earlier write.
+//! Nothing here is timed: a wait that should not happen fails the test
+//! through the instance's wait deadline.
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use geeps::device::{EventId, IndexId, PinnedBuf, RowPair, StreamId};
+use geeps::{keys, Config, Device, DeviceInfo, DevicePtr, Geeps, HostDevice, Result, Slack};
+
+/// The host device, with `scatter_add` held until `open` is called.
+struct GatedDevice {
+    inner: HostDevice,
+    open: Mutex<bool>,
+    cond: Condvar,
+    blocked: Mutex<u32>,
+}
+
+impl GatedDevice {
+    fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.cond.notify_all();
+    }
+}
+
+/// Opens the gate when dropped, so a failing test reports instead of
+/// hanging in the instance's shutdown (which joins the held lane).
+struct OpenOnDrop(Arc<GatedDevice>);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.open();
+    }
+}
+
+impl Device for GatedDevice {
+    fn info(&self) -> DeviceInfo {
+        self.inner.info()
+    }
+    fn used_bytes(&self) -> usize {
+        self.inner.used_bytes()
+    }
+    fn alloc(&self, floats: usize) -> Result<DevicePtr> {
+        self.inner.alloc(floats)
+    }
+    unsafe fn free(&self, ptr: DevicePtr) {
+        self.inner.free(ptr)
+    }
+    fn alloc_pinned(&self, floats: usize) -> Result<PinnedBuf> {
+        self.inner.alloc_pinned(floats)
+    }
+    fn create_stream(&self) -> Result<StreamId> {
+        self.inner.create_stream()
+    }
+    fn upload_index(&self, pairs: &[RowPair]) -> Result<IndexId> {
+        self.inner.upload_index(pairs)
+    }
+    fn free_index(&self, index: IndexId) {
+        self.inner.free_index(index)
+    }
+    unsafe fn copy_h2d(&self, stream: StreamId, src: *const f32, dst: DevicePtr, floats: usize) -> Result<()> {
+        self.inner.copy_h2d(stream, src, dst, floats)
+    }
+    unsafe fn copy_d2h(&self, stream: StreamId, src: DevicePtr, dst: *mut f32, floats: usize) -> Result<()> {
+        self.inner.copy_d2h(stream, src, dst, floats)
+    }
+    unsafe fn copy_d2d(&self, stream: StreamId, src: DevicePtr, dst: DevicePtr, floats: usize) -> Result<()> {
+        self.inner.copy_d2d(stream, src, dst, floats)
+    }
+    unsafe fn fill_zero(&self, stream: StreamId, dst: DevicePtr, floats: usize) -> Result<()> {
+        self.inner.fill_zero(stream, dst, floats)
+    }
+    unsafe fn gather(
+        &self,
+        stream: StreamId,
+        store: DevicePtr,
+        index: IndexId,
+        buffer: DevicePtr,
+        row_width: usize,
+    ) -> Result<()> {
+        self.inner.gather(stream, store, index, buffer, row_width)
+    }
+    unsafe fn scatter_assign(
+        &self,
+        stream: StreamId,
+        buffer: DevicePtr,
+        index: IndexId,
+        store: DevicePtr,
+        row_width: usize,
+    ) -> Result<()> {
+        self.inner.scatter_assign(stream, buffer, index, store, row_width)
+    }
+    unsafe fn scatter_add(
+        &self,
+        stream: StreamId,
+        buffer: DevicePtr,
+        index: IndexId,
+        store: DevicePtr,
+        row_width: usize,
+    ) -> Result<()> {
+        *self.blocked.lock().unwrap() += 1;
+        let open = self.open.lock().unwrap();
+        drop(self.cond.wait_while(open, |open| !*open).unwrap());
+        self.inner.scatter_add(stream, buffer, index, store, row_width)
+    }
+    fn record_event(&self, stream: StreamId) -> Result<EventId> {
+        self.inner.record_event(stream)
+    }
+    fn stream_wait_event(&self, stream: StreamId, event: EventId) -> Result<()> {
+        self.inner.stream_wait_event(stream, event)
+    }
+    fn synchronize_event(&self, event: EventId) -> Result<()> {
+        self.inner.synchronize_event(event)
+    }
+    fn synchronize(&self, stream: StreamId) -> Result<()> {
+        self.inner.synchronize(stream)
+    }
+}
+
+#[test]
+fn local_data_does_not_wait_behind_a_held_update() {
+    const WIDTH: usize = 4;
+    let device = Arc::new(GatedDevice {
+        inner: HostDevice::new(1 << 20),
+        open: Mutex::new(false),
+        cond: Condvar::new(),
+        blocked: Mutex::new(0),
+    });
+    // A deadline well below the test's own patience: a wrong wait fails fast.
+    let config =
+        Config { row_width: WIDTH, device_memory: 1 << 20, wait_deadline: Duration::from_secs(3), ..Config::default() };
+    let mut b = Geeps::builder(config);
+    let w = b.parameter_table("w", 4);
+    let act = b.local_table("act", 2);
+    b.device(device.clone());
+    let ps = b.build().unwrap();
+    let _gate = OpenOnDrop(device.clone());
+
+    let forward = keys(act, 0..2);
+    let reversed = [forward[1], forward[0]];
+    let u = ps.virtual_pre_update(&keys(w, 0..4)).unwrap();
+    ps.virtual_update(u).unwrap();
+    // `a` is the unit's own key list (served in place); `r` names the same
+    // rows in another order (copied through a buffer, saved by the local lane).
+    let a = ps.virtual_local_access(&forward, true).unwrap();
+    ps.virtual_post_local_access(a, true).unwrap();
+    let r = ps.virtual_local_access(&reversed, true).unwrap();
+    ps.virtual_post_local_access(r, true).unwrap();
+    let a2 = ps.virtual_local_access(&forward, true).unwrap();
+    ps.virtual_post_local_access(a2, true).unwrap();
+    ps.virtual_table_clock(w).unwrap();
+    ps.finish_virtual_iteration().unwrap();
+    let plan = ps.plan().unwrap();
+    assert_eq!(plan.local_host_bytes, 0, "{plan}");
+    assert_eq!(plan.param_host_bytes, 0, "{plan}");
+
+    // The update goes to the parameter lane, which blocks in scatter_add.
+    let mut up = ps.pre_update(u).unwrap();
+    up.as_mut_slice().unwrap().fill(1.0);
+    up.update().unwrap();
+
+    let mut la = ps.local_access(a).unwrap();
+    la.as_mut_slice().unwrap().copy_from_slice(&[1., 1., 1., 1., 2., 2., 2., 2.]);
+    la.post().unwrap();
+    // Copied: needs the in-place save above, counted by the local lane.
+    let mut lr = ps.local_access(r).unwrap();
+    assert_eq!(lr.as_mut_slice().unwrap(), &[2., 2., 2., 2., 1., 1., 1., 1.]);
+    lr.as_mut_slice().unwrap()[..WIDTH].fill(5.0);
+    lr.post().unwrap();
+    // In place again: needs the local lane to have moved the copy's rows back.
+    let mut la2 = ps.local_access(a2).unwrap();
+    assert_eq!(la2.as_mut_slice().unwrap(), &[1., 1., 1., 1., 5., 5., 5., 5.]);
+    la2.post().unwrap();
+    assert_eq!(*device.blocked.lock().unwrap(), 1, "the update should still be held in scatter_add");
+
+    device.open();
+    ps.table_clock(w).unwrap();
+    let read = ps.read_keys(&keys(w, 0..4), Slack::BSP).unwrap();
+    assert!(read.as_slice().unwrap().iter().all(|v| *v == 1.0), "{:?}", read.as_slice());
+    read.post().unwrap();
+    ps.shutdown().unwrap();
+}
