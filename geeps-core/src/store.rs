@@ -10,6 +10,7 @@ use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 
 use crate::device::{Device, DevicePtr, PinnedBuf};
+use crate::engine::accumulators::Accumulators;
 use crate::error::Result;
 
 const HOST_BIT: u32 = 1 << 31;
@@ -113,6 +114,8 @@ pub(crate) struct ParamPartition {
     pub(crate) device: DeviceRegion,
     pub(crate) state: Mutex<ParamState>,
     pub(crate) cond: Condvar,
+    /// Spare accumulators, recycled from sent messages.
+    pub(crate) accumulators: Accumulators,
 }
 
 impl ParamPartition {
@@ -133,6 +136,7 @@ impl ParamPartition {
                 scratch: Vec::new(),
             }),
             cond: Condvar::new(),
+            accumulators: Accumulators::default(),
         })
     }
 }

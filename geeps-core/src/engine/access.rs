@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::index::{AccessPlan, Target};
 use crate::stats::StatsCollector;
 use crate::table::Slack;
-use crate::transport::{add_bytes, bytes_from_vec, floats_from_bytes, floats_view, Publish, UpdateBatch};
+use crate::transport::{add_bytes, floats_from_bytes, floats_view, Publish, UpdateBatch};
 
 /// What an acquisition fills its buffer with.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -291,8 +291,8 @@ pub(crate) fn end_clock(sh: &Shared, table: usize, clock: u64) -> Vec<UpdateBatc
             let mut st = p.state.lock();
             let deltas = if st.dirty {
                 // The accumulator itself becomes the message: no copy.
-                let fresh = vec![0.0; st.accum.len()];
-                let bytes = bytes_from_vec(std::mem::replace(&mut st.accum, fresh));
+                let fresh = p.accumulators.take(st.accum.len());
+                let bytes = p.accumulators.into_message(std::mem::replace(&mut st.accum, fresh));
                 if sh.config.read_my_writes {
                     st.inflight.push_back((clock, bytes.clone()));
                 }

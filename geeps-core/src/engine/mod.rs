@@ -4,6 +4,7 @@
 //! has its own file. Nothing here is visible outside the crate.
 
 pub(crate) mod access;
+pub(crate) mod accumulators;
 pub(crate) mod allocator;
 pub(crate) mod puller;
 pub(crate) mod pusher;

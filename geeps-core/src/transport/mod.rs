@@ -123,16 +123,6 @@ impl AsRef<[u8]> for FloatBytes {
     }
 }
 
-/// Moves floats into `Bytes` without copying (little-endian hosts; a
-/// converting copy elsewhere).
-pub(crate) fn bytes_from_vec(values: Vec<f32>) -> Bytes {
-    if cfg!(target_endian = "little") {
-        Bytes::from_owner(FloatBytes(values))
-    } else {
-        bytes_from_floats(&values)
-    }
-}
-
 /// Shared floats owned as bytes, for `Bytes::from_owner`.
 struct SharedFloatBytes(Arc<Vec<f32>>);
 
@@ -172,7 +162,7 @@ mod tests {
 
     #[test]
     fn zero_copy_views_and_adds() {
-        let b = bytes_from_vec(vec![1.0, 2.0, 3.0]);
+        let b = bytes_from_floats(&[1.0, 2.0, 3.0]);
         assert_eq!(floats_view(&b).unwrap(), &[1.0, 2.0, 3.0]);
         let mut v = [10.0f32; 3];
         add_bytes(&mut v, &b).unwrap();
