@@ -292,7 +292,7 @@ pub(crate) fn end_clock(sh: &Shared, table: usize, clock: u64) -> Vec<UpdateBatc
             let deltas = if st.dirty {
                 // The accumulator itself becomes the message: no copy.
                 let fresh = p.accumulators.take(st.accum.len());
-                let bytes = p.accumulators.into_message(std::mem::replace(&mut st.accum, fresh));
+                let bytes = p.accumulators.message(std::mem::replace(&mut st.accum, fresh));
                 if sh.config.read_my_writes {
                     st.inflight.push_back((clock, bytes.clone()));
                 }

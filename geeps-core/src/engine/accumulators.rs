@@ -33,7 +33,7 @@ impl Accumulators {
 
     /// The accumulator as message bytes, without copying; it returns here
     /// when the last clone of the bytes drops.
-    pub(crate) fn into_message(&self, values: Vec<f32>) -> Bytes {
+    pub(crate) fn message(&self, values: Vec<f32>) -> Bytes {
         if cfg!(target_endian = "little") {
             Bytes::from_owner(Recycled { values, home: self.spares.clone() })
         } else {
@@ -81,7 +81,7 @@ mod tests {
         let mut v = acc.take(4);
         v.copy_from_slice(&[1.0, 2.0, 3.0, 4.0]);
         let ptr = v.as_ptr();
-        let msg = acc.into_message(v);
+        let msg = acc.message(v);
         let held = msg.clone();
         drop(msg);
         assert_eq!(&held[..4], &1.0f32.to_le_bytes());
@@ -95,7 +95,7 @@ mod tests {
             assert_eq!(again.as_ptr(), ptr, "the message's accumulator is reused");
         }
         // A spare of another length is not handed out.
-        drop(acc.into_message(again));
+        drop(acc.message(again));
         assert_eq!(acc.take(8).len(), 8);
     }
 }
