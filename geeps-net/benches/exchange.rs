@@ -73,39 +73,41 @@ fn raw_rank(rank: usize, world: usize, server: &str, bytes: usize, rounds: usize
         let chunk = Arc::new(vec![1u8; bytes / world]);
         let n = chunk.len();
         // One long-lived task per socket direction, driven by channels, with
-        // buffers reused across rounds: nothing but the socket copies per round.
-        let writer = |mut w: tokio::net::tcp::OwnedWriteHalf| {
-            let (go, mut rounds_rx) = unbounded_channel::<()>();
-            let c = chunk.clone();
-            let task = tokio::spawn(async move {
-                while rounds_rx.recv().await.is_some() {
-                    w.write_all(&c).await.expect("write");
-                }
-            });
-            (go, task)
-        };
-        let reader = |mut r: tokio::net::tcp::OwnedReadHalf, done: UnboundedSender<()>| {
-            tokio::spawn(async move {
-                let mut buf = vec![0u8; n];
-                for _ in 0..rounds {
-                    r.read_exact(&mut buf).await.expect("read");
-                    let _ = done.send(());
-                }
-            })
-        };
-        // Every task is awaited before the rank exits, so no peer sees a socket
-        // close before its last round.
+        // buffers reused across rounds: nothing but the socket copies per
+        // round. Every task is awaited before the rank exits, so no peer sees
+        // a socket close before its last round.
         let mut tasks = Vec::new();
+        // Per socket: a reader that reports each received chunk on `done`, and
+        // a writer that sends a chunk per message on the returned sender.
+        let mut attach = |sockets: Vec<TcpStream>, done: UnboundedSender<()>| -> Vec<UnboundedSender<()>> {
+            let mut go = Vec::new();
+            for s in sockets {
+                let (mut r, mut w) = s.into_split();
+                let done = done.clone();
+                tasks.push(tokio::spawn(async move {
+                    let mut buf = vec![0u8; n];
+                    for _ in 0..rounds {
+                        r.read_exact(&mut buf).await.expect("read");
+                        let _ = done.send(());
+                    }
+                }));
+                let (tx, mut rx) = unbounded_channel::<()>();
+                let c = chunk.clone();
+                tasks.push(tokio::spawn(async move {
+                    while rx.recv().await.is_some() {
+                        w.write_all(&c).await.expect("write");
+                    }
+                }));
+                go.push(tx);
+            }
+            go
+        };
         // Keeper: when every worker's deltas are in, answer every worker.
         let (arrived, mut arrivals) = unbounded_channel();
-        let mut answer = Vec::new();
-        for s in from_workers {
-            let (r, w) = s.into_split();
-            tasks.push(reader(r, arrived.clone()));
-            let (go, task) = writer(w);
-            answer.push(go);
-            tasks.push(task);
-        }
+        let answer = attach(from_workers, arrived);
+        // Worker: send to every keeper, wait for every answer.
+        let (answered, mut answers) = unbounded_channel();
+        let send = attach(to_keepers, answered);
         let keeper = tokio::spawn(async move {
             for _ in 0..rounds {
                 for _ in 0..world {
@@ -116,16 +118,6 @@ fn raw_rank(rank: usize, world: usize, server: &str, bytes: usize, rounds: usize
                 }
             }
         });
-        // Worker: send to every keeper, wait for every answer.
-        let (answered, mut answers) = unbounded_channel();
-        let mut send = Vec::new();
-        for s in to_keepers {
-            let (r, w) = s.into_split();
-            tasks.push(reader(r, answered.clone()));
-            let (go, task) = writer(w);
-            send.push(go);
-            tasks.push(task);
-        }
         let start = Instant::now();
         for _ in 0..rounds {
             for s in &send {
