@@ -62,17 +62,9 @@ pub fn run(s: &Settings, calibration: &Calibration) -> Result<MemoryFigure> {
                 throughput / base
             );
             if std::env::var_os("GEEPS_BENCH_SITES").is_some() {
-                let calls: Vec<_> = means
-                    .blocked_by_call
-                    .iter()
-                    .filter(|(_, t)| *t > 5e-5)
-                    .map(|(n, t)| format!("{n} {:.1}", t * 1e3))
-                    .collect();
-                eprintln!("    compute {:.1} ms; blocked ms: {}", means.compute_s * 1e3, calls.join(", "));
-                for (site, t) in means.longest_waits.iter().take(10) {
-                    eprintln!("    {site}: {:.2} ms", t * 1e3);
-                }
+                eprintln!("    compute {:.1} ms; blocked ms: {}", means.compute_s * 1e3, means.blocked_summary());
             }
+            means.print_sites(10);
             runs[i].push((throughput / base, means));
         }
     }

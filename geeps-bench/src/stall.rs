@@ -71,19 +71,9 @@ fn model(s: &Settings, m: &Model, scale: Scale) -> Result<StallModel> {
                 means.compute_s * 1e3,
                 (means.wall_s - means.compute_s) * 1e3,
                 means.stall_fraction * 100.0,
-                means
-                    .blocked_by_call
-                    .iter()
-                    .filter(|(_, t)| *t > 5e-5)
-                    .map(|(n, t)| format!("{n} {:.1}", t * 1e3))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                means.blocked_summary()
             );
-            if std::env::var_os("GEEPS_BENCH_SITES").is_some() {
-                for (site, t) in means.longest_waits.iter().take(8) {
-                    eprintln!("    {site}: {:.2} ms", t * 1e3);
-                }
-            }
+            means.print_sites(8);
             samples[i].push(means);
         }
     }

@@ -155,6 +155,25 @@ pub struct RunMeans {
 }
 
 impl RunMeans {
+    /// Milliseconds blocked per call kind, for progress lines.
+    pub fn blocked_summary(&self) -> String {
+        self.blocked_by_call
+            .iter()
+            .filter(|(_, t)| *t > 5e-5)
+            .map(|(n, t)| format!("{n} {:.1}", t * 1e3))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// With `GEEPS_BENCH_SITES` set, prints the `n` longest-waiting call sites.
+    pub fn print_sites(&self, n: usize) {
+        if std::env::var_os("GEEPS_BENCH_SITES").is_some() {
+            for (site, t) in self.longest_waits.iter().take(n) {
+                eprintln!("    {site}: {:.2} ms", t * 1e3);
+            }
+        }
+    }
+
     pub fn of(runs: &[RankRun]) -> Self {
         let n = runs.len().max(1) as f64;
         let per = |f: &dyn Fn(&RankRun) -> f64| runs.iter().map(f).sum::<f64>() / n;

@@ -9,7 +9,7 @@ use bytes::Bytes;
 
 use crate::error::{Error, Result};
 use crate::table::{partition_range, TableKind, TableSpec};
-use crate::transport::{add_bytes, bytes_from_shared, Publish, UpdateBatch};
+use crate::transport::{add_bytes, bytes_from_shared, check_payload, Publish, UpdateBatch};
 use crate::vector_clock::VectorClock;
 
 struct ShardTable {
@@ -82,14 +82,8 @@ impl KeeperShard {
             )));
         }
         if let Some(deltas) = &batch.deltas {
-            // Length is checked before anything is added: a bad batch changes nothing.
-            if deltas.len() != t.data.len() * 4 {
-                return Err(Error::Mismatch(format!(
-                    "row payload of {} bytes, expected {}",
-                    deltas.len(),
-                    t.data.len() * 4
-                )));
-            }
+            // Checked before `make_mut`: a bad batch changes (and copies) nothing.
+            check_payload(deltas, t.data.len())?;
             add_bytes(Arc::make_mut(&mut t.data).as_mut_slice(), deltas)?;
         }
         let t = self.table_mut(batch.table, batch.partition)?;

@@ -13,11 +13,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
+use crate::transport::float_bytes;
+
 /// Accumulators kept per partition; more in flight are simply freed.
 const KEEP: usize = 2;
 
 /// Spare zeroed accumulators of one partition.
-#[derive(Default, Clone)]
+#[derive(Default)]
 pub(crate) struct Accumulators {
     spares: Arc<Mutex<Vec<Vec<f32>>>>,
 }
@@ -49,9 +51,8 @@ struct Recycled {
 
 impl AsRef<[u8]> for Recycled {
     fn as_ref(&self) -> &[u8] {
-        // SAFETY: a float vector viewed as its bytes, for as long as it lives;
-        // it is only mutated in `drop`, when no view remains.
-        unsafe { std::slice::from_raw_parts(self.values.as_ptr() as *const u8, self.values.len() * 4) }
+        // Only mutated in `drop`, when no view remains.
+        float_bytes(&self.values)
     }
 }
 

@@ -69,11 +69,25 @@ pub trait Transport: Send + Sync {
     fn leave(&self);
 }
 
+/// Checks that a payload holds exactly `floats` floats.
+pub(crate) fn check_payload(bytes: &[u8], floats: usize) -> Result<()> {
+    if bytes.len() != floats * 4 {
+        return Err(Error::Mismatch(format!("row payload of {} bytes, expected {}", bytes.len(), floats * 4)));
+    }
+    Ok(())
+}
+
+/// Floats viewed as their in-memory bytes (little-endian on the hosts where
+/// callers hand them out as `Bytes` without copying).
+pub(crate) fn float_bytes(values: &[f32]) -> &[u8] {
+    // SAFETY: the view borrows the floats; u8 has no alignment or validity
+    // requirement.
+    unsafe { std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values)) }
+}
+
 /// Converts dense little-endian bytes to floats (one memcpy on little-endian hosts).
 pub(crate) fn floats_from_bytes(bytes: &[u8], out: &mut [f32]) -> Result<()> {
-    if bytes.len() != out.len() * 4 {
-        return Err(Error::Mismatch(format!("row payload of {} bytes, expected {}", bytes.len(), out.len() * 4)));
-    }
+    check_payload(bytes, out.len())?;
     if cfg!(target_endian = "little") {
         // SAFETY: lengths match; every bit pattern is a valid f32; u8 has no alignment.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.as_mut_ptr() as *mut u8, bytes.len()) };
@@ -100,9 +114,7 @@ pub(crate) fn floats_view(bytes: &[u8]) -> Option<&[f32]> {
 
 /// Adds dense little-endian deltas to `values`.
 pub(crate) fn add_bytes(values: &mut [f32], bytes: &[u8]) -> Result<()> {
-    if bytes.len() != values.len() * 4 {
-        return Err(Error::Mismatch(format!("row payload of {} bytes, expected {}", bytes.len(), values.len() * 4)));
-    }
+    check_payload(bytes, values.len())?;
     match floats_view(bytes) {
         Some(deltas) => values.iter_mut().zip(deltas).for_each(|(v, d)| *v += *d),
         None => values
@@ -118,8 +130,7 @@ struct FloatBytes(Vec<f32>);
 
 impl AsRef<[u8]> for FloatBytes {
     fn as_ref(&self) -> &[u8] {
-        // SAFETY: a float vector viewed as its bytes, for as long as it lives.
-        unsafe { std::slice::from_raw_parts(self.0.as_ptr() as *const u8, self.0.len() * 4) }
+        float_bytes(&self.0)
     }
 }
 
@@ -128,9 +139,8 @@ struct SharedFloatBytes(Arc<Vec<f32>>);
 
 impl AsRef<[u8]> for SharedFloatBytes {
     fn as_ref(&self) -> &[u8] {
-        // SAFETY: a float vector viewed as its bytes; the Arc keeps it alive
-        // and nobody mutates it while shared (writers use `Arc::make_mut`).
-        unsafe { std::slice::from_raw_parts(self.0.as_ptr() as *const u8, self.0.len() * 4) }
+        // Nobody mutates the floats while shared: writers use `Arc::make_mut`.
+        float_bytes(&self.0)
     }
 }
 
