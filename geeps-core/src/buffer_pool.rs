@@ -65,7 +65,7 @@ impl BufferPool {
         if st.allocated + bytes > self.capacity {
             return Ok(None);
         }
-        let ptr = self.device.alloc(floats)?;
+        let ptr = self.device.alloc_scratch(floats)?;
         st.allocated += bytes;
         st.held += bytes;
         st.held_count += 1;

@@ -465,6 +465,10 @@ impl Geeps {
                 None
             });
         }
+        let mut handover_to = vec![None; ops.len()];
+        for h in &placement.handovers {
+            handover_to[h.release] = Some(h.target);
+        }
         let shared = Shared::new(
             self.config.clone(),
             self.device.clone(),
@@ -473,6 +477,7 @@ impl Geeps {
             stores,
             ops,
             plans,
+            handover_to,
             placement.plan.pool_bytes,
             self.parts,
         )?;
@@ -616,7 +621,7 @@ impl Geeps {
         }
         self.send(Release::Clock { table: t, clock })?;
         if n > 0 && !in_order {
-            self.resync(sh, &app);
+            self.resync(sh, &mut app)?;
         }
         drop(app);
         sh.stats.record_call(CallKind::TableClock, start.elapsed());
@@ -642,36 +647,100 @@ impl Geeps {
     }
 
     /// Restarts the allocator at the application's position with its real state.
-    fn resync(&self, sh: &Shared, app: &AppState) {
-        self.restart_allocator(sh, app, false);
+    fn resync(&self, sh: &Shared, app: &mut AppState) -> Result<()> {
+        self.restart_allocator(sh, app, false)
     }
 
     /// Discards the allocator's work and restarts it at the application's
-    /// position, or parks it (`paused`) while the slow path runs.
-    fn restart_allocator(&self, sh: &Shared, app: &AppState, paused: bool) {
-        let stale: Vec<_> = {
+    /// position, or parks it (`paused`) while the slow path runs. Buffers
+    /// carrying a hand-over's save are saved first: the application has left
+    /// the order the hand-over was planned for.
+    fn restart_allocator(&self, sh: &Shared, app: &mut AppState, paused: bool) -> Result<()> {
+        let (stale, handed) = {
+            let mut c = sh.control.lock();
+            // Parked until its new state is set below.
+            c.paused = true;
+            c.epoch += 1;
+            c.ahead = 0;
+            let stale: Vec<_> = c.ready.drain(..).collect();
+            let handed: Vec<_> = c.handed.drain().collect();
+            (stale, handed)
+        };
+        let mut result = Ok(());
+        let carried = stale.into_iter().filter_map(|p| p.result.ok().map(|a| (p.position, a))).chain(handed);
+        for (position, acq) in carried {
+            match sh.plans[position].clone().filter(|_| acq.carried) {
+                Some(plan) => result = result.and(self.save_carried(app, plan, acq)),
+                None => sh.discard(acq),
+            }
+        }
+        result = result.and(self.save_held(sh, app));
+        {
             let mut c = sh.control.lock();
             c.paused = paused;
-            c.epoch += 1;
             c.cursor = app.cursor;
             c.clocks.clone_from(&app.clocks);
             c.writes.clone_from(&app.writes);
-            c.ahead = 0;
-            c.ready.drain(..).collect()
-        };
-        for p in stale {
-            if let Ok(acq) = p.result {
-                sh.discard(acq);
-            }
         }
         sh.stats.resyncs.fetch_add(1, Ordering::Relaxed);
         sh.wake_all();
+        result
     }
 
-    fn set_paused(&self, sh: &Shared, app: &AppState, paused: bool) {
-        if !sh.ops.is_empty() {
-            self.restart_allocator(sh, app, paused);
+    /// Saves a carried buffer the application no longer holds, as a post would.
+    fn save_carried(&self, app: &mut AppState, plan: Arc<AccessPlan>, acquired: Acquired) -> Result<()> {
+        app.writes.count(&plan);
+        self.send(Release::PostLocal { plan, acquired, save: true })
+    }
+
+    /// Saves the carried data of buffers the application holds, and waits
+    /// until it is stored, so accesses off the recorded order see it. The
+    /// buffers stay held; their posts save again only if asked to.
+    fn save_held(&self, sh: &Shared, app: &mut AppState) -> Result<()> {
+        let held: Vec<u64> = app.live.iter().filter(|(_, l)| l.acquired.carried).map(|(t, _)| *t).collect();
+        for ticket in held {
+            let live = app.live.get_mut(&ticket).expect("listed above");
+            live.acquired.carried = false;
+            let plan = live.plan.clone();
+            // A view of the held buffer: no pool buffer goes back with it.
+            let view = Acquired {
+                buffer: None,
+                ptr: live.acquired.ptr,
+                floats: live.acquired.floats,
+                ages: Vec::new(),
+                writes_seen: Vec::new(),
+                carried: false,
+            };
+            app.writes.count(&plan);
+            self.send(Release::PostLocal { plan: plan.clone(), acquired: view, save: true })?;
+            let policy = WaitPolicy { deadline: Some(Instant::now() + self.config.wait_deadline), log: true };
+            let mut applied = sh.writes.lock();
+            for &t in &plan.tables {
+                let needed = app.writes.relevant(t, false);
+                let name = &sh.tables[t].name;
+                sh.wait(
+                    &mut applied,
+                    &sh.writes_cond,
+                    policy,
+                    |a| a.relevant(t, false) >= needed,
+                    &|| sh.failure(),
+                    &|a| {
+                        format!(
+                            "a held buffer of table `{name}` to be saved ({} of {needed} writes)",
+                            a.relevant(t, false)
+                        )
+                    },
+                )?;
+            }
         }
+        Ok(())
+    }
+
+    fn set_paused(&self, sh: &Shared, app: &mut AppState, paused: bool) -> Result<()> {
+        if sh.ops.is_empty() {
+            return Ok(());
+        }
+        self.restart_allocator(sh, app, paused)
     }
 
     fn register(
@@ -715,7 +784,7 @@ impl Geeps {
             let mut app = self.app.lock();
             if app.cursor != pos {
                 app.cursor = pos;
-                self.resync(sh, &app);
+                self.resync(sh, &mut app)?;
             }
             app.cursor = (pos + 1) % n;
             (app.clocks.clone(), app.writes.clone())
@@ -724,15 +793,19 @@ impl Geeps {
         let save = matches!(sh.ops[op.release.unwrap_or(pos)].kind, OpKind::PostLocalAccess { save: true, .. });
         let kind = live_kind(fill);
         let acquired = match taken {
-            Ok(Some(acq)) if valid(sh, fill, &acq, &clocks, &writes) => {
+            // A handed-over buffer holds every write to its rows by construction.
+            Ok(Some(acq)) if acq.carried || valid(sh, fill, &acq, &clocks, &writes) => {
                 sh.stats.prefetch_hits.fetch_add(1, Ordering::Relaxed);
+                if acq.carried {
+                    sh.stats.handovers.fetch_add(1, Ordering::Relaxed);
+                }
                 acq
             }
             Ok(stale) => {
                 if let Some(acq) = stale {
                     sh.discard(acq);
                 }
-                self.acquire_now(sh, fill, &plan, &clocks, &writes)?
+                self.acquire_now(sh, fill, &plan, &clocks)?
             }
             Err(e) => return Err(e),
         };
@@ -754,7 +827,10 @@ impl Geeps {
         sh.control_cond.notify_all();
         if p.position != pos {
             if let Ok(acq) = p.result {
-                sh.discard(acq);
+                match sh.plans[p.position].clone().filter(|_| acq.carried) {
+                    Some(plan) => self.save_carried(&mut self.app.lock(), plan, acq)?,
+                    None => sh.discard(acq),
+                }
             }
             return Ok(None);
         }
@@ -792,22 +868,25 @@ impl Geeps {
     }
 
     /// Serves an acquisition synchronously on the application's thread.
-    fn acquire_now(
-        &self,
-        sh: &Shared,
-        fill: Fill,
-        plan: &AccessPlan,
-        clocks: &[u64],
-        writes: &WriteCounts,
-    ) -> Result<Acquired> {
+    fn acquire_now(&self, sh: &Shared, fill: Fill, plan: &AccessPlan, clocks: &[u64]) -> Result<Acquired> {
         sh.stats.slow_path.fetch_add(1, Ordering::Relaxed);
         let policy = WaitPolicy { deadline: Some(Instant::now() + self.config.wait_deadline), log: true };
         let abort = || sh.failure();
-        self.set_paused(sh, &self.app.lock(), true);
+        // Pausing saves carried hand-overs, which the access must see.
+        let writes = {
+            let mut app = self.app.lock();
+            self.set_paused(sh, &mut app, true)?;
+            app.writes.clone()
+        };
         let mut staging = Staging::default();
-        let result = access::acquire(sh, fill, plan, &|t| clocks[t], writes, policy, &abort, &mut staging);
-        self.set_paused(sh, &self.app.lock(), false);
-        result
+        let result = access::acquire(sh, fill, plan, &|t| clocks[t], &writes, policy, &abort, &mut staging);
+        let resumed = self.set_paused(sh, &mut self.app.lock(), false);
+        let acquired = result?;
+        if let Err(e) = resumed {
+            sh.discard(acquired);
+            return Err(e);
+        }
+        Ok(acquired)
     }
 
     fn acquire_by_keys(&self, keys: &[RowKey], fill: Fill, call: CallKind) -> Result<RawBuffer> {
@@ -823,11 +902,8 @@ impl Geeps {
             None,
             self.config.row_width,
         )?);
-        let (clocks, writes) = {
-            let app = self.app.lock();
-            (app.clocks.clone(), app.writes.clone())
-        };
-        let acquired = self.acquire_now(sh, fill, &plan, &clocks, &writes)?;
+        let clocks = self.app.lock().clocks.clone();
+        let acquired = self.acquire_now(sh, fill, &plan, &clocks)?;
         let raw = self.register(&mut self.app.lock(), live_kind(fill), plan, acquired, None, true);
         sh.stats.record_call(call, start.elapsed());
         Ok(raw)
@@ -872,10 +948,6 @@ impl Geeps {
             ReleaseAs::PostLocal { save } => save.unwrap_or(live.save),
             _ => false,
         };
-        let writes = how == ReleaseAs::Update || (live.kind == LiveKind::Local && save);
-        if writes {
-            app.writes.count(&live.plan);
-        }
         let n = sh.ops.len();
         let recorded_as = live.release_at.map(|r| &sh.ops[r].kind);
         let as_recorded = match (recorded_as, how) {
@@ -889,17 +961,36 @@ impl Geeps {
         if in_order {
             app.cursor = (app.cursor + 1) % n;
         }
-        let op = match how {
-            ReleaseAs::PostRead | ReleaseAs::Discard => Release::PostRead(live.acquired),
-            ReleaseAs::Update => Release::Update(live.plan, live.acquired),
-            ReleaseAs::PostLocal { .. } => Release::PostLocal { plan: live.plan, acquired: live.acquired, save },
-        };
-        self.send(op)?;
+        // A saving post in the recorded order hands its buffer to the next
+        // access of the same rows; the save travels with it.
+        let handover = live
+            .release_at
+            .and_then(|r| sh.handover_to[r])
+            .filter(|_| in_order && save && live.kind == LiveKind::Local && live.acquired.buffer.is_some());
+        if let Some(target) = handover {
+            let mut acquired = live.acquired;
+            acquired.carried = true;
+            sh.control.lock().handed.insert(target, acquired);
+            sh.control_cond.notify_all();
+        } else {
+            // A carried save is done by whichever post ends the chain.
+            let save = save || live.acquired.carried;
+            let writes = how == ReleaseAs::Update || (live.kind == LiveKind::Local && save);
+            if writes {
+                app.writes.count(&live.plan);
+            }
+            let op = match how {
+                ReleaseAs::PostRead | ReleaseAs::Discard => Release::PostRead(live.acquired),
+                ReleaseAs::Update => Release::Update(live.plan, live.acquired),
+                ReleaseAs::PostLocal { .. } => Release::PostLocal { plan: live.plan, acquired: live.acquired, save },
+            };
+            self.send(op)?;
+        }
         if n > 0 && !in_order {
             if let Some(r) = live.release_at.filter(|_| as_recorded) {
                 app.cursor = (r + 1) % n;
             }
-            self.resync(sh, &app);
+            self.resync(sh, &mut app)?;
         }
         drop(app);
         sh.stats.record_call(call, start.elapsed());

@@ -13,6 +13,7 @@ pub mod device;
 mod engine;
 mod error;
 mod geeps;
+mod handover;
 mod index;
 pub mod keeper;
 mod planner;

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 use crate::error::{Error, Result};
+use crate::handover::{self, Handover};
 use crate::recorder::{OpKind, RecordedOp};
 use crate::table::{RowKey, TableKind, TableSpec};
 
@@ -32,6 +33,9 @@ pub struct Plan {
     pub pool_bytes: usize,
     /// False when the budget fits only one peak (no prefetch overlap).
     pub double_buffered: bool,
+    /// Local accesses served by handing over the buffer the previous access
+    /// of the same rows posted (no save and fetch in between).
+    pub handovers: usize,
     pub local_device_bytes: usize,
     pub local_host_bytes: usize,
     pub param_device_bytes: usize,
@@ -43,11 +47,12 @@ impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "budget {} B: pool {} B (peak {} B{}), local {} B on device / {} B on host, params {} B on device / {} B on host",
+            "budget {} B: pool {} B (peak {} B{}, {} hand-overs), local {} B on device / {} B on host, params {} B on device / {} B on host",
             self.budget,
             self.pool_bytes,
             self.peak_bytes,
             if self.double_buffered { ", double-buffered" } else { ", single-buffered" },
+            self.handovers,
             self.local_device_bytes,
             self.local_host_bytes,
             self.param_device_bytes,
@@ -83,6 +88,8 @@ pub(crate) struct Placement {
     /// Per recorded op: for a local access served in place, the row offset of
     /// its unit in the table's device region.
     pub(crate) in_place: Vec<Option<u32>>,
+    /// Hand-overs kept (their rows are not pinned).
+    pub(crate) handovers: Vec<Handover>,
 }
 
 struct Analysis {
@@ -139,8 +146,24 @@ fn analyse(ops: &[RecordedOp], tables: &[TableSpec]) -> Analysis {
     Analysis { units, op_unit }
 }
 
-/// Peak of simultaneously held buffer bytes and where it occurs.
-fn peak(ops: &[RecordedOp], op_unit: &[Option<usize>], pinned: &[bool], row_bytes: usize) -> (usize, Option<usize>) {
+/// Hand-overs whose rows are not pinned (pinned rows are served in place).
+fn active(handovers: &[Handover], op_unit: &[Option<usize>], pinned: &[bool]) -> Vec<Handover> {
+    handovers.iter().copied().filter(|h| !op_unit[h.source].is_some_and(|u| pinned[u])).collect()
+}
+
+/// Peak of simultaneously held buffer bytes and where it occurs. A handed
+/// over buffer stays held from its source's acquisition to its target's
+/// release, and the target takes nothing new from the pool.
+fn peak(
+    ops: &[RecordedOp],
+    op_unit: &[Option<usize>],
+    pinned: &[bool],
+    handovers: &[Handover],
+    row_bytes: usize,
+) -> (usize, Option<usize>) {
+    let active = active(handovers, op_unit, pinned);
+    let kept: HashMap<usize, usize> = active.iter().map(|h| (h.source, h.target)).collect();
+    let inherited: std::collections::HashSet<usize> = active.iter().map(|h| h.target).collect();
     let mut live = 0usize;
     let mut best = (0usize, None);
     let mut release_at: HashMap<usize, usize> = HashMap::new();
@@ -151,9 +174,17 @@ fn peak(ops: &[RecordedOp], op_unit: &[Option<usize>], pinned: &[bool], row_byte
         if op.kind.is_acquire() {
             let in_place = op_unit[i].is_some_and(|u| pinned[u]);
             let bytes = if in_place { 0 } else { op.keys.len() * row_bytes };
-            live += bytes;
-            if let Some(r) = op.release {
-                *release_at.entry(r).or_default() += bytes;
+            // A chain's head takes the buffer; its members inherit it, and it
+            // goes back where the last member is released.
+            if !inherited.contains(&i) {
+                live += bytes;
+                let mut end = i;
+                while let Some(&t) = kept.get(&end) {
+                    end = t;
+                }
+                if let Some(r) = ops[end].release {
+                    *release_at.entry(r).or_default() += bytes;
+                }
             }
             if live > best.0 {
                 best = (live, Some(i));
@@ -167,17 +198,18 @@ fn peak(ops: &[RecordedOp], op_unit: &[Option<usize>], pinned: &[bool], row_byte
 pub(crate) fn plan(ops: &[RecordedOp], tables: &[TableSpec], row_width: usize, budget: usize) -> Result<Placement> {
     let row_bytes = row_width * 4;
     let Analysis { units, op_unit } = analyse(ops, tables);
+    let handovers = handover::find(ops);
     let unit_bytes = |u: &Unit| u.rows.len() * row_bytes;
     let mut pinned = vec![false; units.len()];
 
-    let (peak0, _) = peak(ops, &op_unit, &pinned, row_bytes);
+    let (peak0, _) = peak(ops, &op_unit, &pinned, &handovers, row_bytes);
     let budget_i = budget as i128;
     let mut cur_peak;
     let mut avail: i128 = budget_i - 2 * peak0 as i128;
 
     // First pin local data used at the peak: it shrinks the peak, and the pool with it.
     loop {
-        let (p, at) = peak(ops, &op_unit, &pinned, row_bytes);
+        let (p, at) = peak(ops, &op_unit, &pinned, &handovers, row_bytes);
         cur_peak = p;
         let Some(at) = at else { break };
         let candidate = (0..=at).rev().find_map(|i| {
@@ -187,7 +219,7 @@ pub(crate) fn plan(ops: &[RecordedOp], tables: &[TableSpec], row_width: usize, b
         });
         let Some(u) = candidate else { break };
         pinned[u] = true;
-        let (new_peak, _) = peak(ops, &op_unit, &pinned, row_bytes);
+        let (new_peak, _) = peak(ops, &op_unit, &pinned, &handovers, row_bytes);
         let mem_delta = unit_bytes(&units[u]) as i128 + 2 * (new_peak as i128 - p as i128);
         if avail < mem_delta {
             pinned[u] = false;
@@ -237,13 +269,15 @@ pub(crate) fn plan(ops: &[RecordedOp], tables: &[TableSpec], row_width: usize, b
         }
     }
     let in_place = op_unit.iter().map(|u| u.filter(|&u| pinned[u] && units[u].local).map(|u| unit_offset[u])).collect();
+    let handovers = active(&handovers, &op_unit, &pinned);
 
     let mut plan = Plan {
         budget,
         peak_bytes: cur_peak,
-        peak_position: peak(ops, &op_unit, &pinned, row_bytes).1,
+        peak_position: peak(ops, &op_unit, &pinned, &handovers, row_bytes).1,
         pool_bytes: 0,
         double_buffered,
+        handovers: handovers.len(),
         local_device_bytes: 0,
         local_host_bytes: 0,
         param_device_bytes: 0,
@@ -268,7 +302,7 @@ pub(crate) fn plan(ops: &[RecordedOp], tables: &[TableSpec], row_width: usize, b
     }
     plan.pool_bytes = budget - plan.local_device_bytes - plan.param_device_bytes;
     debug_assert!(plan.pool_bytes >= plan.peak_bytes);
-    Ok(Placement { plan, on_device, local_device_order, in_place })
+    Ok(Placement { plan, on_device, local_device_order, in_place, handovers })
 }
 
 #[cfg(test)]

@@ -69,6 +69,9 @@ pub struct Stats {
     pub prefetch_hits: u64,
     /// Times the allocator restarted because the application left the recorded order.
     pub resyncs: u64,
+    /// Local accesses served with the buffer the previous access of the same
+    /// rows posted (see [`crate::Plan::handovers`]).
+    pub handovers: u64,
 }
 
 impl Stats {
@@ -81,7 +84,7 @@ impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "wall {:.3}s blocked {:.3}s stall {:.1}% h2d {} B d2h {} B slow-path {} prefetch-hits {} resyncs {}",
+            "wall {:.3}s blocked {:.3}s stall {:.1}% h2d {} B d2h {} B slow-path {} prefetch-hits {} resyncs {} hand-overs {}",
             self.wall.as_secs_f64(),
             self.blocked.as_secs_f64(),
             self.stall_fraction * 100.0,
@@ -89,7 +92,8 @@ impl fmt::Display for Stats {
             self.bytes_device_to_host,
             self.slow_path_calls,
             self.prefetch_hits,
-            self.resyncs
+            self.resyncs,
+            self.handovers
         )?;
         for (kind, s) in &self.calls {
             if s.count > 0 {
@@ -114,6 +118,7 @@ pub(crate) struct StatsCollector {
     pub(crate) slow_path: AtomicU64,
     pub(crate) prefetch_hits: AtomicU64,
     pub(crate) resyncs: AtomicU64,
+    pub(crate) handovers: AtomicU64,
     started: Mutex<Option<Instant>>,
 }
 
@@ -126,6 +131,7 @@ impl StatsCollector {
             slow_path: AtomicU64::new(0),
             prefetch_hits: AtomicU64::new(0),
             resyncs: AtomicU64::new(0),
+            handovers: AtomicU64::new(0),
             started: Mutex::new(None),
         }
     }
@@ -150,7 +156,7 @@ impl StatsCollector {
             c.count.store(0, Ordering::Relaxed);
             c.blocked_ns.store(0, Ordering::Relaxed);
         }
-        for a in [&self.h2d, &self.d2h, &self.slow_path, &self.prefetch_hits, &self.resyncs] {
+        for a in [&self.h2d, &self.d2h, &self.slow_path, &self.prefetch_hits, &self.resyncs, &self.handovers] {
             a.store(0, Ordering::Relaxed);
         }
         *self.started.lock() = Some(Instant::now());
@@ -183,6 +189,7 @@ impl StatsCollector {
             slow_path_calls: self.slow_path.load(Ordering::Relaxed),
             prefetch_hits: self.prefetch_hits.load(Ordering::Relaxed),
             resyncs: self.resyncs.load(Ordering::Relaxed),
+            handovers: self.handovers.load(Ordering::Relaxed),
         }
     }
 }

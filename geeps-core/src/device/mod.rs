@@ -146,6 +146,11 @@ pub trait Device: Send + Sync + 'static {
     fn used_bytes(&self) -> usize;
     /// Allocates `floats` zeroed floats within the capacity.
     fn alloc(&self, floats: usize) -> Result<DevicePtr>;
+    /// Allocates `floats` floats within the capacity whose contents are
+    /// unspecified (access buffers, always filled before use).
+    fn alloc_scratch(&self, floats: usize) -> Result<DevicePtr> {
+        self.alloc(floats)
+    }
     /// # Safety
     /// `ptr` came from `alloc` on this device, no enqueued work uses it, and it
     /// is never used again.

@@ -140,13 +140,20 @@ pub(crate) fn acquire(
     }
 
     if let Some(ptr) = plan.in_place {
-        return Ok(Acquired { buffer: None, ptr, floats: plan.rows * w, ages: Vec::new(), writes_seen });
+        return Ok(Acquired {
+            buffer: None,
+            ptr,
+            floats: plan.rows * w,
+            ages: Vec::new(),
+            writes_seen,
+            carried: false,
+        });
     }
 
     let floats = plan.rows * w;
     let buffer = sh.pool.acquire(floats, policy.deadline, abort)?;
     let ptr = buffer.ptr;
-    let mut acq = Acquired { buffer: Some(buffer), ptr, floats, ages: Vec::new(), writes_seen };
+    let mut acq = Acquired { buffer: Some(buffer), ptr, floats, ages: Vec::new(), writes_seen, carried: false };
     let result = fill_buffer(sh, fill, plan, clock_of, policy, abort, staging, &mut acq);
     match result {
         Ok(()) => Ok(acq),

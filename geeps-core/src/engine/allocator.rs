@@ -5,7 +5,12 @@
 //! buffer when it takes it, so a wrong prediction costs time, never
 //! correctness. It never blocks the application: its waits have no deadline
 //! and are abandoned as soon as the application changes course.
+//!
+//! A hand-over target (see `handover.rs`) is served with the buffer the
+//! application posts at its source, once it arrives, and never from the
+//! pool; the buffer's carried save is then predicted at the target's release.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::engine::access::{self, Fill, Staging};
@@ -30,6 +35,12 @@ pub(crate) fn run(sh: Arc<Shared>) {
         return;
     }
     let mut staging = Staging::default();
+    // Per epoch: targets whose source release this walk has passed (their
+    // buffer will be handed over), and targets served that way (their
+    // release saves the carried data).
+    let mut walked_epoch = u64::MAX;
+    let mut expected: HashSet<usize> = HashSet::new();
+    let mut carried: HashSet<usize> = HashSet::new();
     loop {
         // Advance through releases and clocks, stop at the next acquisition.
         let (epoch, position, clocks, writes) = {
@@ -42,16 +53,31 @@ pub(crate) fn run(sh: Arc<Shared>) {
                     sh.control_cond.wait(&mut c);
                     continue;
                 }
+                if c.epoch != walked_epoch {
+                    walked_epoch = c.epoch;
+                    expected.clear();
+                    carried.clear();
+                }
                 let pos = c.cursor;
                 let op = &sh.ops[pos];
                 match &op.kind {
                     OpKind::TableClock { table } => c.clocks[table.0 as usize] += 1,
-                    OpKind::Update { acquire } | OpKind::PostLocalAccess { acquire, save: true } => {
+                    OpKind::PostLocalAccess { acquire, save } => {
+                        let was_carried = carried.remove(acquire);
+                        if let Some(target) = sh.handover_to[pos] {
+                            expected.insert(target);
+                        } else if *save || was_carried {
+                            if let Some(plan) = &sh.plans[*acquire] {
+                                c.writes.count(plan);
+                            }
+                        }
+                    }
+                    OpKind::Update { acquire } => {
                         if let Some(plan) = &sh.plans[*acquire] {
                             c.writes.count(plan);
                         }
                     }
-                    OpKind::PostRead { .. } | OpKind::PostLocalAccess { .. } => {}
+                    OpKind::PostRead { .. } => {}
                     _ => {
                         c.ahead += 1;
                         c.cursor = (pos + 1) % n;
@@ -64,6 +90,16 @@ pub(crate) fn run(sh: Arc<Shared>) {
 
         let op = &sh.ops[position];
         let (Some(fill), Some(plan)) = (fill_of(&op.kind), sh.plans[position].as_ref()) else { continue };
+        if expected.remove(&position) {
+            match take_handed(&sh, epoch, position, &writes, plan) {
+                None => return,
+                Some(true) => {
+                    carried.insert(position);
+                }
+                Some(false) => {}
+            }
+            continue;
+        }
         let abort = || {
             if let Some(e) = sh.failure() {
                 return Some(e);
@@ -89,5 +125,36 @@ pub(crate) fn run(sh: Arc<Shared>) {
                 sh.discard(acq);
             }
         }
+    }
+}
+
+/// Waits for the buffer handed over to `position` and queues it as its
+/// prefetch, in one critical section so a carried buffer is never dropped.
+/// `Some(true)`: queued; `Some(false)`: the application changed course (the
+/// hand-over was saved instead); `None`: the instance shuts down or failed.
+fn take_handed(
+    sh: &Shared,
+    epoch: u64,
+    position: usize,
+    writes: &crate::engine::write_counts::WriteCounts,
+    plan: &crate::index::AccessPlan,
+) -> Option<bool> {
+    let mut c = sh.control.lock();
+    loop {
+        if c.shutdown || sh.failure().is_some() {
+            return None;
+        }
+        if c.epoch != epoch {
+            return Some(false);
+        }
+        if let Some(mut acq) = c.handed.remove(&position) {
+            // The buffer holds every write the application issued to its rows.
+            acq.writes_seen = plan.tables.iter().map(|&t| (t, writes.relevant(t, false))).collect();
+            c.ready.push_back(Prefetched { position, result: Ok(acq) });
+            drop(c);
+            sh.control_cond.notify_all();
+            return Some(true);
+        }
+        sh.control_cond.wait(&mut c);
     }
 }

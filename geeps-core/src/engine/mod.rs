@@ -11,7 +11,7 @@ pub(crate) mod pusher;
 pub(crate) mod reclaimer;
 pub(crate) mod write_counts;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -40,6 +40,9 @@ pub(crate) struct Acquired {
     /// Per table: the writes applied before the buffer was filled (the
     /// counter this acquisition orders itself after).
     pub(crate) writes_seen: Vec<(usize, u64)>,
+    /// A handed-over buffer holding a posted save the store does not have
+    /// yet (see `handover.rs`): it must be saved, never just discarded.
+    pub(crate) carried: bool,
 }
 
 /// An acquisition done ahead of the application.
@@ -60,6 +63,8 @@ pub(crate) struct Control {
     /// Predicted writes issued per table at `cursor`.
     pub(crate) writes: WriteCounts,
     pub(crate) ready: VecDeque<Prefetched>,
+    /// Buffers handed over by the application's posts, by target position.
+    pub(crate) handed: HashMap<usize, Acquired>,
     /// Acquisitions of this epoch ready or in progress.
     pub(crate) ahead: usize,
     /// Set while the application serves a call on the slow path: the pool is
@@ -78,6 +83,9 @@ pub(crate) struct Shared {
     pub(crate) ops: Vec<RecordedOp>,
     /// Per recorded position: the plan of an acquisition.
     pub(crate) plans: Vec<Option<Arc<AccessPlan>>>,
+    /// Per recorded position: the release that hands its buffer over, and to
+    /// which acquisition.
+    pub(crate) handover_to: Vec<Option<usize>>,
     /// Acquisitions per recorded iteration (the allocator's look-ahead bound).
     pub(crate) acquires_per_iteration: usize,
     pub(crate) pool: BufferPool,
@@ -122,6 +130,7 @@ impl Shared {
         stores: Stores,
         ops: Vec<RecordedOp>,
         plans: Vec<Option<Arc<AccessPlan>>>,
+        handover_to: Vec<Option<usize>>,
         pool_bytes: usize,
         partitions: usize,
     ) -> Result<Self> {
@@ -142,6 +151,7 @@ impl Shared {
             stores,
             ops,
             plans,
+            handover_to,
             acquires_per_iteration,
             writes: Mutex::new(WriteCounts::new(n)),
             writes_cond: Condvar::new(),
@@ -151,6 +161,7 @@ impl Shared {
                 clocks: vec![0; n],
                 writes: WriteCounts::new(n),
                 ready: VecDeque::new(),
+                handed: HashMap::new(),
                 ahead: 0,
                 paused: false,
                 shutdown: false,

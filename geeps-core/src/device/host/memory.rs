@@ -1,9 +1,15 @@
 //! Allocation of the host device's "device memory". Large regions are
 //! aligned to 2 MiB and marked for transparent huge pages: the row kernels
 //! touch rows scattered across a whole cache, and 4 KiB pages would cost a
-//! TLB miss per row.
+//! TLB miss per row. Freed regions are kept for reuse (`Spares`): a GPU's
+//! memory is mapped once, so the emulation must not pay the operating
+//! system's page faults, zeroing and unmapping each time the buffer pool
+//! trades a buffer of one size for another.
 
 use std::alloc::{alloc_zeroed as std_alloc_zeroed, dealloc, Layout};
+use std::collections::HashMap;
+
+use parking_lot::Mutex;
 
 const HUGE: usize = 2 << 20;
 
@@ -36,5 +42,44 @@ pub(crate) fn alloc_zeroed(floats: usize) -> Option<*mut f32> {
 pub(crate) unsafe fn free(ptr: *mut f32, floats: usize) {
     if let Some(layout) = layout(floats) {
         dealloc(ptr.cast(), layout);
+    }
+}
+
+/// Freed regions kept for reuse, by size in floats. Never holds more than
+/// `limit` bytes; what does not fit goes back to the system.
+pub(crate) struct Spares {
+    limit: usize,
+    inner: Mutex<(usize, HashMap<usize, Vec<usize>>)>,
+}
+
+impl Spares {
+    pub(crate) fn new(limit: usize) -> Self {
+        Spares { limit, inner: Mutex::new((0, HashMap::new())) }
+    }
+
+    /// A kept region of exactly `floats` floats; its contents are stale.
+    pub(crate) fn take(&self, floats: usize) -> Option<*mut f32> {
+        let mut g = self.inner.lock();
+        let addr = g.1.get_mut(&floats)?.pop()?;
+        g.0 -= floats * 4;
+        Some(addr as *mut f32)
+    }
+
+    /// Keeps a freed region; false when over the limit (the caller frees it).
+    pub(crate) fn keep(&self, ptr: *mut f32, floats: usize) -> bool {
+        let mut g = self.inner.lock();
+        if g.0 + floats * 4 > self.limit {
+            return false;
+        }
+        g.0 += floats * 4;
+        g.1.entry(floats).or_default().push(ptr as usize);
+        true
+    }
+
+    /// Every kept region, for the owner to free.
+    pub(crate) fn drain(&mut self) -> Vec<(*mut f32, usize)> {
+        let g = self.inner.get_mut();
+        g.0 = 0;
+        g.1.drain().flat_map(|(floats, addrs)| addrs.into_iter().map(move |a| (a as *mut f32, floats))).collect()
     }
 }

@@ -21,6 +21,8 @@ pub(crate) use kernels::{run as run_row_kernel, RowOp};
 pub struct HostDevice {
     capacity: usize,
     used: AtomicUsize,
+    /// Freed regions kept for reuse, at most `capacity` bytes of them.
+    spares: memory::Spares,
     allocations: Mutex<HashMap<u64, usize>>,
     indexes: Mutex<HashMap<u64, Arc<[RowPair]>>>,
     next_index: AtomicU64,
@@ -34,12 +36,44 @@ impl HostDevice {
         HostDevice {
             capacity,
             used: AtomicUsize::new(0),
+            spares: memory::Spares::new(capacity),
             allocations: Mutex::new(HashMap::new()),
             indexes: Mutex::new(HashMap::new()),
             next_index: AtomicU64::new(1),
             next_stream: AtomicU32::new(0),
             next_event: AtomicU64::new(1),
         }
+    }
+
+    /// Allocates within the capacity, reusing a kept region when one fits
+    /// exactly; `zeroed = false` leaves a reused region's stale contents.
+    fn alloc_region(&self, floats: usize, zeroed: bool) -> Result<DevicePtr> {
+        let bytes = floats * 4;
+        let mut current = self.used.load(Ordering::Relaxed);
+        loop {
+            if current + bytes > self.capacity {
+                return Err(Error::DeviceOutOfMemory {
+                    requested: bytes,
+                    available: self.capacity.saturating_sub(current),
+                    capacity: self.capacity,
+                });
+            }
+            match self.used.compare_exchange_weak(current, current + bytes, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(seen) => current = seen,
+            }
+        }
+        let reused = self.spares.take(floats);
+        if let (Some(ptr), true) = (reused, zeroed) {
+            // SAFETY: a kept region of exactly `floats` floats, owned by nobody.
+            unsafe { std::ptr::write_bytes(ptr, 0, floats) };
+        }
+        let Some(ptr) = reused.or_else(|| memory::alloc_zeroed(floats)) else {
+            self.used.fetch_sub(bytes, Ordering::AcqRel);
+            return Err(Error::Device(format!("host allocation of {bytes} bytes failed")));
+        };
+        self.allocations.lock().insert(ptr as u64, floats);
+        Ok(DevicePtr(ptr as u64))
     }
 
     fn with_index<R>(&self, index: IndexId, f: impl FnOnce(&[RowPair]) -> R) -> Result<R> {
@@ -71,32 +105,18 @@ impl Device for HostDevice {
     }
 
     fn alloc(&self, floats: usize) -> Result<DevicePtr> {
-        let bytes = floats * 4;
-        let mut current = self.used.load(Ordering::Relaxed);
-        loop {
-            if current + bytes > self.capacity {
-                return Err(Error::DeviceOutOfMemory {
-                    requested: bytes,
-                    available: self.capacity.saturating_sub(current),
-                    capacity: self.capacity,
-                });
-            }
-            match self.used.compare_exchange_weak(current, current + bytes, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => break,
-                Err(seen) => current = seen,
-            }
-        }
-        let Some(ptr) = memory::alloc_zeroed(floats) else {
-            self.used.fetch_sub(bytes, Ordering::AcqRel);
-            return Err(Error::Device(format!("host allocation of {bytes} bytes failed")));
-        };
-        self.allocations.lock().insert(ptr as u64, floats);
-        Ok(DevicePtr(ptr as u64))
+        self.alloc_region(floats, true)
+    }
+
+    fn alloc_scratch(&self, floats: usize) -> Result<DevicePtr> {
+        self.alloc_region(floats, false)
     }
 
     unsafe fn free(&self, ptr: DevicePtr) {
         if let Some(floats) = self.allocations.lock().remove(&ptr.0) {
-            memory::free(ptr.0 as *mut f32, floats);
+            if !self.spares.keep(ptr.0 as *mut f32, floats) {
+                memory::free(ptr.0 as *mut f32, floats);
+            }
             self.used.fetch_sub(floats * 4, Ordering::AcqRel);
         } else {
             tracing::error!(?ptr, "free of an address the host device did not allocate; ignored");
@@ -193,6 +213,10 @@ impl Device for HostDevice {
 
 impl Drop for HostDevice {
     fn drop(&mut self) {
+        for (ptr, floats) in self.spares.drain() {
+            // SAFETY: kept regions are owned by nobody.
+            unsafe { memory::free(ptr, floats) };
+        }
         for (addr, floats) in self.allocations.get_mut().drain() {
             // SAFETY: the device is going away; nothing can use its memory now.
             unsafe { memory::free(addr as *mut f32, floats) };

@@ -1,0 +1,148 @@
+//! Buffer hand-overs between local accesses, found in the recording.
+//!
+//! A layer posts its output blob with `save = true` and the next layer
+//! accesses the same rows with `fetch = true` right after. Saving the buffer
+//! to the store and copying it straight back puts two copies between two
+//! layers' compute, where no prefetch can hide them. A hand-over gives the
+//! posted buffer itself to the next access instead; the save is carried by
+//! the buffer and done when the last access of the chain posts it (off the
+//! critical path), or earlier if the application leaves the recorded order.
+//!
+//! This file only finds the pairs; it never decides placement (the planner
+//! keeps a pair only while its rows are not pinned) and never moves data.
+
+use std::collections::HashSet;
+
+use crate::recorder::{OpKind, RecordedOp};
+use crate::table::RowKey;
+
+/// One hand-over: the buffer of the local access at `source`, posted with
+/// `save = true` at `release`, serves the access at `target`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Handover {
+    pub(crate) source: usize,
+    pub(crate) release: usize,
+    pub(crate) target: usize,
+}
+
+fn tables_of(keys: &[RowKey]) -> Vec<u32> {
+    let mut t: Vec<u32> = keys.iter().map(|k| k.table.0).collect();
+    t.sort_unstable();
+    t.dedup();
+    t
+}
+
+/// Every pair where the next acquisition touching a saved local access's
+/// rows is a fetching local access of exactly the same key list, and no other
+/// acquisition touches those rows until that access is released. Positions
+/// do not wrap around the end of the recording.
+pub(crate) fn find(ops: &[RecordedOp]) -> Vec<Handover> {
+    let tables: Vec<Vec<u32>> = ops.iter().map(|op| tables_of(&op.keys)).collect();
+    let mut targeted = vec![false; ops.len()];
+    let mut pairs = Vec::new();
+    for (release, op) in ops.iter().enumerate() {
+        let OpKind::PostLocalAccess { acquire: source, save: true } = op.kind else { continue };
+        let keys = &ops[source].keys;
+        if keys.is_empty() {
+            continue;
+        }
+        let rows: HashSet<RowKey> = keys.iter().copied().collect();
+        let overlaps = |i: usize| {
+            ops[i].kind.is_acquire()
+                && tables[i].iter().any(|t| tables[source].binary_search(t).is_ok())
+                && ops[i].keys.iter().any(|k| rows.contains(k))
+        };
+        let Some(target) = (release + 1..ops.len()).find(|&i| overlaps(i)) else { continue };
+        let same = ops[target].keys[..] == keys[..];
+        if !same || targeted[target] || !matches!(ops[target].kind, OpKind::LocalAccess { fetch: true }) {
+            continue;
+        }
+        let Some(end) = ops[target].release else { continue };
+        if (target + 1..end).any(overlaps) {
+            continue;
+        }
+        targeted[target] = true;
+        pairs.push(Handover { source, release, target });
+    }
+    pairs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recorder::Recorder;
+    use crate::table::{keys, TableId};
+    use std::sync::Arc;
+
+    fn local(r: &mut Recorder, rows: std::ops::Range<u32>, fetch: bool) -> usize {
+        r.acquire(OpKind::LocalAccess { fetch }, Arc::from(keys(TableId(0), rows)))
+    }
+
+    fn post(r: &mut Recorder, a: usize, save: bool) -> usize {
+        r.release(a, OpKind::PostLocalAccess { acquire: a, save }, "local_access").unwrap()
+    }
+
+    #[test]
+    fn a_saved_blob_read_next_is_handed_over() {
+        let mut r = Recorder::default();
+        let out = local(&mut r, 0..4, false);
+        let out_post = post(&mut r, out, true);
+        let input = local(&mut r, 0..4, true);
+        post(&mut r, input, false);
+        assert_eq!(find(&r.ops), vec![Handover { source: out, release: out_post, target: input }]);
+    }
+
+    #[test]
+    fn no_hand_over_without_save_fetch_or_the_same_keys() {
+        // Not saved.
+        let mut r = Recorder::default();
+        let a = local(&mut r, 0..4, false);
+        post(&mut r, a, false);
+        let b = local(&mut r, 0..4, true);
+        post(&mut r, b, false);
+        assert!(find(&r.ops).is_empty());
+        // Next access does not fetch.
+        let mut r = Recorder::default();
+        let a = local(&mut r, 0..4, true);
+        post(&mut r, a, true);
+        let b = local(&mut r, 0..4, false);
+        post(&mut r, b, true);
+        assert!(find(&r.ops).is_empty());
+        // Next access overlaps with other keys: it must read the store.
+        let mut r = Recorder::default();
+        let a = local(&mut r, 0..4, true);
+        post(&mut r, a, true);
+        let b = local(&mut r, 2..6, true);
+        post(&mut r, b, false);
+        assert!(find(&r.ops).is_empty());
+    }
+
+    #[test]
+    fn no_hand_over_when_the_rows_are_accessed_while_the_target_is_held() {
+        let mut r = Recorder::default();
+        let a = local(&mut r, 0..4, true);
+        post(&mut r, a, true);
+        let b = local(&mut r, 0..4, true);
+        let c = local(&mut r, 3..4, true);
+        post(&mut r, c, false);
+        post(&mut r, b, false);
+        assert!(find(&r.ops).is_empty());
+    }
+
+    #[test]
+    fn unrelated_rows_in_between_do_not_matter_and_chains_are_found() {
+        let mut r = Recorder::default();
+        let a = local(&mut r, 0..4, true);
+        let pa = post(&mut r, a, true);
+        let other = local(&mut r, 4..8, true);
+        post(&mut r, other, true);
+        let b = local(&mut r, 0..4, true);
+        let pb = post(&mut r, b, true);
+        let c = local(&mut r, 0..4, true);
+        post(&mut r, c, false);
+        assert_eq!(
+            find(&r.ops),
+            vec![Handover { source: a, release: pa, target: b }, Handover { source: b, release: pb, target: c }]
+        );
+    }
+}
