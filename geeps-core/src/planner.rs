@@ -151,6 +151,16 @@ fn active(handovers: &[Handover], op_unit: &[Option<usize>], pinned: &[bool]) ->
     handovers.iter().copied().filter(|h| !op_unit[h.source].is_some_and(|u| pinned[u])).collect()
 }
 
+/// Where the buffer acquired at `i` goes back to the pool: its release, or
+/// the release of the last target it is handed over to.
+fn held_until(ops: &[RecordedOp], kept: &[Handover], i: usize) -> Option<usize> {
+    let mut end = i;
+    while let Some(h) = kept.iter().find(|h| h.source == end) {
+        end = h.target;
+    }
+    ops[end].release
+}
+
 /// Peak of simultaneously held buffer bytes and where it occurs. A handed
 /// over buffer stays held from its source's acquisition to its target's
 /// release, and the target takes nothing new from the pool.
@@ -162,7 +172,6 @@ fn peak(
     row_bytes: usize,
 ) -> (usize, Option<usize>) {
     let active = active(handovers, op_unit, pinned);
-    let kept: HashMap<usize, usize> = active.iter().map(|h| (h.source, h.target)).collect();
     let inherited: std::collections::HashSet<usize> = active.iter().map(|h| h.target).collect();
     let mut live = 0usize;
     let mut best = (0usize, None);
@@ -178,11 +187,7 @@ fn peak(
             // goes back where the last member is released.
             if !inherited.contains(&i) {
                 live += bytes;
-                let mut end = i;
-                while let Some(&t) = kept.get(&end) {
-                    end = t;
-                }
-                if let Some(r) = ops[end].release {
+                if let Some(r) = held_until(ops, &active, i) {
                     *release_at.entry(r).or_default() += bytes;
                 }
             }
@@ -212,9 +217,10 @@ pub(crate) fn plan(ops: &[RecordedOp], tables: &[TableSpec], row_width: usize, b
         let (p, at) = peak(ops, &op_unit, &pinned, &handovers, row_bytes);
         cur_peak = p;
         let Some(at) = at else { break };
+        let kept = active(&handovers, &op_unit, &pinned);
         let candidate = (0..=at).rev().find_map(|i| {
             let op = &ops[i];
-            let live = op.kind.is_acquire() && op.release.is_some_and(|r| r > at);
+            let live = op.kind.is_acquire() && held_until(ops, &kept, i).is_some_and(|r| r > at);
             op_unit[i].filter(|&u| live && !pinned[u] && units[u].local)
         });
         let Some(u) = candidate else { break };
@@ -269,12 +275,15 @@ pub(crate) fn plan(ops: &[RecordedOp], tables: &[TableSpec], row_width: usize, b
         }
     }
     let in_place = op_unit.iter().map(|u| u.filter(|&u| pinned[u] && units[u].local).map(|u| unit_offset[u])).collect();
+    // Pinning more local data may have lowered the peak (fewer hand-overs).
+    let (final_peak, peak_position) = peak(ops, &op_unit, &pinned, &handovers, row_bytes);
+    debug_assert!(final_peak <= cur_peak);
     let handovers = active(&handovers, &op_unit, &pinned);
 
     let mut plan = Plan {
         budget,
-        peak_bytes: cur_peak,
-        peak_position: peak(ops, &op_unit, &pinned, &handovers, row_bytes).1,
+        peak_bytes: final_peak,
+        peak_position,
         pool_bytes: 0,
         double_buffered,
         handovers: handovers.len(),
@@ -375,5 +384,39 @@ mod tests {
             Err(Error::BudgetTooSmall { needed: 24, budget: 23, .. }) => {}
             other => panic!("{other:?}"),
         }
+    }
+
+    /// Blob A is posted, a read of p comes and goes, then A is read back.
+    fn handover_setup() -> (Vec<TableSpec>, Vec<RecordedOp>) {
+        let tables = vec![
+            TableSpec { name: "p".into(), kind: TableKind::Parameter, rows: 4 },
+            TableSpec { name: "act".into(), kind: TableKind::Local, rows: 2 },
+        ];
+        let mut r = Recorder::default();
+        let a_keys: Arc<[RowKey]> = Arc::from(keys(TableId(1), 0..2));
+        let a = r.acquire(OpKind::LocalAccess { fetch: false }, a_keys.clone());
+        r.release(a, OpKind::PostLocalAccess { acquire: a, save: true }, "local_access").unwrap();
+        let p = r.acquire(OpKind::Read { slack: Slack::BSP }, Arc::from(keys(TableId(0), 0..4)));
+        r.release(p, OpKind::PostRead { acquire: p }, "read").unwrap();
+        let b = r.acquire(OpKind::LocalAccess { fetch: true }, a_keys);
+        r.release(b, OpKind::PostLocalAccess { acquire: b, save: false }, "local_access").unwrap();
+        r.check().unwrap();
+        (tables, r.ops)
+    }
+
+    #[test]
+    fn a_handed_over_buffer_counts_until_its_target_is_released() {
+        let (tables, ops) = handover_setup();
+        // Without the hand-over the peak would be p alone (4 rows); A stays
+        // held across the read for its target, so the peak is 6 rows.
+        let p = plan(&ops, &tables, 1, 30).unwrap();
+        assert_eq!(p.plan.handovers, 1);
+        assert_eq!(p.handovers.len(), 1);
+        assert_eq!(p.plan.peak_bytes, 6 * RB);
+        assert!(!p.plan.double_buffered);
+        // Everything fits: A is pinned and served in place, nothing handed over.
+        let p = plan(&ops, &tables, 1, 1 << 20).unwrap();
+        assert_eq!(p.plan.handovers, 0);
+        assert_eq!(p.plan.peak_bytes, 4 * RB);
     }
 }

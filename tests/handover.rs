@@ -1,0 +1,150 @@
+//! Hand-overs: a local buffer posted with `save = true` serves the next
+//! access of the same rows directly, and its save travels with it. These
+//! tests check that the data is always what a save-then-fetch would give: at
+//! the target, at later accesses that read the store, and when the
+//! application leaves the recorded order while a hand-over is pending or held.
+
+use std::time::Duration;
+
+use geeps::{keys, Config, Geeps, Handle, RowKey};
+
+const WIDTH: usize = 8;
+const ROWS: u32 = 4;
+/// Bytes of one blob.
+const BLOB: usize = ROWS as usize * WIDTH * 4;
+
+struct Net {
+    ps: Geeps,
+    a: Vec<RowKey>,
+    /// layer 1 writes A; layer 2 reads A, writes B; layer 3 reads B; then A is read again.
+    write_a: Handle,
+    read_a: Handle,
+    write_b: Handle,
+    read_b: Handle,
+    reread_a: Handle,
+}
+
+fn net(budget: usize) -> Net {
+    let mut b = Geeps::builder(Config {
+        row_width: WIDTH,
+        device_memory: budget,
+        wait_deadline: Duration::from_secs(10),
+        ..Config::default()
+    });
+    let act = b.local_table("act", 2 * ROWS);
+    let ps = b.build().unwrap();
+    let (a, bk) = (keys(act, 0..ROWS), keys(act, ROWS..2 * ROWS));
+    let write_a = ps.virtual_local_access(&a, false).unwrap();
+    ps.virtual_post_local_access(write_a, true).unwrap();
+    let read_a = ps.virtual_local_access(&a, true).unwrap();
+    let write_b = ps.virtual_local_access(&bk, false).unwrap();
+    ps.virtual_post_local_access(write_b, true).unwrap();
+    ps.virtual_post_local_access(read_a, false).unwrap();
+    let read_b = ps.virtual_local_access(&bk, true).unwrap();
+    ps.virtual_post_local_access(read_b, false).unwrap();
+    let reread_a = ps.virtual_local_access(&a, true).unwrap();
+    ps.virtual_post_local_access(reread_a, false).unwrap();
+    ps.finish_virtual_iteration().unwrap();
+    Net { ps, a, write_a, read_a, write_b, read_b, reread_a }
+}
+
+fn values(it: usize, blob: usize) -> Vec<f32> {
+    (0..ROWS as usize * WIDTH).map(|i| (it * 1000 + blob * 100 + i) as f32).collect()
+}
+
+/// Writes blob A of iteration `it` and posts it (a hand-over when planned);
+/// returns the buffer's address.
+fn write_a(n: &Net, it: usize) -> usize {
+    let mut w = n.ps.local_access(n.write_a).unwrap();
+    w.as_mut_slice().unwrap().copy_from_slice(&values(it, 0));
+    let at = w.as_slice().unwrap().as_ptr() as usize;
+    w.post().unwrap();
+    at
+}
+
+/// The rest of the iteration after `write_a`, checking every value read;
+/// `handed` is the address layer 2 must get A at, when handed over.
+fn rest(n: &Net, it: usize, handed: Option<usize>) {
+    let r = n.ps.local_access(n.read_a).unwrap();
+    assert_eq!(r.as_slice().unwrap(), &values(it, 0)[..], "layer 2 reads A of iteration {it}");
+    if let Some(at) = handed {
+        assert_eq!(r.as_slice().unwrap().as_ptr() as usize, at, "iteration {it}: handed over, not copied");
+    }
+    let mut w = n.ps.local_access(n.write_b).unwrap();
+    w.as_mut_slice().unwrap().copy_from_slice(&values(it, 1));
+    w.post().unwrap();
+    r.post().unwrap();
+    let r = n.ps.local_access(n.read_b).unwrap();
+    assert_eq!(r.as_slice().unwrap(), &values(it, 1)[..], "layer 3 reads B of iteration {it}");
+    r.post().unwrap();
+    let r = n.ps.local_access(n.reread_a).unwrap();
+    assert_eq!(r.as_slice().unwrap(), &values(it, 0)[..], "A is read back from the store in iteration {it}");
+    r.post().unwrap();
+}
+
+#[test]
+fn posted_blobs_are_handed_over_and_saved_at_the_end_of_the_chain() {
+    // Below two peaks (A and B held at once): nothing pinned, single-buffered.
+    let n = net(2 * BLOB + BLOB / 2);
+    let plan = n.ps.plan().unwrap();
+    assert_eq!(plan.handovers, 2, "{plan}");
+    assert_eq!(plan.local_device_bytes, 0, "{plan}");
+    for it in 0..5 {
+        let at = write_a(&n, it);
+        rest(&n, it, Some(at));
+    }
+    let stats = n.ps.stats();
+    assert_eq!(stats.handovers, 10, "{stats}");
+    assert_eq!(stats.resyncs, 0, "{stats}");
+}
+
+#[test]
+fn everything_fits_serves_in_place_and_hands_nothing_over() {
+    let n = net(1 << 20);
+    assert_eq!(n.ps.plan().unwrap().handovers, 0);
+    for it in 0..3 {
+        write_a(&n, it);
+        rest(&n, it, None);
+    }
+}
+
+#[test]
+fn leaving_the_order_with_a_hand_over_pending_saves_it_first() {
+    let n = net(2 * BLOB + BLOB / 2);
+    for it in 0..3 {
+        write_a(&n, it);
+        // Off the recorded order: a keyed access of A must see the posted data.
+        let keyed = n.ps.local_access_keys(&n.a, true).unwrap();
+        assert_eq!(keyed.as_slice().unwrap(), &values(it, 0)[..], "iteration {it}");
+        keyed.post_with(false).unwrap();
+        rest(&n, it, None);
+    }
+    let stats = n.ps.stats();
+    assert!(stats.resyncs > 0, "{stats}");
+}
+
+#[test]
+fn leaving_the_order_while_holding_a_hand_over_saves_it_first() {
+    let n = net(2 * BLOB + BLOB / 2);
+    for it in 0..3 {
+        write_a(&n, it);
+        let held = n.ps.local_access(n.read_a).unwrap();
+        assert_eq!(held.as_slice().unwrap(), &values(it, 0)[..]);
+        let keyed = n.ps.local_access_keys(&n.a, true).unwrap();
+        assert_eq!(keyed.as_slice().unwrap(), &values(it, 0)[..], "iteration {it}: held hand-over saved");
+        keyed.post_with(false).unwrap();
+        held.post().unwrap();
+        // Whatever happened above, the store has A.
+        let again = n.ps.local_access_keys(&n.a, true).unwrap();
+        assert_eq!(again.as_slice().unwrap(), &values(it, 0)[..], "iteration {it}: after the post");
+        again.post_with(false).unwrap();
+    }
+    // Back in order, hand-overs resume.
+    let before = n.ps.stats().handovers;
+    for it in 3..6 {
+        write_a(&n, it);
+        rest(&n, it, None);
+    }
+    let after = n.ps.stats().handovers;
+    assert!(after > before, "hand-overs resume in order: {before} -> {after}");
+}
