@@ -667,7 +667,8 @@ impl Geeps {
             (stale, handed)
         };
         let mut result = Ok(());
-        let carried = stale.into_iter().filter_map(|p| p.result.ok().map(|a| (p.position, a))).chain(handed);
+        let carried =
+            stale.into_iter().filter_map(|p| p.result.and_then(|r| r.ok()).map(|a| (p.position, a))).chain(handed);
         for (position, acq) in carried {
             match sh.plans[position].clone().filter(|_| acq.carried) {
                 Some(plan) => result = result.and(self.save_carried(app, plan, acq)),
@@ -823,18 +824,21 @@ impl Geeps {
         sh.wait(&mut c, &sh.control_cond, policy, |c| !c.ready.is_empty(), &abort, &describe)?;
         let Some(p) = c.ready.pop_front() else { return Ok(None) };
         c.ahead = c.ahead.saturating_sub(1);
+        let result = match p.result {
+            Some(r) => Some(r),
+            // A hand-over target: the buffer this application's post left.
+            None if p.position == pos => c.handed.remove(&pos).map(Ok),
+            None => None,
+        };
         drop(c);
         sh.control_cond.notify_all();
         if p.position != pos {
-            if let Ok(acq) = p.result {
-                match sh.plans[p.position].clone().filter(|_| acq.carried) {
-                    Some(plan) => self.save_carried(&mut self.app.lock(), plan, acq)?,
-                    None => sh.discard(acq),
-                }
+            if let Some(Ok(acq)) = result {
+                sh.discard(acq);
             }
             return Ok(None);
         }
-        p.result.map(Some)
+        result.transpose()
     }
 
     /// Says what the prefetch of `pos` is waiting for. Never blocks on a

@@ -6,9 +6,10 @@
 //! correctness. It never blocks the application: its waits have no deadline
 //! and are abandoned as soon as the application changes course.
 //!
-//! A hand-over target (see `handover.rs`) is served with the buffer the
-//! application posts at its source, once it arrives, and never from the
-//! pool; the buffer's carried save is then predicted at the target's release.
+//! A hand-over target (see `handover.rs`) is queued as a place holder: the
+//! application takes the buffer its own post at the source left, and the
+//! allocator goes on prefetching past it. The carried save is then predicted
+//! at the target's release.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -91,12 +92,14 @@ pub(crate) fn run(sh: Arc<Shared>) {
         let op = &sh.ops[position];
         let (Some(fill), Some(plan)) = (fill_of(&op.kind), sh.plans[position].as_ref()) else { continue };
         if expected.remove(&position) {
-            match take_handed(&sh, epoch, position, &writes, plan) {
-                None => return,
-                Some(true) => {
-                    carried.insert(position);
-                }
-                Some(false) => {}
+            // The application posts the source before it reaches the
+            // target, so nothing is waited for here: the allocator goes on.
+            let mut c = sh.control.lock();
+            if c.epoch == epoch && !c.shutdown {
+                c.ready.push_back(Prefetched { position, result: None });
+                carried.insert(position);
+                drop(c);
+                sh.control_cond.notify_all();
             }
             continue;
         }
@@ -116,7 +119,7 @@ pub(crate) fn run(sh: Arc<Shared>) {
 
         let mut c = sh.control.lock();
         if c.epoch == epoch && !c.shutdown {
-            c.ready.push_back(Prefetched { position, result });
+            c.ready.push_back(Prefetched { position, result: Some(result) });
             drop(c);
             sh.control_cond.notify_all();
         } else {
@@ -125,36 +128,5 @@ pub(crate) fn run(sh: Arc<Shared>) {
                 sh.discard(acq);
             }
         }
-    }
-}
-
-/// Waits for the buffer handed over to `position` and queues it as its
-/// prefetch, in one critical section so a carried buffer is never dropped.
-/// `Some(true)`: queued; `Some(false)`: the application changed course (the
-/// hand-over was saved instead); `None`: the instance shuts down or failed.
-fn take_handed(
-    sh: &Shared,
-    epoch: u64,
-    position: usize,
-    writes: &crate::engine::write_counts::WriteCounts,
-    plan: &crate::index::AccessPlan,
-) -> Option<bool> {
-    let mut c = sh.control.lock();
-    loop {
-        if c.shutdown || sh.failure().is_some() {
-            return None;
-        }
-        if c.epoch != epoch {
-            return Some(false);
-        }
-        if let Some(mut acq) = c.handed.remove(&position) {
-            // The buffer holds every write the application issued to its rows.
-            acq.writes_seen = plan.tables.iter().map(|&t| (t, writes.relevant(t, false))).collect();
-            c.ready.push_back(Prefetched { position, result: Ok(acq) });
-            drop(c);
-            sh.control_cond.notify_all();
-            return Some(true);
-        }
-        sh.control_cond.wait(&mut c);
     }
 }

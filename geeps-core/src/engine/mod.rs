@@ -48,7 +48,9 @@ pub(crate) struct Acquired {
 /// An acquisition done ahead of the application.
 pub(crate) struct Prefetched {
     pub(crate) position: usize,
-    pub(crate) result: Result<Acquired>,
+    /// `None` for a hand-over target: the application takes the buffer its
+    /// own earlier post left in `Control::handed`.
+    pub(crate) result: Option<Result<Acquired>>,
 }
 
 /// What the allocator is doing; changed only under `Shared::control`.
