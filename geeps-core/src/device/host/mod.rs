@@ -17,11 +17,17 @@ use crate::error::{Error, Result};
 
 pub(crate) use kernels::{run as run_row_kernel, RowOp};
 
+/// Freed regions the host device keeps, in capacities, and at most in bytes:
+/// enough for the buffer pool to trade every size of an iteration for
+/// another without going back to the operating system.
+const SPARE_CAPACITIES: usize = 4;
+const SPARE_LIMIT: usize = 1 << 30;
+
 /// A [`Device`] backed by host memory, limited to `capacity` bytes.
 pub struct HostDevice {
     capacity: usize,
     used: AtomicUsize,
-    /// Freed regions kept for reuse, at most `capacity` bytes of them.
+    /// Freed regions kept for reuse (see `memory.rs`).
     spares: memory::Spares,
     allocations: Mutex<HashMap<u64, usize>>,
     indexes: Mutex<HashMap<u64, Arc<[RowPair]>>>,
@@ -36,7 +42,7 @@ impl HostDevice {
         HostDevice {
             capacity,
             used: AtomicUsize::new(0),
-            spares: memory::Spares::new(capacity),
+            spares: memory::Spares::new(capacity.saturating_mul(SPARE_CAPACITIES).min(SPARE_LIMIT)),
             allocations: Mutex::new(HashMap::new()),
             indexes: Mutex::new(HashMap::new()),
             next_index: AtomicU64::new(1),
@@ -240,6 +246,28 @@ mod tests {
         unsafe { dev.free(a) };
         assert_eq!(dev.used_bytes(), 0);
         dev.alloc(250).unwrap();
+    }
+
+    #[test]
+    fn freed_regions_are_reused_zeroed_by_alloc_and_within_capacity() {
+        let dev = HostDevice::new(1000);
+        let a = dev.alloc(100).unwrap();
+        // SAFETY: 100 floats just allocated.
+        unsafe { std::slice::from_raw_parts_mut(a.0 as *mut f32, 100).fill(7.0) };
+        unsafe { dev.free(a) };
+        let b = dev.alloc(100).unwrap();
+        assert_eq!(b, a, "the freed region is reused");
+        // SAFETY: as above.
+        assert!(unsafe { std::slice::from_raw_parts(b.0 as *const f32, 100) }.iter().all(|v| *v == 0.0));
+        unsafe { dev.free(b) };
+        let c = dev.alloc_scratch(100).unwrap();
+        assert_eq!(c, a, "scratch reuses the region too");
+        // Kept regions never count against the capacity.
+        unsafe { dev.free(c) };
+        assert_eq!(dev.used_bytes(), 0);
+        let d = dev.alloc(250).unwrap();
+        assert_eq!(dev.used_bytes(), 1000);
+        unsafe { dev.free(d) };
     }
 
     #[test]
