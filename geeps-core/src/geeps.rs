@@ -20,7 +20,7 @@ use crate::device::Device;
 use crate::engine::access::{self, Fill, Staging};
 use crate::engine::allocator::{self, fill_of};
 use crate::engine::puller::{self, PullMsg};
-use crate::engine::reclaimer::{self, Release};
+use crate::engine::reclaimer::{self, Pushers, Release};
 use crate::engine::write_counts::WriteCounts;
 use crate::engine::{pusher, Acquired, Shared, WaitPolicy};
 use crate::error::{Error, Result};
@@ -487,7 +487,6 @@ impl Geeps {
     fn spawn(&self, sh: Arc<Shared>, pull_rx: Vec<Receiver<PullMsg>>) -> Result<()> {
         let rank = self.rank();
         let mut threads = self.threads.lock();
-        let mut push_tx = Vec::new();
         for (p, rx) in pull_rx.into_iter().enumerate() {
             let s = sh.clone();
             threads.push(
@@ -496,16 +495,22 @@ impl Geeps {
                     .spawn(move || puller::run(s, rx))?,
             );
         }
-        for p in 0..self.parts {
-            let (tx, rx) = unbounded();
-            push_tx.push(tx);
-            let (s, t) = (sh.clone(), self.transport.clone());
-            threads.push(
-                std::thread::Builder::new()
-                    .name(format!("geeps{rank}-pusher-{p}"))
-                    .spawn(move || pusher::run(s, t, rx))?,
-            );
-        }
+        let pushers = if self.transport.push_only_queues() {
+            Pushers::Direct(self.transport.clone())
+        } else {
+            let mut push_tx = Vec::new();
+            for p in 0..self.parts {
+                let (tx, rx) = unbounded();
+                push_tx.push(tx);
+                let (s, t) = (sh.clone(), self.transport.clone());
+                threads.push(
+                    std::thread::Builder::new()
+                        .name(format!("geeps{rank}-pusher-{p}"))
+                        .spawn(move || pusher::run(s, t, rx))?,
+                );
+            }
+            Pushers::Threads(push_tx)
+        };
         let (tx, rx) = unbounded();
         let (local_tx, local_rx) = unbounded();
         *self.reclaim_tx.lock() = Some(Lanes { params: tx, local: local_tx });
@@ -513,13 +518,13 @@ impl Geeps {
         threads.push(
             std::thread::Builder::new()
                 .name(format!("geeps{rank}-reclaimer"))
-                .spawn(move || reclaimer::run(s, rx, push_tx, stream))?,
+                .spawn(move || reclaimer::run(s, rx, pushers, stream))?,
         );
         let (s, stream) = (sh.clone(), sh.local_stream);
         threads.push(
             std::thread::Builder::new()
                 .name(format!("geeps{rank}-reclaimer-local"))
-                .spawn(move || reclaimer::run(s, local_rx, Vec::new(), stream))?,
+                .spawn(move || reclaimer::run(s, local_rx, Pushers::None, stream))?,
         );
         let s = sh;
         threads

@@ -191,6 +191,10 @@ impl Transport for NetTransport {
             .map_err(|_| lost(shard, &self.addresses[shard], "connection to the keeper is closed"))
     }
 
+    fn push_only_queues(&self) -> bool {
+        true
+    }
+
     fn leave(&self) {
         self.closing.store(true, Ordering::Release);
         let queues: Vec<_> = self.queues.lock().drain(..).collect();

@@ -1,5 +1,8 @@
 //! A pusher thread (one per partition): sends clocked update batches to the
-//! keeper that owns the partition, in clock order. It never touches the cache.
+//! keeper that owns the partition, in clock order, for transports whose push
+//! may block (the in-process keeper applies deltas in `push`). A transport
+//! whose push only queues is pushed to by the reclaimer directly. It never
+//! touches the cache.
 
 use std::sync::Arc;
 

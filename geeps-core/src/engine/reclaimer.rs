@@ -14,7 +14,7 @@ use crate::device::StreamId;
 use crate::engine::access::{self, Staging};
 use crate::engine::{Acquired, Shared};
 use crate::index::AccessPlan;
-use crate::transport::UpdateBatch;
+use crate::transport::{Transport, UpdateBatch};
 
 pub(crate) enum Release {
     PostRead(Acquired),
@@ -28,8 +28,33 @@ pub(crate) fn is_local(op: &Release) -> bool {
     matches!(op, Release::PostLocal { .. })
 }
 
-/// Runs one lane. `stream` is the lane's own; only the parameter lane has pushers.
-pub(crate) fn run(sh: Arc<Shared>, rx: Receiver<Release>, pushers: Vec<Sender<UpdateBatch>>, stream: StreamId) {
+/// Where the parameter lane sends clocked batches.
+pub(crate) enum Pushers {
+    /// The local lane pushes nothing.
+    None,
+    /// One pusher thread per partition (a transport whose push may block).
+    Threads(Vec<Sender<UpdateBatch>>),
+    /// The transport itself: its push only queues.
+    Direct(Arc<dyn Transport>),
+}
+
+impl Pushers {
+    fn push(&self, sh: &Shared, batch: UpdateBatch) {
+        let sent = match self {
+            Pushers::None => Err(crate::error::Error::ShutDown("the local lane has no pushers".into())),
+            Pushers::Threads(tx) => tx[batch.partition as usize]
+                .send(batch)
+                .map_err(|_| crate::error::Error::ShutDown("pusher thread has stopped".into())),
+            Pushers::Direct(t) => t.push(batch),
+        };
+        if let Err(e) = sent {
+            sh.fail(e);
+        }
+    }
+}
+
+/// Runs one lane. `stream` is the lane's own; only the parameter lane pushes.
+pub(crate) fn run(sh: Arc<Shared>, rx: Receiver<Release>, pushers: Pushers, stream: StreamId) {
     let mut staging = Staging::default();
     for op in rx {
         let result = match op {
@@ -53,10 +78,7 @@ pub(crate) fn run(sh: Arc<Shared>, rx: Receiver<Release>, pushers: Vec<Sender<Up
             }
             Release::Clock { table, clock } => {
                 for batch in access::end_clock(&sh, table, clock) {
-                    let part = batch.partition as usize;
-                    if pushers[part].send(batch).is_err() {
-                        sh.fail(crate::error::Error::ShutDown("pusher thread has stopped".into()));
-                    }
+                    pushers.push(&sh, batch);
                 }
                 Ok(())
             }

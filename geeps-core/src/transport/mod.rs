@@ -65,6 +65,12 @@ pub trait Transport: Send + Sync {
     /// Sends a batch to the keeper owning its partition. Batches of one
     /// partition must reach the keeper in the order they were pushed.
     fn push(&self, batch: UpdateBatch) -> Result<()>;
+    /// True when `push` only queues the batch (it never waits on the network
+    /// or applies the deltas itself): the engine then pushes straight from
+    /// its reclaimer instead of handing each batch to a pusher thread.
+    fn push_only_queues(&self) -> bool {
+        false
+    }
     /// Leaves the cluster: this worker no longer holds back the data age.
     fn leave(&self);
 }
