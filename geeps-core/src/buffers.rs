@@ -151,7 +151,8 @@ impl LocalBuffer<'_> {
         ps.release_raw(raw.ticket, ReleaseAs::PostLocal { save: None })
     }
 
-    /// `post_local_access` with an explicit `save` flag.
+    /// `post_local_access` with an explicit `save` flag (`false`: the
+    /// application's changes need not be stored; they may still be).
     pub fn post_with(self, save: bool) -> Result<()> {
         let (ps, raw) = (self.ps, self.into_raw());
         ps.release_raw(raw.ticket, ReleaseAs::PostLocal { save: Some(save) })

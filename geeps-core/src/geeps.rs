@@ -327,7 +327,11 @@ impl Geeps {
         Ok(self.handle(pos))
     }
 
-    /// Records the `post_local_access` of `access`; `save = false` skips storing.
+    /// Records the `post_local_access` of `access`; `save = false` skips
+    /// storing: for data the application did not change, or that is
+    /// overwritten before it is read again. Changes made to a buffer posted
+    /// with `save = false` may still reach the store (rows served in place,
+    /// a hand-over's carried save: see `docs/architecture.md`).
     pub fn virtual_post_local_access(&self, access: Handle, save: bool) -> Result<Handle> {
         let a = self.own(access)?;
         let pos = self.record("virtual_post_local_access", |r| {
