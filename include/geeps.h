@@ -602,6 +602,15 @@ enum geeps_status geeps_virtual_post_local_access(struct geeps_instance *ps,
                                                   bool save);
 
 /**
+ * Records a `post_local_access` of `access` that declares its rows'
+ * contents dead until written again: `geeps_post_local_access` on that
+ * handle then saves nothing, not even what the previous access of the rows
+ * posted with `save = true` and handed over with the buffer.
+ */
+enum geeps_status geeps_virtual_discard_local_access(struct geeps_instance *ps,
+                                                     geeps_handle access);
+
+/**
  * Records a `table_clock` of parameter table `table`.
  */
 enum geeps_status geeps_virtual_table_clock(struct geeps_instance *ps, geeps_table table);

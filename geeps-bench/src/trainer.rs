@@ -3,7 +3,8 @@
 //! (without fetching) its output blob, compute, post. Backward, top down:
 //! read and pre-update the parameters, access the output blob (data and the
 //! diff from above) and the input blob (whose diff it writes), compute,
-//! update, post, and clock the layer's table right after its update.
+//! update, post (the output as dead: the next forward pass overwrites it),
+//! and clock the layer's table right after its update.
 //!
 //! Compute is a sleep of the layer's emulated time: a GPU computes without
 //! the CPU, so the host's cores stay free for geeps, as they would be.
@@ -162,7 +163,9 @@ fn record(ps: &Geeps, t: &Tables, slack: Slack) -> Result<Recorded> {
         if let Some(u) = update {
             ps.virtual_update(u)?;
         }
-        ps.virtual_post_local_access(output, false)?;
+        // The output (data, and the diff from above) is dead until the next
+        // forward pass writes it: nothing to save, not even its diff.
+        ps.virtual_discard_local_access(output)?;
         // The input's diff is written, except for the data layer's.
         ps.virtual_post_local_access(input, i > 0)?;
         if let Some(r) = read {
@@ -259,7 +262,7 @@ impl<'a> Trainer<'a> {
             if let Some(d) = delta {
                 d.update()?;
             }
-            output.post()?;
+            output.discard()?;
             input.post()?;
             if let Some(p) = params {
                 p.post()?;

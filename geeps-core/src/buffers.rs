@@ -151,6 +151,16 @@ impl LocalBuffer<'_> {
         ps.release_raw(raw.ticket, ReleaseAs::PostLocal { save: None })
     }
 
+    /// `post_local_access` declaring the rows' contents dead until they are
+    /// written again (a blob's diff after its last backward read, say):
+    /// nothing is saved, not even what the previous access of these rows
+    /// posted with `save = true` and handed over with the buffer. Record it
+    /// with [`crate::Geeps::virtual_discard_local_access`].
+    pub fn discard(self) -> Result<()> {
+        let (ps, raw) = (self.ps, self.into_raw());
+        ps.release_raw(raw.ticket, ReleaseAs::DiscardLocal)
+    }
+
     /// `post_local_access` with an explicit `save` flag (`false`: the
     /// application's changes need not be stored; they may still be).
     pub fn post_with(self, save: bool) -> Result<()> {

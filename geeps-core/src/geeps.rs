@@ -46,6 +46,10 @@ pub enum ReleaseAs {
     Discard,
     /// `post_local_access`; `None` uses the recorded flag (true when keyed).
     PostLocal { save: Option<bool> },
+    /// `post_local_access` declaring the rows' contents dead: nothing is
+    /// saved, not even what an earlier post asked to save and handed over
+    /// with the buffer; the rows hold unspecified data until written again.
+    DiscardLocal,
 }
 
 /// Declares tables and connects an instance.
@@ -335,7 +339,17 @@ impl Geeps {
     pub fn virtual_post_local_access(&self, access: Handle, save: bool) -> Result<Handle> {
         let a = self.own(access)?;
         let pos = self.record("virtual_post_local_access", |r| {
-            r.release(a, OpKind::PostLocalAccess { acquire: a, save }, "local_access")
+            r.release(a, OpKind::PostLocalAccess { acquire: a, save, discard: false }, "local_access")
+        })?;
+        Ok(self.handle(pos))
+    }
+
+    /// Records a `post_local_access` of `access` that declares its rows'
+    /// contents dead (see [`crate::LocalBuffer::discard`]).
+    pub fn virtual_discard_local_access(&self, access: Handle) -> Result<Handle> {
+        let a = self.own(access)?;
+        let pos = self.record("virtual_discard_local_access", |r| {
+            r.release(a, OpKind::PostLocalAccess { acquire: a, save: false, discard: true }, "local_access")
         })?;
         Ok(self.handle(pos))
     }
@@ -929,7 +943,7 @@ impl Geeps {
         let call = match how {
             ReleaseAs::PostRead => CallKind::PostRead,
             ReleaseAs::Update | ReleaseAs::Discard => CallKind::Update,
-            ReleaseAs::PostLocal { .. } => CallKind::PostLocalAccess,
+            ReleaseAs::PostLocal { .. } | ReleaseAs::DiscardLocal => CallKind::PostLocalAccess,
         };
         let run = self.running(call.name())?;
         let sh = &run.shared;
@@ -948,7 +962,7 @@ impl Geeps {
             (live.kind, how),
             (LiveKind::Read, ReleaseAs::PostRead)
                 | (LiveKind::Update, ReleaseAs::Update | ReleaseAs::Discard)
-                | (LiveKind::Local, ReleaseAs::PostLocal { .. })
+                | (LiveKind::Local, ReleaseAs::PostLocal { .. } | ReleaseAs::DiscardLocal)
         );
         if !ok {
             app.live.insert(ticket, live);
@@ -957,6 +971,14 @@ impl Geeps {
                 call.name()
             )));
         }
+        // "The recorded flag" of a post recorded as a discard is the discard.
+        let recorded_discard =
+            live.release_at.is_some_and(|r| matches!(sh.ops[r].kind, OpKind::PostLocalAccess { discard: true, .. }));
+        let how = if how == (ReleaseAs::PostLocal { save: None }) && recorded_discard {
+            ReleaseAs::DiscardLocal
+        } else {
+            how
+        };
         let save = match how {
             ReleaseAs::PostLocal { save } => save.unwrap_or(live.save),
             _ => false,
@@ -967,7 +989,8 @@ impl Geeps {
             (Some(OpKind::PostRead { .. }), ReleaseAs::PostRead) | (Some(OpKind::Update { .. }), ReleaseAs::Update) => {
                 true
             }
-            (Some(OpKind::PostLocalAccess { save: s, .. }), ReleaseAs::PostLocal { .. }) => *s == save,
+            (Some(OpKind::PostLocalAccess { save: s, discard: false, .. }), ReleaseAs::PostLocal { .. }) => *s == save,
+            (Some(OpKind::PostLocalAccess { discard: true, .. }), ReleaseAs::DiscardLocal) => true,
             _ => false,
         };
         let in_order = as_recorded && live.release_at == Some(app.cursor);
@@ -986,8 +1009,9 @@ impl Geeps {
             sh.control.lock().handed.insert(target, acquired);
             sh.control_cond.notify_all();
         } else {
-            // A carried save is done by whichever post ends the chain.
-            let save = save || live.acquired.carried;
+            // A carried save is done by whichever post ends the chain,
+            // unless that post declares the rows dead.
+            let save = save || (live.acquired.carried && how != ReleaseAs::DiscardLocal);
             let writes = how == ReleaseAs::Update || (live.kind == LiveKind::Local && save);
             if writes {
                 app.writes.count(&live.plan);
@@ -995,7 +1019,9 @@ impl Geeps {
             let op = match how {
                 ReleaseAs::PostRead | ReleaseAs::Discard => Release::PostRead(live.acquired),
                 ReleaseAs::Update => Release::Update(live.plan, live.acquired),
-                ReleaseAs::PostLocal { .. } => Release::PostLocal { plan: live.plan, acquired: live.acquired, save },
+                ReleaseAs::PostLocal { .. } | ReleaseAs::DiscardLocal => {
+                    Release::PostLocal { plan: live.plan, acquired: live.acquired, save }
+                }
             };
             self.send(op)?;
         }

@@ -41,7 +41,7 @@ pub(crate) fn find(ops: &[RecordedOp]) -> Vec<Handover> {
     let mut targeted = vec![false; ops.len()];
     let mut pairs = Vec::new();
     for (release, op) in ops.iter().enumerate() {
-        let OpKind::PostLocalAccess { acquire: source, save: true } = op.kind else { continue };
+        let OpKind::PostLocalAccess { acquire: source, save: true, .. } = op.kind else { continue };
         let keys = &ops[source].keys;
         if keys.is_empty() {
             continue;
@@ -79,7 +79,7 @@ mod tests {
     }
 
     fn post(r: &mut Recorder, a: usize, save: bool) -> usize {
-        r.release(a, OpKind::PostLocalAccess { acquire: a, save }, "local_access").unwrap()
+        r.release(a, OpKind::PostLocalAccess { acquire: a, save, discard: false }, "local_access").unwrap()
     }
 
     #[test]

@@ -334,7 +334,7 @@ mod tests {
             let a =
                 r.acquire(OpKind::LocalAccess { fetch: true }, Arc::from(keys(TableId(2), layer * 2..layer * 2 + 2)));
             r.release(p, OpKind::PostRead { acquire: p }, "read").unwrap();
-            r.release(a, OpKind::PostLocalAccess { acquire: a, save: true }, "local_access").unwrap();
+            r.release(a, OpKind::PostLocalAccess { acquire: a, save: true, discard: false }, "local_access").unwrap();
         }
         r.check().unwrap();
         (tables, r.ops)
@@ -395,11 +395,11 @@ mod tests {
         let mut r = Recorder::default();
         let a_keys: Arc<[RowKey]> = Arc::from(keys(TableId(1), 0..2));
         let a = r.acquire(OpKind::LocalAccess { fetch: false }, a_keys.clone());
-        r.release(a, OpKind::PostLocalAccess { acquire: a, save: true }, "local_access").unwrap();
+        r.release(a, OpKind::PostLocalAccess { acquire: a, save: true, discard: false }, "local_access").unwrap();
         let p = r.acquire(OpKind::Read { slack: Slack::BSP }, Arc::from(keys(TableId(0), 0..4)));
         r.release(p, OpKind::PostRead { acquire: p }, "read").unwrap();
         let b = r.acquire(OpKind::LocalAccess { fetch: true }, a_keys);
-        r.release(b, OpKind::PostLocalAccess { acquire: b, save: false }, "local_access").unwrap();
+        r.release(b, OpKind::PostLocalAccess { acquire: b, save: false, discard: false }, "local_access").unwrap();
         r.check().unwrap();
         (tables, r.ops)
     }

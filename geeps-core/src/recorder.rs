@@ -51,6 +51,9 @@ pub(crate) enum OpKind {
     PostLocalAccess {
         acquire: usize,
         save: bool,
+        /// The rows' contents are dead: nothing is saved, not even a
+        /// hand-over's carried save.
+        discard: bool,
     },
     TableClock {
         table: TableId,

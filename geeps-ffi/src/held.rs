@@ -42,7 +42,7 @@ impl Kind {
             (self, how),
             (Kind::Read, ReleaseAs::PostRead)
                 | (Kind::Update, ReleaseAs::Update | ReleaseAs::Discard)
-                | (Kind::Local, ReleaseAs::PostLocal { .. })
+                | (Kind::Local, ReleaseAs::PostLocal { .. } | ReleaseAs::DiscardLocal)
         )
     }
 

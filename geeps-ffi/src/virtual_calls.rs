@@ -110,6 +110,18 @@ pub extern "C" fn geeps_virtual_post_local_access(
     })
 }
 
+/// Records a `post_local_access` of `access` that declares its rows'
+/// contents dead until written again: `geeps_post_local_access` on that
+/// handle then saves nothing, not even what the previous access of the rows
+/// posted with `save = true` and handed over with the buffer.
+#[no_mangle]
+pub extern "C" fn geeps_virtual_discard_local_access(ps: *mut GeepsInstance, access: GeepsHandle) -> GeepsStatus {
+    guard(|| {
+        INSTANCES.get(ps, "ps")?.join()?.virtual_discard_local_access(handle_from_c(access))?;
+        Ok(())
+    })
+}
+
 /// Records a `table_clock` of parameter table `table`.
 #[no_mangle]
 pub extern "C" fn geeps_virtual_table_clock(ps: *mut GeepsInstance, table: GeepsTable) -> GeepsStatus {

@@ -63,11 +63,11 @@ pub(crate) fn run(sh: Arc<Shared>) {
                 let op = &sh.ops[pos];
                 match &op.kind {
                     OpKind::TableClock { table } => c.clocks[table.0 as usize] += 1,
-                    OpKind::PostLocalAccess { acquire, save } => {
+                    OpKind::PostLocalAccess { acquire, save, discard } => {
                         let was_carried = carried.remove(acquire);
                         if let Some(target) = sh.handover_to[pos] {
                             expected.insert(target);
-                        } else if *save || was_carried {
+                        } else if *save || (was_carried && !*discard) {
                             if let Some(plan) = &sh.plans[*acquire] {
                                 c.writes.count(plan);
                             }
