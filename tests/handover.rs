@@ -84,8 +84,9 @@ fn rest(n: &Net, it: usize, handed: Option<usize>) {
 
 #[test]
 fn posted_blobs_are_handed_over_and_saved_at_the_end_of_the_chain() {
-    // Below two peaks (A and B held at once): nothing pinned, single-buffered.
-    let n = net(2 * BLOB + BLOB / 2);
+    // Below two peaks (A and B held at once) and too tight to pin a blob
+    // beside one and a half peaks: nothing pinned, single-buffered.
+    let n = net(2 * BLOB + BLOB / 4);
     let plan = n.ps.plan().unwrap();
     assert_eq!(plan.handovers, 2, "{plan}");
     assert_eq!(plan.local_device_bytes, 0, "{plan}");
@@ -110,7 +111,7 @@ fn everything_fits_serves_in_place_and_hands_nothing_over() {
 
 #[test]
 fn leaving_the_order_with_a_hand_over_pending_saves_it_first() {
-    let n = net(2 * BLOB + BLOB / 2);
+    let n = net(2 * BLOB + BLOB / 4);
     for it in 0..3 {
         write_a(&n, it);
         // Off the recorded order: a keyed access of A must see the posted data.
@@ -125,7 +126,7 @@ fn leaving_the_order_with_a_hand_over_pending_saves_it_first() {
 
 #[test]
 fn leaving_the_order_while_holding_a_hand_over_saves_it_first() {
-    let n = net(2 * BLOB + BLOB / 2);
+    let n = net(2 * BLOB + BLOB / 4);
     for it in 0..3 {
         write_a(&n, it);
         let held = n.ps.local_access(n.read_a).unwrap();
@@ -155,7 +156,7 @@ fn leaving_the_order_while_holding_a_hand_over_saves_it_first() {
 fn write_then_read(discard: bool) -> (Geeps, [Handle; 4]) {
     let mut b = Geeps::builder(Config {
         row_width: WIDTH,
-        device_memory: 2 * BLOB + BLOB / 2,
+        device_memory: 2 * BLOB + BLOB / 4,
         wait_deadline: Duration::from_secs(10),
         ..Config::default()
     });

@@ -199,6 +199,47 @@ fn peak(
     best
 }
 
+/// Below two peaks: keeps a pool of one and a half peaks (one to compute
+/// with, half of one to prefetch into) and pins local units, smallest first,
+/// in what is left. Small blobs are the ones a single-buffered pool fetches
+/// and saves most often for least compute; pinning them also lowers the
+/// peak when they are held at it. Returns the peak.
+fn pin_beside_one_and_a_half_peaks(
+    ops: &[RecordedOp],
+    units: &[Unit],
+    op_unit: &[Option<usize>],
+    handovers: &[Handover],
+    row_bytes: usize,
+    budget: usize,
+    pinned: &mut [bool],
+) -> usize {
+    let bytes = |u: usize| units[u].rows.len() * row_bytes;
+    let mut order: Vec<usize> = (0..units.len()).filter(|&u| units[u].local).collect();
+    order.sort_by_key(|&u| (bytes(u), u));
+    let mut pinned_bytes = 0usize;
+    let (mut current, _) = peak(ops, op_unit, pinned, handovers, row_bytes);
+    // A unit refused early may fit once a later one has lowered the peak.
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &u in &order {
+            if pinned[u] {
+                continue;
+            }
+            pinned[u] = true;
+            let (p, _) = peak(ops, op_unit, pinned, handovers, row_bytes);
+            if pinned_bytes + bytes(u) + p + p / 2 <= budget {
+                pinned_bytes += bytes(u);
+                current = p;
+                changed = true;
+            } else {
+                pinned[u] = false;
+            }
+        }
+    }
+    current
+}
+
 /// Runs Algorithm 2.
 pub(crate) fn plan(ops: &[RecordedOp], tables: &[TableSpec], row_width: usize, budget: usize) -> Result<Placement> {
     let row_bytes = row_width * 4;
@@ -236,17 +277,13 @@ pub(crate) fn plan(ops: &[RecordedOp], tables: &[TableSpec], row_width: usize, b
 
     let double_buffered = avail >= 0;
     if !double_buffered {
-        // Not even two peaks fit: fall back to one peak and nothing pinned.
+        // Not even two peaks fit: start again from nothing pinned.
         pinned.iter_mut().for_each(|p| *p = false);
-        cur_peak = peak0;
         if budget < peak0 {
             return Err(Error::BudgetTooSmall { budget, needed: peak0, what: "one peak of access buffers" });
         }
-        tracing::warn!(
-            budget,
-            peak = peak0,
-            "device budget fits one peak only: no double buffering, prefetch cannot overlap"
-        );
+        tracing::warn!(budget, peak = peak0, "device budget fits less than two peaks: no full double buffering");
+        cur_peak = pin_beside_one_and_a_half_peaks(ops, &units, &op_unit, &handovers, row_bytes, budget, &mut pinned);
     } else {
         // Then other local data, then parameter data, while memory remains.
         for local_pass in [true, false] {
@@ -280,6 +317,9 @@ pub(crate) fn plan(ops: &[RecordedOp], tables: &[TableSpec], row_width: usize, b
     debug_assert!(final_peak <= cur_peak);
     let handovers = active(&handovers, &op_unit, &pinned);
 
+    let pinned_bytes: usize =
+        units.iter().enumerate().filter(|(u, _)| pinned[*u]).map(|(_, unit)| unit_bytes(unit)).sum();
+    let double_buffered = budget - pinned_bytes >= 2 * final_peak;
     let mut plan = Plan {
         budget,
         peak_bytes: final_peak,
@@ -375,6 +415,22 @@ mod tests {
         assert!(!p.plan.double_buffered);
         assert_eq!(p.plan.pool_bytes, 30);
         assert_eq!(p.plan.peak_bytes, 6 * RB);
+    }
+
+    #[test]
+    fn below_two_peaks_small_local_units_are_pinned_beside_one_and_a_half_peaks() {
+        let (tables, ops) = setup();
+        // Peak 24 B (a parameter table and its layer's activation); two
+        // peaks (48 B) do not fit in 44 B, and paper Algorithm 2 cannot pay
+        // for a0 (8 B that leave the peak at 24 B). One and a half peaks can:
+        // a0 (8 + 24 + 12 = 44), then a1, which lowers the peak to one
+        // parameter table (16 + 16 + 8 = 40).
+        let p = plan(&ops, &tables, 1, 44).unwrap();
+        assert_eq!(p.plan.local_device_bytes, 4 * RB, "{}", p.plan);
+        assert_eq!(p.plan.peak_bytes, 4 * RB);
+        assert_eq!(p.plan.pool_bytes, 44 - 4 * RB);
+        assert!(!p.plan.double_buffered);
+        assert_eq!(p.in_place.iter().filter(|x| x.is_some()).count(), 2);
     }
 
     #[test]
