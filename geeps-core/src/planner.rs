@@ -285,9 +285,15 @@ pub(crate) fn plan(ops: &[RecordedOp], tables: &[TableSpec], row_width: usize, b
         tracing::warn!(budget, peak = peak0, "device budget fits less than two peaks: no full double buffering");
         cur_peak = pin_beside_one_and_a_half_peaks(ops, &units, &op_unit, &handovers, row_bytes, budget, &mut pinned);
     } else {
-        // Then other local data, then parameter data, while memory remains.
+        // Then other local data, smallest first (small blobs cost the most
+        // copies for the least compute to hide them behind), then parameter
+        // data, while memory remains.
+        let mut by_size: Vec<usize> = (0..units.len()).collect();
+        by_size.sort_by_key(|&u| (unit_bytes(&units[u]), u));
         for local_pass in [true, false] {
-            for (u, unit) in units.iter().enumerate() {
+            let order: Vec<usize> = if local_pass { by_size.clone() } else { (0..units.len()).collect() };
+            for u in order {
+                let unit = &units[u];
                 if unit.local == local_pass && !pinned[u] && avail >= unit_bytes(unit) as i128 {
                     pinned[u] = true;
                     avail -= unit_bytes(unit) as i128;
@@ -431,6 +437,28 @@ mod tests {
         assert_eq!(p.plan.pool_bytes, 44 - 4 * RB);
         assert!(!p.plan.double_buffered);
         assert_eq!(p.in_place.iter().filter(|x| x.is_some()).count(), 2);
+    }
+
+    #[test]
+    fn spare_memory_pins_small_local_units_first() {
+        // The peak is a 10-row read alone; a 4-row and then a 2-row local
+        // access follow. Two peaks (80 B) leave 16 B: the 2-row unit is pinned
+        // before the 4-row one, which then no longer fits.
+        let tables = vec![
+            TableSpec { name: "p".into(), kind: TableKind::Parameter, rows: 10 },
+            TableSpec { name: "act".into(), kind: TableKind::Local, rows: 6 },
+        ];
+        let mut r = Recorder::default();
+        let p = r.acquire(OpKind::Read { slack: Slack::BSP }, Arc::from(keys(TableId(0), 0..10)));
+        r.release(p, OpKind::PostRead { acquire: p }, "read").unwrap();
+        for rows in [0..4, 4..6] {
+            let a = r.acquire(OpKind::LocalAccess { fetch: true }, Arc::from(keys(TableId(1), rows)));
+            r.release(a, OpKind::PostLocalAccess { acquire: a, save: true, discard: false }, "local_access").unwrap();
+        }
+        let p = plan(&r.ops, &tables, 1, 96).unwrap();
+        assert!(p.plan.double_buffered);
+        assert_eq!(p.plan.local_device_bytes, 2 * RB, "{}", p.plan);
+        assert_eq!(p.on_device[1], vec![false, false, false, false, true, true]);
     }
 
     #[test]
