@@ -11,7 +11,7 @@
 //! This file only finds the pairs; it never decides placement (the planner
 //! keeps a pair only while its rows are not pinned) and never moves data.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::recorder::{OpKind, RecordedOp};
 use crate::table::RowKey;
@@ -38,6 +38,13 @@ fn tables_of(keys: &[RowKey]) -> Vec<u32> {
 /// do not wrap around the end of the recording.
 pub(crate) fn find(ops: &[RecordedOp]) -> Vec<Handover> {
     let tables: Vec<Vec<u32>> = ops.iter().map(|op| tables_of(&op.keys)).collect();
+    // Acquisition positions per table, ascending: only those can overlap.
+    let mut by_table: HashMap<u32, Vec<usize>> = HashMap::new();
+    for (i, _) in ops.iter().enumerate().filter(|(_, op)| op.kind.is_acquire()) {
+        for &t in &tables[i] {
+            by_table.entry(t).or_default().push(i);
+        }
+    }
     let mut targeted = vec![false; ops.len()];
     let mut pairs = Vec::new();
     for (release, op) in ops.iter().enumerate() {
@@ -47,18 +54,26 @@ pub(crate) fn find(ops: &[RecordedOp]) -> Vec<Handover> {
             continue;
         }
         let rows: HashSet<RowKey> = keys.iter().copied().collect();
-        let overlaps = |i: usize| {
-            ops[i].kind.is_acquire()
-                && tables[i].iter().any(|t| tables[source].binary_search(t).is_ok())
-                && ops[i].keys.iter().any(|k| rows.contains(k))
+        // The first acquisition in (after, before) touching these rows.
+        let first_overlap = |after: usize, before: usize| {
+            let mut candidates: Vec<usize> = tables[source]
+                .iter()
+                .filter_map(|t| by_table.get(t))
+                .flat_map(|list| {
+                    list[list.partition_point(|&p| p <= after)..].iter().copied().take_while(|&p| p < before)
+                })
+                .collect();
+            candidates.sort_unstable();
+            candidates.dedup();
+            candidates.into_iter().find(|&i| ops[i].keys.iter().any(|k| rows.contains(k)))
         };
-        let Some(target) = (release + 1..ops.len()).find(|&i| overlaps(i)) else { continue };
+        let Some(target) = first_overlap(release, ops.len()) else { continue };
         let same = ops[target].keys[..] == keys[..];
         if !same || targeted[target] || !matches!(ops[target].kind, OpKind::LocalAccess { fetch: true }) {
             continue;
         }
         let Some(end) = ops[target].release else { continue };
-        if (target + 1..end).any(overlaps) {
+        if first_overlap(target, end).is_some() {
             continue;
         }
         targeted[target] = true;

@@ -147,16 +147,21 @@ fn analyse(ops: &[RecordedOp], tables: &[TableSpec]) -> Analysis {
 }
 
 /// Hand-overs whose rows are not pinned (pinned rows are served in place).
+/// Sorted by source, for `held_until`.
 fn active(handovers: &[Handover], op_unit: &[Option<usize>], pinned: &[bool]) -> Vec<Handover> {
-    handovers.iter().copied().filter(|h| !op_unit[h.source].is_some_and(|u| pinned[u])).collect()
+    let mut kept: Vec<Handover> =
+        handovers.iter().copied().filter(|h| !op_unit[h.source].is_some_and(|u| pinned[u])).collect();
+    kept.sort_unstable_by_key(|h| h.source);
+    kept
 }
 
 /// Where the buffer acquired at `i` goes back to the pool: its release, or
-/// the release of the last target it is handed over to.
+/// the release of the last target it is handed over to. `kept` is sorted by
+/// source (as `active` returns it).
 fn held_until(ops: &[RecordedOp], kept: &[Handover], i: usize) -> Option<usize> {
     let mut end = i;
-    while let Some(h) = kept.iter().find(|h| h.source == end) {
-        end = h.target;
+    while let Ok(k) = kept.binary_search_by_key(&end, |h| h.source) {
+        end = kept[k].target;
     }
     ops[end].release
 }
