@@ -24,7 +24,8 @@ struct Net {
     reread_a: Handle,
 }
 
-fn net(budget: usize) -> Net {
+/// An instance with one local table of two blobs, A and B; their keys.
+fn instance(budget: usize) -> (Geeps, Vec<RowKey>, Vec<RowKey>) {
     let mut b = Geeps::builder(Config {
         row_width: WIDTH,
         device_memory: budget,
@@ -34,6 +35,11 @@ fn net(budget: usize) -> Net {
     let act = b.local_table("act", 2 * ROWS);
     let ps = b.build().unwrap();
     let (a, bk) = (keys(act, 0..ROWS), keys(act, ROWS..2 * ROWS));
+    (ps, a, bk)
+}
+
+fn net(budget: usize) -> Net {
+    let (ps, a, bk) = instance(budget);
     let write_a = ps.virtual_local_access(&a, false).unwrap();
     ps.virtual_post_local_access(write_a, true).unwrap();
     let read_a = ps.virtual_local_access(&a, true).unwrap();
@@ -154,15 +160,7 @@ fn leaving_the_order_while_holding_a_hand_over_saves_it_first() {
 /// declares them dead (`discard`), or posts them with `save = false`.
 /// Returns the instance and the handles (write A, write B, read A, read B).
 fn write_then_read(discard: bool) -> (Geeps, [Handle; 4]) {
-    let mut b = Geeps::builder(Config {
-        row_width: WIDTH,
-        device_memory: 2 * BLOB + BLOB / 4,
-        wait_deadline: Duration::from_secs(10),
-        ..Config::default()
-    });
-    let act = b.local_table("act", 2 * ROWS);
-    let ps = b.build().unwrap();
-    let (a, bk) = (keys(act, 0..ROWS), keys(act, ROWS..2 * ROWS));
+    let (ps, a, bk) = instance(2 * BLOB + BLOB / 4);
     let wa = ps.virtual_local_access(&a, false).unwrap();
     let wb = ps.virtual_local_access(&bk, false).unwrap();
     ps.virtual_post_local_access(wa, true).unwrap();

@@ -689,11 +689,13 @@ impl Geeps {
             let handed: Vec<_> = c.handed.drain().collect();
             (stale, handed)
         };
+        // Queued prefetches never carry a save: hand-overs wait in `handed`.
+        for acq in stale.into_iter().filter_map(|p| p.result.and_then(|r| r.ok())) {
+            sh.discard(acq);
+        }
         let mut result = Ok(());
-        let carried =
-            stale.into_iter().filter_map(|p| p.result.and_then(|r| r.ok()).map(|a| (p.position, a))).chain(handed);
-        for (position, acq) in carried {
-            match sh.plans[position].clone().filter(|_| acq.carried) {
+        for (target, acq) in handed {
+            match sh.plans[target].clone() {
                 Some(plan) => result = result.and(self.save_carried(app, plan, acq)),
                 None => sh.discard(acq),
             }
@@ -740,21 +742,9 @@ impl Geeps {
             let policy = WaitPolicy { deadline: Some(Instant::now() + self.config.wait_deadline), log: true };
             let mut applied = sh.writes.lock();
             for &t in &plan.tables {
-                let needed = app.writes.relevant(t, false);
-                let name = &sh.tables[t].name;
-                sh.wait(
-                    &mut applied,
-                    &sh.writes_cond,
-                    policy,
-                    |a| a.relevant(t, false) >= needed,
-                    &|| sh.failure(),
-                    &|a| {
-                        format!(
-                            "a held buffer of table `{name}` to be saved ({} of {needed} writes)",
-                            a.relevant(t, false)
-                        )
-                    },
-                )?;
+                access::wait_for_writes(sh, &mut applied, t, app.writes.relevant(t, false), false, policy, &|| {
+                    sh.failure()
+                })?;
             }
         }
         Ok(())

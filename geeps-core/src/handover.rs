@@ -107,29 +107,23 @@ mod tests {
         assert_eq!(find(&r.ops), vec![Handover { source: out, release: out_post, target: input }]);
     }
 
+    /// Pairs found in: an access of rows 0..4 posted with `save`, then an
+    /// access of `next` rows with `fetch`, posted without saving.
+    fn pairs_after(save: bool, next: std::ops::Range<u32>, fetch: bool) -> Vec<Handover> {
+        let mut r = Recorder::default();
+        let a = local(&mut r, 0..4, true);
+        post(&mut r, a, save);
+        let b = local(&mut r, next, fetch);
+        post(&mut r, b, false);
+        find(&r.ops)
+    }
+
     #[test]
     fn no_hand_over_without_save_fetch_or_the_same_keys() {
-        // Not saved.
-        let mut r = Recorder::default();
-        let a = local(&mut r, 0..4, false);
-        post(&mut r, a, false);
-        let b = local(&mut r, 0..4, true);
-        post(&mut r, b, false);
-        assert!(find(&r.ops).is_empty());
-        // Next access does not fetch.
-        let mut r = Recorder::default();
-        let a = local(&mut r, 0..4, true);
-        post(&mut r, a, true);
-        let b = local(&mut r, 0..4, false);
-        post(&mut r, b, true);
-        assert!(find(&r.ops).is_empty());
-        // Next access overlaps with other keys: it must read the store.
-        let mut r = Recorder::default();
-        let a = local(&mut r, 0..4, true);
-        post(&mut r, a, true);
-        let b = local(&mut r, 2..6, true);
-        post(&mut r, b, false);
-        assert!(find(&r.ops).is_empty());
+        assert!(pairs_after(false, 0..4, true).is_empty(), "not saved");
+        assert!(pairs_after(true, 0..4, false).is_empty(), "next access does not fetch");
+        assert!(pairs_after(true, 2..6, true).is_empty(), "other keys overlap: the store must be read");
+        assert_eq!(pairs_after(true, 0..4, true).len(), 1, "the same case with everything in place");
     }
 
     #[test]

@@ -1,13 +1,12 @@
 //! GPU allocations within the device's capacity, and page-locked host
-//! buffers. Owns the byte count the capacity is enforced against and the
+//! buffers. Owns the capacity meter (`geeps_core::device::CapacityMeter`) and the
 //! table of live allocations (so a dropped device frees what is left). Must
 //! never free memory that enqueued work may still use: callers guarantee it.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use geeps_core::device::{DevicePtr, PinnedBuf};
+use geeps_core::device::{CapacityMeter, DevicePtr, PinnedBuf};
 use geeps_core::{Error, Result};
 use parking_lot::Mutex;
 
@@ -16,37 +15,18 @@ use crate::driver::{self, Context, Stream};
 const FLOAT: usize = std::mem::size_of::<f32>();
 
 pub(crate) struct DeviceMemory {
-    capacity: usize,
-    used: AtomicUsize,
+    meter: CapacityMeter,
     /// Address → bytes charged.
     live: Mutex<HashMap<u64, usize>>,
 }
 
 impl DeviceMemory {
     pub(crate) fn new(capacity: usize) -> Self {
-        DeviceMemory { capacity, used: AtomicUsize::new(0), live: Mutex::new(HashMap::new()) }
+        DeviceMemory { meter: CapacityMeter::new(capacity), live: Mutex::new(HashMap::new()) }
     }
 
     pub(crate) fn used(&self) -> usize {
-        self.used.load(Ordering::Relaxed)
-    }
-
-    /// Charges `bytes` against the capacity, or says how much is left.
-    fn charge(&self, bytes: usize) -> Result<()> {
-        let mut current = self.used.load(Ordering::Relaxed);
-        loop {
-            if current + bytes > self.capacity {
-                return Err(Error::DeviceOutOfMemory {
-                    requested: bytes,
-                    available: self.capacity.saturating_sub(current),
-                    capacity: self.capacity,
-                });
-            }
-            match self.used.compare_exchange_weak(current, current + bytes, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => return Ok(()),
-                Err(seen) => current = seen,
-            }
-        }
+        self.meter.used()
     }
 
     /// `floats` zeroed floats of GPU memory, cleared on `stream` (which this
@@ -54,11 +34,11 @@ impl DeviceMemory {
     pub(crate) fn alloc(&self, floats: usize, stream: Stream) -> Result<DevicePtr> {
         // At least one float, so every allocation has its own address.
         let bytes = floats.max(1).checked_mul(FLOAT).ok_or_else(|| too_large(floats))?;
-        self.charge(bytes)?;
+        self.meter.charge(bytes)?;
         let ptr = match driver::mem_alloc(bytes) {
             Ok(p) => p,
             Err(e) => {
-                self.used.fetch_sub(bytes, Ordering::AcqRel);
+                self.meter.release(bytes);
                 return Err(e);
             }
         };
@@ -83,7 +63,7 @@ impl DeviceMemory {
         if let Err(e) = driver::mem_free(ptr.0) {
             tracing::error!("{e}");
         }
-        self.used.fetch_sub(bytes, Ordering::AcqRel);
+        self.meter.release(bytes);
     }
 
     /// Frees every live allocation.
@@ -120,21 +100,4 @@ pub(crate) fn alloc_pinned(ctx: &Arc<Context>, floats: usize) -> Result<PinnedBu
     });
     // SAFETY: valid for `floats` initialised floats until `release` runs; owned by nothing else.
     Ok(unsafe { PinnedBuf::from_raw(ptr, floats, release) })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn charges_stay_within_capacity_and_name_what_is_left() {
-        let m = DeviceMemory::new(1000);
-        m.charge(800).unwrap();
-        match m.charge(204) {
-            Err(Error::DeviceOutOfMemory { requested: 204, available: 200, capacity: 1000 }) => {}
-            other => panic!("{other:?}"),
-        }
-        m.charge(200).unwrap();
-        assert_eq!(m.used(), 1000);
-    }
 }

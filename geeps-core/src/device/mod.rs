@@ -7,7 +7,10 @@
 //! passes and guarantees the ranges are live and not used concurrently. This
 //! module must never hold engine state or know which backend it talks to.
 
+mod capacity;
 pub mod host;
+
+pub use capacity::CapacityMeter;
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};

@@ -106,6 +106,24 @@ pub(crate) fn behind(included: &[u64], me: usize) -> String {
     }
 }
 
+/// Waits until `needed` writes to table `t` are applied (the counter an
+/// access served `in_place` or not orders itself after).
+pub(crate) fn wait_for_writes(
+    sh: &Shared,
+    applied: &mut parking_lot::MutexGuard<'_, WriteCounts>,
+    t: usize,
+    needed: u64,
+    in_place: bool,
+    policy: WaitPolicy,
+    abort: &dyn Fn() -> Option<Error>,
+) -> Result<()> {
+    let name = &sh.tables[t].name;
+    sh.wait(applied, &sh.writes_cond, policy, |a| a.relevant(t, in_place) >= needed, abort, &|a| {
+        format!("earlier writes to table `{name}` to be applied ({} of {needed})", a.relevant(t, in_place))
+    })?;
+    Ok(())
+}
+
 /// Fills a buffer for one acquisition. `clock_of` gives, per table, the
 /// application's clock at this call, and `issued` the writes it had issued.
 #[allow(clippy::too_many_arguments)]
@@ -130,10 +148,7 @@ pub(crate) fn acquire(
             let local = matches!(fill, Fill::Local { .. });
             let needed = issued.relevant(t, in_place);
             if (local || sh.config.read_my_writes) && !matches!(fill, Fill::Zero) {
-                let name = &sh.tables[t].name;
-                sh.wait(&mut applied, &sh.writes_cond, policy, |a| a.relevant(t, in_place) >= needed, abort, &|a| {
-                    format!("earlier writes to table `{name}` to be applied ({} of {needed})", a.relevant(t, in_place))
-                })?;
+                wait_for_writes(sh, &mut applied, t, needed, in_place, policy, abort)?;
             }
             writes_seen.push((t, applied.relevant(t, in_place)));
         }

@@ -13,6 +13,7 @@ use crossbeam_channel::{Receiver, Sender};
 use crate::device::StreamId;
 use crate::engine::access::{self, Staging};
 use crate::engine::{Acquired, Shared};
+use crate::error::Error;
 use crate::index::AccessPlan;
 use crate::transport::{Transport, UpdateBatch};
 
@@ -41,10 +42,10 @@ pub(crate) enum Pushers {
 impl Pushers {
     fn push(&self, sh: &Shared, batch: UpdateBatch) {
         let sent = match self {
-            Pushers::None => Err(crate::error::Error::ShutDown("the local lane has no pushers".into())),
+            Pushers::None => Err(Error::ShutDown("the local lane has no pushers".into())),
             Pushers::Threads(tx) => tx[batch.partition as usize]
                 .send(batch)
-                .map_err(|_| crate::error::Error::ShutDown("pusher thread has stopped".into())),
+                .map_err(|_| Error::ShutDown("pusher thread has stopped".into())),
             Pushers::Direct(t) => t.push(batch),
         };
         if let Err(e) = sent {

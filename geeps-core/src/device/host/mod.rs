@@ -7,12 +7,12 @@ mod kernels;
 mod memory;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::device::{Device, DeviceInfo, DevicePtr, EventId, IndexId, PinnedBuf, RowPair, StreamId};
+use crate::device::{CapacityMeter, Device, DeviceInfo, DevicePtr, EventId, IndexId, PinnedBuf, RowPair, StreamId};
 use crate::error::{Error, Result};
 
 pub(crate) use kernels::{run as run_row_kernel, RowOp};
@@ -25,8 +25,7 @@ const SPARE_LIMIT: usize = 1 << 30;
 
 /// A [`Device`] backed by host memory, limited to `capacity` bytes.
 pub struct HostDevice {
-    capacity: usize,
-    used: AtomicUsize,
+    meter: CapacityMeter,
     /// Freed regions kept for reuse (see `memory.rs`).
     spares: memory::Spares,
     allocations: Mutex<HashMap<u64, usize>>,
@@ -40,8 +39,7 @@ impl HostDevice {
     /// A host device that allows `capacity` bytes of allocations.
     pub fn new(capacity: usize) -> Self {
         HostDevice {
-            capacity,
-            used: AtomicUsize::new(0),
+            meter: CapacityMeter::new(capacity),
             spares: memory::Spares::new(capacity.saturating_mul(SPARE_CAPACITIES).min(SPARE_LIMIT)),
             allocations: Mutex::new(HashMap::new()),
             indexes: Mutex::new(HashMap::new()),
@@ -55,27 +53,14 @@ impl HostDevice {
     /// exactly; `zeroed = false` leaves a reused region's stale contents.
     fn alloc_region(&self, floats: usize, zeroed: bool) -> Result<DevicePtr> {
         let bytes = floats * 4;
-        let mut current = self.used.load(Ordering::Relaxed);
-        loop {
-            if current + bytes > self.capacity {
-                return Err(Error::DeviceOutOfMemory {
-                    requested: bytes,
-                    available: self.capacity.saturating_sub(current),
-                    capacity: self.capacity,
-                });
-            }
-            match self.used.compare_exchange_weak(current, current + bytes, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => break,
-                Err(seen) => current = seen,
-            }
-        }
+        self.meter.charge(bytes)?;
         let reused = self.spares.take(floats);
         if let (Some(ptr), true) = (reused, zeroed) {
             // SAFETY: a kept region of exactly `floats` floats, owned by nobody.
             unsafe { std::ptr::write_bytes(ptr, 0, floats) };
         }
         let Some(ptr) = reused.or_else(|| memory::alloc_zeroed(floats)) else {
-            self.used.fetch_sub(bytes, Ordering::AcqRel);
+            self.meter.release(bytes);
             return Err(Error::Device(format!("host allocation of {bytes} bytes failed")));
         };
         self.allocations.lock().insert(ptr as u64, floats);
@@ -103,11 +88,11 @@ impl HostDevice {
 
 impl Device for HostDevice {
     fn info(&self) -> DeviceInfo {
-        DeviceInfo { name: "host".into(), capacity: self.capacity, host_addressable: true }
+        DeviceInfo { name: "host".into(), capacity: self.meter.capacity(), host_addressable: true }
     }
 
     fn used_bytes(&self) -> usize {
-        self.used.load(Ordering::Relaxed)
+        self.meter.used()
     }
 
     fn alloc(&self, floats: usize) -> Result<DevicePtr> {
@@ -123,7 +108,7 @@ impl Device for HostDevice {
             if !self.spares.keep(ptr.0 as *mut f32, floats) {
                 memory::free(ptr.0 as *mut f32, floats);
             }
-            self.used.fetch_sub(floats * 4, Ordering::AcqRel);
+            self.meter.release(floats * 4);
         } else {
             tracing::error!(?ptr, "free of an address the host device did not allocate; ignored");
         }
