@@ -80,7 +80,16 @@ struct Tables {
     /// The single table, clocked after the backward pass.
     single: Option<TableId>,
     /// Blob 0 is the input; blob `i + 1` is written by layer `i`.
-    blobs: Vec<Vec<RowKey>>,
+    blobs: Vec<Blob>,
+}
+
+/// A blob's rows, data and diff apart, as Caffe keeps them: the forward
+/// pass touches only the data, and a diff is written whole by the backward
+/// pass before it is read.
+struct Blob {
+    data: Vec<RowKey>,
+    /// Empty for the input blob: nothing computes the data layer's diff.
+    diff: Vec<RowKey>,
 }
 
 fn declare(b: &mut geeps::GeepsBuilder, w: &Workload, mode: Mode) -> Tables {
@@ -112,9 +121,12 @@ fn declare(b: &mut geeps::GeepsBuilder, w: &Workload, mode: Mode) -> Tables {
     }
     let mut blobs = Vec::new();
     if mode != Mode::CpuPs {
-        blobs.push(keys(b.local_table("input", w.input_rows), 0..w.input_rows));
+        let input = b.local_table("input", w.input_rows);
+        blobs.push(Blob { data: keys(input, 0..w.input_rows), diff: Vec::new() });
         for l in &w.layers {
-            blobs.push(keys(b.local_table(&format!("{}.blob", l.name), l.blob_rows), 0..l.blob_rows));
+            let t = b.local_table(&format!("{}.blob", l.name), l.blob_rows);
+            let half = l.blob_rows / 2;
+            blobs.push(Blob { data: keys(t, 0..half), diff: keys(t, half..l.blob_rows) });
         }
     }
     Tables { params, layer_clock, single, blobs }
@@ -129,8 +141,11 @@ struct Forward {
 struct Backward {
     read: Option<Handle>,
     update: Option<Handle>,
-    output: Handle,
-    input: Handle,
+    output_data: Handle,
+    output_diff: Handle,
+    input_data: Handle,
+    /// `None` for the first layer: the input blob has no diff.
+    input_diff: Option<Handle>,
 }
 
 /// The recorded virtual iteration (per-layer and single-table modes).
@@ -144,8 +159,8 @@ fn record(ps: &Geeps, t: &Tables, slack: Slack) -> Result<Recorded> {
     let mut forward = Vec::with_capacity(n);
     for i in 0..n {
         let read = if t.params[i].is_empty() { None } else { Some(ps.virtual_read(&t.params[i], slack)?) };
-        let input = ps.virtual_local_access(&t.blobs[i], true)?;
-        let output = ps.virtual_local_access(&t.blobs[i + 1], false)?;
+        let input = ps.virtual_local_access(&t.blobs[i].data, true)?;
+        let output = ps.virtual_local_access(&t.blobs[i + 1].data, false)?;
         ps.virtual_post_local_access(output, true)?;
         ps.virtual_post_local_access(input, false)?;
         if let Some(r) = read {
@@ -158,23 +173,31 @@ fn record(ps: &Geeps, t: &Tables, slack: Slack) -> Result<Recorded> {
         let has = !t.params[i].is_empty();
         let read = if has { Some(ps.virtual_read(&t.params[i], slack)?) } else { None };
         let update = if has { Some(ps.virtual_pre_update(&t.params[i])?) } else { None };
-        let output = ps.virtual_local_access(&t.blobs[i + 1], true)?;
-        let input = ps.virtual_local_access(&t.blobs[i], true)?;
+        let output_data = ps.virtual_local_access(&t.blobs[i + 1].data, true)?;
+        let output_diff = ps.virtual_local_access(&t.blobs[i + 1].diff, true)?;
+        let input_data = ps.virtual_local_access(&t.blobs[i].data, true)?;
+        let input_diff = match &t.blobs[i].diff {
+            d if d.is_empty() => None,
+            d => Some(ps.virtual_local_access(d, false)?),
+        };
         if let Some(u) = update {
             ps.virtual_update(u)?;
         }
         // The output (data, and the diff from above) is dead until the next
         // forward pass writes it: nothing to save, not even its diff.
-        ps.virtual_discard_local_access(output)?;
-        // The input's diff is written, except for the data layer's.
-        ps.virtual_post_local_access(input, i > 0)?;
+        ps.virtual_discard_local_access(output_data)?;
+        ps.virtual_discard_local_access(output_diff)?;
+        ps.virtual_post_local_access(input_data, false)?;
+        if let Some(d) = input_diff {
+            ps.virtual_post_local_access(d, true)?;
+        }
         if let Some(r) = read {
             ps.virtual_post_read(r)?;
         }
         if let Some(table) = t.layer_clock[i] {
             ps.virtual_table_clock(table)?;
         }
-        backward.push(Backward { read, update, output, input });
+        backward.push(Backward { read, update, output_data, output_diff, input_data, input_diff });
     }
     if let Some(table) = t.single {
         ps.virtual_table_clock(table)?;
@@ -256,14 +279,23 @@ impl<'a> Trainer<'a> {
             let i = n - 1 - k;
             let params = b.read.map(|h| waits.time(("backward", i, "read"), || ps.read(h))).transpose()?;
             let delta = b.update.map(|h| waits.time(("backward", i, "pre_update"), || ps.pre_update(h))).transpose()?;
-            let output = waits.time(("backward", i, "local_access output"), || ps.local_access(b.output))?;
-            let input = waits.time(("backward", i, "local_access input"), || ps.local_access(b.input))?;
+            let output_data = waits.time(("backward", i, "local_access output"), || ps.local_access(b.output_data))?;
+            let output_diff = waits.time(("backward", i, "local_access output diff"), || ps.local_access(b.output_diff))?;
+            let input_data = waits.time(("backward", i, "local_access input"), || ps.local_access(b.input_data))?;
+            let input_diff = b
+                .input_diff
+                .map(|h| waits.time(("backward", i, "local_access input diff"), || ps.local_access(h)))
+                .transpose()?;
             busy += compute(self.w.layers[i].backward_us);
             if let Some(d) = delta {
                 d.update()?;
             }
-            output.discard()?;
-            input.post()?;
+            output_data.discard()?;
+            output_diff.discard()?;
+            input_data.post()?;
+            if let Some(d) = input_diff {
+                d.post()?;
+            }
             if let Some(p) = params {
                 p.post()?;
             }
