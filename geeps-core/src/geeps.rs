@@ -335,7 +335,8 @@ impl Geeps {
     /// storing: for data the application did not change, or that is
     /// overwritten before it is read again. Changes made to a buffer posted
     /// with `save = false` may still reach the store (rows served in place,
-    /// a hand-over's carried save: see `docs/architecture.md`).
+    /// a hand-over's carried save) or the next access of the same rows (a
+    /// fetched buffer handed over unchanged): see `docs/architecture.md`.
     pub fn virtual_post_local_access(&self, access: Handle, save: bool) -> Result<Handle> {
         let a = self.own(access)?;
         let pos = self.record("virtual_post_local_access", |r| {
@@ -696,8 +697,8 @@ impl Geeps {
         let mut result = Ok(());
         for (target, acq) in handed {
             match sh.plans[target].clone() {
-                Some(plan) => result = result.and(self.save_carried(app, plan, acq)),
-                None => sh.discard(acq),
+                Some(plan) if acq.carried => result = result.and(self.save_carried(app, plan, acq)),
+                _ => sh.discard(acq),
             }
         }
         result = result.and(self.save_held(sh, app));
@@ -808,14 +809,15 @@ impl Geeps {
         let kind = live_kind(fill);
         let acquired = match taken {
             // A handed-over buffer holds every write to its rows by construction.
-            Ok(Some(acq)) if acq.carried || valid(sh, fill, &acq, &clocks, &writes) => {
+            Ok(Some((acq, handed))) if handed || valid(sh, fill, &acq, &clocks, &writes) => {
                 sh.stats.prefetch_hits.fetch_add(1, Ordering::Relaxed);
-                if acq.carried {
+                if handed {
                     sh.stats.handovers.fetch_add(1, Ordering::Relaxed);
                 }
                 acq
             }
             Ok(stale) => {
+                let stale = stale.map(|(acq, _)| acq);
                 if let Some(acq) = stale {
                     sh.discard(acq);
                 }
@@ -828,8 +830,9 @@ impl Geeps {
         Ok(raw)
     }
 
-    /// Waits for the allocator's buffer for `pos`.
-    fn take_prefetched(&self, sh: &Shared, pos: usize, clocks: &[u64]) -> Result<Option<Acquired>> {
+    /// Waits for the allocator's buffer for `pos`; true with a buffer handed
+    /// over by the application's own post.
+    fn take_prefetched(&self, sh: &Shared, pos: usize, clocks: &[u64]) -> Result<Option<(Acquired, bool)>> {
         let mut c = sh.control.lock();
         let policy = WaitPolicy { deadline: Some(Instant::now() + self.config.wait_deadline), log: true };
         let abort = || sh.failure();
@@ -838,15 +841,15 @@ impl Geeps {
         let Some(p) = c.ready.pop_front() else { return Ok(None) };
         c.ahead = c.ahead.saturating_sub(1);
         let result = match p.result {
-            Some(r) => Some(r),
+            Some(r) => Some(r.map(|acq| (acq, false))),
             // A hand-over target: the buffer this application's post left.
-            None if p.position == pos => c.handed.remove(&pos).map(Ok),
+            None if p.position == pos => c.handed.remove(&pos).map(|acq| Ok((acq, true))),
             None => None,
         };
         drop(c);
         sh.control_cond.notify_all();
         if p.position != pos {
-            if let Some(Ok(acq)) = result {
+            if let Some(Ok((acq, _))) = result {
                 sh.discard(acq);
             }
             return Ok(None);
@@ -987,15 +990,16 @@ impl Geeps {
         if in_order {
             app.cursor = (app.cursor + 1) % n;
         }
-        // A saving post in the recorded order hands its buffer to the next
-        // access of the same rows; the save travels with it.
+        // A post in the recorded order hands its buffer to the next access of
+        // the same rows, where the recording allows it (saving, or unchanged
+        // since its fetch); a save travels with it.
         let handover = live
             .release_at
             .and_then(|r| sh.handover_to[r])
-            .filter(|_| in_order && save && live.kind == LiveKind::Local && live.acquired.buffer.is_some());
+            .filter(|_| in_order && live.kind == LiveKind::Local && live.acquired.buffer.is_some());
         if let Some(target) = handover {
             let mut acquired = live.acquired;
-            acquired.carried = true;
+            acquired.carried |= save;
             sh.control.lock().handed.insert(target, acquired);
             sh.control_cond.notify_all();
         } else {
@@ -1081,11 +1085,10 @@ fn valid(sh: &Shared, fill: Fill, acq: &Acquired, clocks: &[u64], writes: &Write
             }
         }
     }
-    let local = matches!(fill, Fill::Local { .. });
-    if matches!(fill, Fill::Zero) || !(local || sh.config.read_my_writes) {
+    let in_place = acq.buffer.is_none();
+    if !access::orders_after_writes(fill, in_place, sh.config.read_my_writes) {
         return true;
     }
-    let in_place = acq.buffer.is_none();
     acq.writes_seen.iter().all(|&(t, seen)| seen >= writes.relevant(t, in_place))
 }
 

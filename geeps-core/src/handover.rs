@@ -8,6 +8,12 @@
 //! the buffer and done when the last access of the chain posts it (off the
 //! critical path), or earlier if the application leaves the recorded order.
 //!
+//! A fetched buffer posted without saving holds the stored rows too (a
+//! `save = false` post declares it unchanged, or its changes unwanted), so it
+//! is handed over the same way when nothing wrote those rows while it was
+//! held: a blob's data read by two consecutive backward layers is fetched
+//! once.
+//!
 //! This file only finds the pairs; it never decides placement (the planner
 //! keeps a pair only while its rows are not pinned) and never moves data.
 
@@ -16,8 +22,9 @@ use std::collections::{HashMap, HashSet};
 use crate::recorder::{OpKind, RecordedOp};
 use crate::table::RowKey;
 
-/// One hand-over: the buffer of the local access at `source`, posted with
-/// `save = true` at `release`, serves the access at `target`.
+/// One hand-over: the buffer of the local access at `source`, posted at
+/// `release` (saving, or unchanged from its fetch), serves the access at
+/// `target`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Handover {
     pub(crate) source: usize,
@@ -32,10 +39,12 @@ fn tables_of(keys: &[RowKey]) -> Vec<u32> {
     t
 }
 
-/// Every pair where the next acquisition touching a saved local access's
+/// Every pair where the next acquisition touching a posted local access's
 /// rows is a fetching local access of exactly the same key list, and no other
-/// acquisition touches those rows until that access is released. Positions
-/// do not wrap around the end of the recording.
+/// acquisition touches those rows until that access is released. The post
+/// saves, or the source fetched and no other acquisition touched its rows
+/// while it was held (its buffer is then the store's rows). Positions do not
+/// wrap around the end of the recording.
 pub(crate) fn find(ops: &[RecordedOp]) -> Vec<Handover> {
     let tables: Vec<Vec<u32>> = ops.iter().map(|op| tables_of(&op.keys)).collect();
     // Acquisition positions per table, ascending: only those can overlap.
@@ -48,7 +57,11 @@ pub(crate) fn find(ops: &[RecordedOp]) -> Vec<Handover> {
     let mut targeted = vec![false; ops.len()];
     let mut pairs = Vec::new();
     for (release, op) in ops.iter().enumerate() {
-        let OpKind::PostLocalAccess { acquire: source, save: true, .. } = op.kind else { continue };
+        let OpKind::PostLocalAccess { acquire: source, save, discard: false } = op.kind else { continue };
+        let fetched = matches!(ops[source].kind, OpKind::LocalAccess { fetch: true });
+        if !save && !fetched {
+            continue;
+        }
         let keys = &ops[source].keys;
         if keys.is_empty() {
             continue;
@@ -67,6 +80,9 @@ pub(crate) fn find(ops: &[RecordedOp]) -> Vec<Handover> {
             candidates.dedup();
             candidates.into_iter().find(|&i| ops[i].keys.iter().any(|k| rows.contains(k)))
         };
+        if !save && first_overlap(source, release).is_some() {
+            continue;
+        }
         let Some(target) = first_overlap(release, ops.len()) else { continue };
         let same = ops[target].keys[..] == keys[..];
         if !same || targeted[target] || !matches!(ops[target].kind, OpKind::LocalAccess { fetch: true }) {
@@ -107,11 +123,12 @@ mod tests {
         assert_eq!(find(&r.ops), vec![Handover { source: out, release: out_post, target: input }]);
     }
 
-    /// Pairs found in: an access of rows 0..4 posted with `save`, then an
-    /// access of `next` rows with `fetch`, posted without saving.
-    fn pairs_after(save: bool, next: std::ops::Range<u32>, fetch: bool) -> Vec<Handover> {
+    /// Pairs found in: an access of rows 0..4 (fetching if `fetched`)
+    /// posted with `save`, then an access of `next` rows with `fetch`, posted
+    /// without saving.
+    fn pairs_after(fetched: bool, save: bool, next: std::ops::Range<u32>, fetch: bool) -> Vec<Handover> {
         let mut r = Recorder::default();
-        let a = local(&mut r, 0..4, true);
+        let a = local(&mut r, 0..4, fetched);
         post(&mut r, a, save);
         let b = local(&mut r, next, fetch);
         post(&mut r, b, false);
@@ -119,11 +136,39 @@ mod tests {
     }
 
     #[test]
-    fn no_hand_over_without_save_fetch_or_the_same_keys() {
-        assert!(pairs_after(false, 0..4, true).is_empty(), "not saved");
-        assert!(pairs_after(true, 0..4, false).is_empty(), "next access does not fetch");
-        assert!(pairs_after(true, 2..6, true).is_empty(), "other keys overlap: the store must be read");
-        assert_eq!(pairs_after(true, 0..4, true).len(), 1, "the same case with everything in place");
+    fn no_hand_over_without_stored_contents_fetch_or_the_same_keys() {
+        assert!(pairs_after(false, false, 0..4, true).is_empty(), "neither saved nor fetched: garbage");
+        assert!(pairs_after(true, true, 0..4, false).is_empty(), "next access does not fetch");
+        assert!(pairs_after(true, true, 2..6, true).is_empty(), "other keys overlap: the store must be read");
+        assert_eq!(pairs_after(true, true, 0..4, true).len(), 1, "the same case with everything in place");
+    }
+
+    #[test]
+    fn a_fetched_buffer_posted_unchanged_is_handed_over() {
+        assert_eq!(pairs_after(true, false, 0..4, true).len(), 1);
+    }
+
+    #[test]
+    fn no_unsaved_hand_over_when_the_rows_were_written_while_held() {
+        // `a` was fetched before `w` wrote rows 2..3: its buffer is stale.
+        let mut r = Recorder::default();
+        let a = local(&mut r, 0..4, true);
+        let w = local(&mut r, 2..3, false);
+        post(&mut r, w, true);
+        post(&mut r, a, false);
+        let b = local(&mut r, 0..4, true);
+        post(&mut r, b, false);
+        assert!(find(&r.ops).is_empty());
+    }
+
+    #[test]
+    fn a_discarded_buffer_is_never_handed_over() {
+        let mut r = Recorder::default();
+        let a = local(&mut r, 0..4, true);
+        r.release(a, OpKind::PostLocalAccess { acquire: a, save: false, discard: true }, "local_access").unwrap();
+        let b = local(&mut r, 0..4, true);
+        post(&mut r, b, false);
+        assert!(find(&r.ops).is_empty());
     }
 
     #[test]

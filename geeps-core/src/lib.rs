@@ -17,6 +17,7 @@ mod handover;
 mod index;
 pub mod keeper;
 mod planner;
+mod range_max;
 mod recorder;
 mod stats;
 mod store;

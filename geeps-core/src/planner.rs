@@ -8,6 +8,7 @@ use std::fmt;
 
 use crate::error::{Error, Result};
 use crate::handover::{self, Handover};
+use crate::range_max::RangeMax;
 use crate::recorder::{OpKind, RecordedOp};
 use crate::table::{RowKey, TableKind, TableSpec};
 
@@ -146,62 +147,74 @@ fn analyse(ops: &[RecordedOp], tables: &[TableSpec]) -> Analysis {
     Analysis { units, op_unit }
 }
 
-/// Hand-overs whose rows are not pinned (pinned rows are served in place).
-/// Sorted by source, for `held_until`.
-fn active(handovers: &[Handover], op_unit: &[Option<usize>], pinned: &[bool]) -> Vec<Handover> {
-    let mut kept: Vec<Handover> =
-        handovers.iter().copied().filter(|h| !op_unit[h.source].is_some_and(|u| pinned[u])).collect();
-    kept.sort_unstable_by_key(|h| h.source);
-    kept
-}
-
-/// Where the buffer acquired at `i` goes back to the pool: its release, or
-/// the release of the last target it is handed over to. `kept` is sorted by
-/// source (as `active` returns it).
-fn held_until(ops: &[RecordedOp], kept: &[Handover], i: usize) -> Option<usize> {
-    let mut end = i;
-    while let Ok(k) = kept.binary_search_by_key(&end, |h| h.source) {
-        end = kept[k].target;
-    }
-    ops[end].release
-}
-
-/// Peak of simultaneously held buffer bytes and where it occurs. A handed
-/// over buffer stays held from its source's acquisition to its target's
-/// release, and the target takes nothing new from the pool.
-fn peak(
-    ops: &[RecordedOp],
-    op_unit: &[Option<usize>],
-    pinned: &[bool],
-    handovers: &[Handover],
-    row_bytes: usize,
-) -> (usize, Option<usize>) {
-    let active = active(handovers, op_unit, pinned);
-    let inherited: std::collections::HashSet<usize> = active.iter().map(|h| h.target).collect();
-    let mut live = 0usize;
-    let mut best = (0usize, None);
-    let mut release_at: HashMap<usize, usize> = HashMap::new();
+/// Bytes of access buffers held at each acquisition (0 elsewhere), each
+/// from its acquisition to its own release; pinned rows take none.
+fn held_profile(ops: &[RecordedOp], op_unit: &[Option<usize>], pinned: &[bool], row_bytes: usize) -> Vec<u64> {
+    let mut profile = vec![0u64; ops.len()];
+    let mut live = 0u64;
+    let mut release_at: HashMap<usize, u64> = HashMap::new();
     for (i, op) in ops.iter().enumerate() {
         if let Some(bytes) = release_at.remove(&i) {
             live -= bytes;
         }
         if op.kind.is_acquire() {
             let in_place = op_unit[i].is_some_and(|u| pinned[u]);
-            let bytes = if in_place { 0 } else { op.keys.len() * row_bytes };
-            // A chain's head takes the buffer; its members inherit it, and it
-            // goes back where the last member is released.
-            if !inherited.contains(&i) {
-                live += bytes;
-                if let Some(r) = held_until(ops, &active, i) {
-                    *release_at.entry(r).or_default() += bytes;
-                }
+            let bytes = if in_place { 0 } else { (op.keys.len() * row_bytes) as u64 };
+            live += bytes;
+            if let Some(r) = op.release {
+                *release_at.entry(r).or_default() += bytes;
             }
-            if live > best.0 {
-                best = (live, Some(i));
-            }
+            profile[i] = live;
+        }
+    }
+    profile
+}
+
+/// Peak of simultaneously held buffer bytes and where it occurs. Kept
+/// hand-overs (see `active`) never raise it.
+fn peak(ops: &[RecordedOp], op_unit: &[Option<usize>], pinned: &[bool], row_bytes: usize) -> (usize, Option<usize>) {
+    let profile = held_profile(ops, op_unit, pinned, row_bytes);
+    let mut best = (0usize, None);
+    for (i, &b) in profile.iter().enumerate() {
+        if b as usize > best.0 {
+            best = (b as usize, Some(i));
         }
     }
     best
+}
+
+/// The hand-overs kept: rows not pinned (pinned rows are served in place),
+/// and holding the buffer from its source's release to its target's
+/// acquisition never makes the application hold more there than it holds
+/// at the target. A hand-over saves a copy pair, but a buffer held across a
+/// gap is pool memory that prefetches and queued releases cannot use: it
+/// may fill a trough before its target, never stand above it (a blob kept
+/// from the forward pass through the parameter-heavy top of the backward
+/// pass would starve the prefetches there). So the peak never rises.
+/// Shortest gaps first: they cost least and are the copies a prefetch can
+/// least hide. Sorted by source.
+fn active(
+    ops: &[RecordedOp],
+    handovers: &[Handover],
+    op_unit: &[Option<usize>],
+    pinned: &[bool],
+    row_bytes: usize,
+) -> Vec<Handover> {
+    let mut held = RangeMax::new(&held_profile(ops, op_unit, pinned, row_bytes));
+    let mut candidates: Vec<Handover> =
+        handovers.iter().copied().filter(|h| !op_unit[h.source].is_some_and(|u| pinned[u])).collect();
+    candidates.sort_unstable_by_key(|h| (h.target - h.release, h.source));
+    let mut kept = Vec::with_capacity(candidates.len());
+    for h in candidates {
+        let bytes = (ops[h.source].keys.len() * row_bytes) as u64;
+        let gap = h.release + 1..h.target;
+        if held.max(gap.clone()) + bytes <= held.max(h.target..h.target + 1) {
+            held.add(gap, bytes);
+            kept.push(h);
+        }
+    }
+    kept.sort_unstable_by_key(|h| h.source);
+    kept
 }
 
 /// Below two peaks: keeps a pool of one and a half peaks (one to compute
@@ -213,7 +226,6 @@ fn pin_beside_one_and_a_half_peaks(
     ops: &[RecordedOp],
     units: &[Unit],
     op_unit: &[Option<usize>],
-    handovers: &[Handover],
     row_bytes: usize,
     budget: usize,
     pinned: &mut [bool],
@@ -222,7 +234,7 @@ fn pin_beside_one_and_a_half_peaks(
     let mut order: Vec<usize> = (0..units.len()).filter(|&u| units[u].local).collect();
     order.sort_by_key(|&u| (bytes(u), u));
     let mut pinned_bytes = 0usize;
-    let (mut current, _) = peak(ops, op_unit, pinned, handovers, row_bytes);
+    let (mut current, _) = peak(ops, op_unit, pinned, row_bytes);
     // A unit refused early may fit once a later one has lowered the peak.
     let mut changed = true;
     while changed {
@@ -232,7 +244,7 @@ fn pin_beside_one_and_a_half_peaks(
                 continue;
             }
             pinned[u] = true;
-            let (p, _) = peak(ops, op_unit, pinned, handovers, row_bytes);
+            let (p, _) = peak(ops, op_unit, pinned, row_bytes);
             if pinned_bytes + bytes(u) + p + p / 2 <= budget {
                 pinned_bytes += bytes(u);
                 current = p;
@@ -253,25 +265,25 @@ pub(crate) fn plan(ops: &[RecordedOp], tables: &[TableSpec], row_width: usize, b
     let unit_bytes = |u: &Unit| u.rows.len() * row_bytes;
     let mut pinned = vec![false; units.len()];
 
-    let (peak0, _) = peak(ops, &op_unit, &pinned, &handovers, row_bytes);
+    let (peak0, _) = peak(ops, &op_unit, &pinned, row_bytes);
     let budget_i = budget as i128;
     let mut cur_peak;
     let mut avail: i128 = budget_i - 2 * peak0 as i128;
 
     // First pin local data used at the peak: it shrinks the peak, and the pool with it.
     loop {
-        let (p, at) = peak(ops, &op_unit, &pinned, &handovers, row_bytes);
+        let (p, at) = peak(ops, &op_unit, &pinned, row_bytes);
         cur_peak = p;
         let Some(at) = at else { break };
-        let kept = active(&handovers, &op_unit, &pinned);
+        // Kept hand-overs never hold a buffer at the peak: it has no room.
         let candidate = (0..=at).rev().find_map(|i| {
             let op = &ops[i];
-            let live = op.kind.is_acquire() && held_until(ops, &kept, i).is_some_and(|r| r > at);
+            let live = op.kind.is_acquire() && op.release.is_some_and(|r| r > at);
             op_unit[i].filter(|&u| live && !pinned[u] && units[u].local)
         });
         let Some(u) = candidate else { break };
         pinned[u] = true;
-        let (new_peak, _) = peak(ops, &op_unit, &pinned, &handovers, row_bytes);
+        let (new_peak, _) = peak(ops, &op_unit, &pinned, row_bytes);
         let mem_delta = unit_bytes(&units[u]) as i128 + 2 * (new_peak as i128 - p as i128);
         if avail < mem_delta {
             pinned[u] = false;
@@ -288,7 +300,7 @@ pub(crate) fn plan(ops: &[RecordedOp], tables: &[TableSpec], row_width: usize, b
             return Err(Error::BudgetTooSmall { budget, needed: peak0, what: "one peak of access buffers" });
         }
         tracing::warn!(budget, peak = peak0, "device budget fits less than two peaks: no full double buffering");
-        cur_peak = pin_beside_one_and_a_half_peaks(ops, &units, &op_unit, &handovers, row_bytes, budget, &mut pinned);
+        cur_peak = pin_beside_one_and_a_half_peaks(ops, &units, &op_unit, row_bytes, budget, &mut pinned);
     } else {
         // Then other local data, smallest first (small blobs cost the most
         // copies for the least compute to hide them behind), then parameter
@@ -324,9 +336,9 @@ pub(crate) fn plan(ops: &[RecordedOp], tables: &[TableSpec], row_width: usize, b
     }
     let in_place = op_unit.iter().map(|u| u.filter(|&u| pinned[u] && units[u].local).map(|u| unit_offset[u])).collect();
     // Pinning more local data may have lowered the peak (fewer hand-overs).
-    let (final_peak, peak_position) = peak(ops, &op_unit, &pinned, &handovers, row_bytes);
+    let (final_peak, peak_position) = peak(ops, &op_unit, &pinned, row_bytes);
     debug_assert!(final_peak <= cur_peak);
-    let handovers = active(&handovers, &op_unit, &pinned);
+    let handovers = active(ops, &handovers, &op_unit, &pinned, row_bytes);
 
     let pinned_bytes: usize =
         units.iter().enumerate().filter(|(u, _)| pinned[*u]).map(|(_, unit)| unit_bytes(unit)).sum();
@@ -475,8 +487,10 @@ mod tests {
         }
     }
 
-    /// Blob A is posted, a read of p comes and goes, then A is read back.
-    fn handover_setup() -> (Vec<TableSpec>, Vec<RecordedOp>) {
+    /// Blob A (2 rows) is posted, a read of p (4 rows) is acquired, then A
+    /// is read back; the read is released before A's access when
+    /// `read_released_first`, after it otherwise.
+    fn handover_setup(read_released_first: bool) -> (Vec<TableSpec>, Vec<RecordedOp>) {
         let tables = vec![
             TableSpec { name: "p".into(), kind: TableKind::Parameter, rows: 4 },
             TableSpec { name: "act".into(), kind: TableKind::Local, rows: 2 },
@@ -486,18 +500,23 @@ mod tests {
         let a = r.acquire(OpKind::LocalAccess { fetch: false }, a_keys.clone());
         r.release(a, OpKind::PostLocalAccess { acquire: a, save: true, discard: false }, "local_access").unwrap();
         let p = r.acquire(OpKind::Read { slack: Slack::BSP }, Arc::from(keys(TableId(0), 0..4)));
-        r.release(p, OpKind::PostRead { acquire: p }, "read").unwrap();
+        if read_released_first {
+            r.release(p, OpKind::PostRead { acquire: p }, "read").unwrap();
+        }
         let b = r.acquire(OpKind::LocalAccess { fetch: true }, a_keys);
         r.release(b, OpKind::PostLocalAccess { acquire: b, save: false, discard: false }, "local_access").unwrap();
+        if !read_released_first {
+            r.release(p, OpKind::PostRead { acquire: p }, "read").unwrap();
+        }
         r.check().unwrap();
         (tables, r.ops)
     }
 
     #[test]
-    fn a_handed_over_buffer_counts_until_its_target_is_released() {
-        let (tables, ops) = handover_setup();
-        // Without the hand-over the peak would be p alone (4 rows); A stays
-        // held across the read for its target, so the peak is 6 rows.
+    fn a_hand_over_is_kept_where_it_holds_no_more_than_its_target_step() {
+        // The read is held with A's access: keeping A across the read's
+        // acquisition holds 6 rows there, as A's access does anyway.
+        let (tables, ops) = handover_setup(false);
         let p = plan(&ops, &tables, 1, 30).unwrap();
         assert_eq!(p.plan.handovers, 1);
         assert_eq!(p.handovers.len(), 1);
@@ -505,6 +524,16 @@ mod tests {
         assert!(!p.plan.double_buffered);
         // Everything fits: A is pinned and served in place, nothing handed over.
         let p = plan(&ops, &tables, 1, 1 << 20).unwrap();
+        assert_eq!(p.plan.handovers, 0);
+        assert_eq!(p.plan.peak_bytes, 4 * RB);
+    }
+
+    #[test]
+    fn a_hand_over_that_would_raise_the_peak_is_dropped() {
+        // The read alone is the peak (4 rows); A's access holds 2. Keeping A
+        // across the read would hold 6 rows: A is saved and fetched instead.
+        let (tables, ops) = handover_setup(true);
+        let p = plan(&ops, &tables, 1, 30).unwrap();
         assert_eq!(p.plan.handovers, 0);
         assert_eq!(p.plan.peak_bytes, 4 * RB);
     }

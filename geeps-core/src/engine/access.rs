@@ -124,6 +124,20 @@ pub(crate) fn wait_for_writes(
     Ok(())
 }
 
+/// Whether an acquisition must see earlier writes to its tables applied
+/// first: a fetch does (local data saved before it is read back), a read
+/// does with read-my-writes, and so does any in-place local access (the
+/// application writes the stored rows themselves). A zeroed buffer never
+/// does, nor does a copied local buffer left unfilled: nothing is read, and
+/// its save queues behind the earlier ones on the local lane.
+pub(crate) fn orders_after_writes(fill: Fill, in_place: bool, read_my_writes: bool) -> bool {
+    match fill {
+        Fill::Zero => false,
+        Fill::Read(_) => read_my_writes,
+        Fill::Local { fetch } => fetch || in_place,
+    }
+}
+
 /// Fills a buffer for one acquisition. `clock_of` gives, per table, the
 /// application's clock at this call, and `issued` the writes it had issued.
 #[allow(clippy::too_many_arguments)]
@@ -144,11 +158,10 @@ pub(crate) fn acquire(
     let mut writes_seen = Vec::with_capacity(plan.tables.len());
     {
         let mut applied = sh.writes.lock();
+        let waits = orders_after_writes(fill, in_place, sh.config.read_my_writes);
         for &t in &plan.tables {
-            let local = matches!(fill, Fill::Local { .. });
-            let needed = issued.relevant(t, in_place);
-            if (local || sh.config.read_my_writes) && !matches!(fill, Fill::Zero) {
-                wait_for_writes(sh, &mut applied, t, needed, in_place, policy, abort)?;
+            if waits {
+                wait_for_writes(sh, &mut applied, t, issued.relevant(t, in_place), in_place, policy, abort)?;
             }
             writes_seen.push((t, applied.relevant(t, in_place)));
         }

@@ -11,7 +11,7 @@
 //! allocator goes on prefetching past it. The carried save is then predicted
 //! at the target's release.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::engine::access::{self, Fill, Staging};
@@ -37,10 +37,10 @@ pub(crate) fn run(sh: Arc<Shared>) {
     }
     let mut staging = Staging::default();
     // Per epoch: targets whose source release this walk has passed (their
-    // buffer will be handed over), and targets served that way (their
-    // release saves the carried data).
+    // buffer will be handed over; true when it carries a save), and targets
+    // served that way carrying a save (their release saves it).
     let mut walked_epoch = u64::MAX;
-    let mut expected: HashSet<usize> = HashSet::new();
+    let mut expected: HashMap<usize, bool> = HashMap::new();
     let mut carried: HashSet<usize> = HashSet::new();
     loop {
         // Advance through releases and clocks, stop at the next acquisition.
@@ -66,7 +66,7 @@ pub(crate) fn run(sh: Arc<Shared>) {
                     OpKind::PostLocalAccess { acquire, save, discard } => {
                         let was_carried = carried.remove(acquire);
                         if let Some(target) = sh.handover_to[pos] {
-                            expected.insert(target);
+                            expected.insert(target, *save || was_carried);
                         } else if *save || (was_carried && !*discard) {
                             if let Some(plan) = &sh.plans[*acquire] {
                                 c.writes.count(plan);
@@ -91,13 +91,15 @@ pub(crate) fn run(sh: Arc<Shared>) {
 
         let op = &sh.ops[position];
         let (Some(fill), Some(plan)) = (fill_of(&op.kind), sh.plans[position].as_ref()) else { continue };
-        if expected.remove(&position) {
+        if let Some(carries) = expected.remove(&position) {
             // The application posts the source before it reaches the
             // target, so nothing is waited for here: the allocator goes on.
             let mut c = sh.control.lock();
             if c.epoch == epoch && !c.shutdown {
                 c.ready.push_back(Prefetched { position, result: None });
-                carried.insert(position);
+                if carries {
+                    carried.insert(position);
+                }
                 drop(c);
                 sh.control_cond.notify_all();
             }
