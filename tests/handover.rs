@@ -243,3 +243,77 @@ fn leaving_the_order_before_a_discard_still_saves_the_hand_over() {
     // Back in the recorded order, nothing else to check than that it runs.
     write_then_read_iteration(&ps, h, 9);
 }
+
+/// Each iteration reads A, with B held beside it, posts both unchanged, and
+/// reads A again: the second read is served by the first one's buffer.
+/// The store's A holds `values(0, 0)`. Returns the instance, A's keys and the
+/// handles (first read of A, read of B, second read of A).
+fn read_twice() -> (Geeps, Vec<RowKey>, [Handle; 3]) {
+    let (ps, a, bk) = instance(2 * BLOB + BLOB / 4);
+    let ra = ps.virtual_local_access(&a, true).unwrap();
+    let rb = ps.virtual_local_access(&bk, true).unwrap();
+    ps.virtual_post_local_access(rb, false).unwrap();
+    ps.virtual_post_local_access(ra, false).unwrap();
+    let again = ps.virtual_local_access(&a, true).unwrap();
+    ps.virtual_post_local_access(again, false).unwrap();
+    ps.finish_virtual_iteration().unwrap();
+    let mut w = ps.local_access_keys(&a, false).unwrap();
+    w.as_mut_slice().unwrap().copy_from_slice(&values(0, 0));
+    w.post_with(true).unwrap();
+    (ps, a, [ra, rb, again])
+}
+
+#[test]
+fn a_fetched_buffer_posted_unchanged_is_handed_over() {
+    let (ps, _, [ra, rb, again]) = read_twice();
+    let plan = ps.plan().unwrap();
+    assert_eq!((plan.handovers, plan.local_device_bytes), (1, 0), "{plan}");
+    let before = ps.stats();
+    for it in 0..4 {
+        let first = ps.local_access(ra).unwrap();
+        assert_eq!(first.as_slice().unwrap(), &values(0, 0)[..], "iteration {it}");
+        let at = first.as_slice().unwrap().as_ptr() as usize;
+        ps.local_access(rb).unwrap().post().unwrap();
+        first.post().unwrap();
+        let second = ps.local_access(again).unwrap();
+        assert_eq!(second.as_slice().unwrap(), &values(0, 0)[..], "iteration {it}");
+        assert_eq!(second.as_slice().unwrap().as_ptr() as usize, at, "iteration {it}: handed over, not fetched");
+        second.post().unwrap();
+    }
+    let stats = ps.stats();
+    assert_eq!(stats.handovers - before.handovers, 4, "{stats}");
+    assert_eq!(stats.resyncs, before.resyncs, "{stats}");
+    // A and B fetched once an iteration; nothing saved.
+    assert_eq!(stats.bytes_host_to_device - before.bytes_host_to_device, 4 * 2 * BLOB as u64, "{stats}");
+    assert_eq!(stats.bytes_device_to_host, before.bytes_device_to_host, "{stats}");
+}
+
+#[test]
+fn an_unchanged_hand_over_never_hides_a_later_write() {
+    let (ps, a, [ra, rb, again]) = read_twice();
+    for it in 1..4 {
+        // Off the order with A handed over: a keyed write of A must win.
+        let first = ps.local_access(ra).unwrap();
+        ps.local_access(rb).unwrap().post().unwrap();
+        first.post().unwrap();
+        let mut w = ps.local_access_keys(&a, false).unwrap();
+        w.as_mut_slice().unwrap().copy_from_slice(&values(it, 0));
+        w.post_with(true).unwrap();
+        let second = ps.local_access(again).unwrap();
+        assert_eq!(second.as_slice().unwrap(), &values(it, 0)[..], "iteration {it}: the keyed write");
+        second.post().unwrap();
+        // The first read changes A and saves it, against the recording: the
+        // second read must see the change.
+        let mut first = ps.local_access(ra).unwrap();
+        first.as_mut_slice().unwrap().copy_from_slice(&values(it, 1));
+        ps.local_access(rb).unwrap().post().unwrap();
+        first.post_with(true).unwrap();
+        let second = ps.local_access(again).unwrap();
+        assert_eq!(second.as_slice().unwrap(), &values(it, 1)[..], "iteration {it}: the saving post");
+        second.post().unwrap();
+        // Restore A for the next round.
+        let mut w = ps.local_access_keys(&a, false).unwrap();
+        w.as_mut_slice().unwrap().copy_from_slice(&values(0, 0));
+        w.post_with(true).unwrap();
+    }
+}

@@ -1,7 +1,9 @@
 //! Local data never waits behind parameter work: with the reclaimer's
 //! parameter lane held inside an update (a device whose `scatter_add` blocks
 //! until the test opens a gate), local accesses served in place and local
-//! saves that move data still go through, and see every earlier write.
+//! saves that move data still go through, and see every earlier write. And
+//! an unfilled local buffer never waits behind a save held in
+//! `scatter_assign`: nothing is read into it.
 //! Nothing here is timed: a wait that should not happen fails the test
 //! through the instance's wait deadline.
 
@@ -11,15 +13,51 @@ use std::time::Duration;
 use geeps::device::{EventId, IndexId, PinnedBuf, RowPair, StreamId};
 use geeps::{keys, Config, Device, DeviceInfo, DevicePtr, Geeps, HostDevice, Result, Slack};
 
-/// The host device, with `scatter_add` held until `open` is called.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Gated {
+    /// Updates (the parameter lane).
+    ScatterAdd,
+    /// Saves into device-resident local rows (the local lane).
+    ScatterAssign,
+}
+
+/// The host device, with one kernel held until `open` is called.
 struct GatedDevice {
     inner: HostDevice,
+    gated: Gated,
     open: Mutex<bool>,
     cond: Condvar,
     blocked: Mutex<u32>,
 }
 
 impl GatedDevice {
+    fn new(gated: Gated) -> Arc<Self> {
+        Arc::new(GatedDevice {
+            inner: HostDevice::new(1 << 20),
+            gated,
+            open: Mutex::new(false),
+            cond: Condvar::new(),
+            blocked: Mutex::new(0),
+        })
+    }
+
+    fn hold_if(&self, kernel: Gated) {
+        if kernel == self.gated {
+            *self.blocked.lock().unwrap() += 1;
+            let open = self.open.lock().unwrap();
+            drop(self.cond.wait_while(open, |open| !*open).unwrap());
+        }
+    }
+
+    /// Waits (a bounded while) until a call is held in the gated kernel.
+    fn until_held(&self) {
+        let start = std::time::Instant::now();
+        while *self.blocked.lock().unwrap() == 0 {
+            assert!(start.elapsed() < Duration::from_secs(10), "nothing reached the gated kernel");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     fn open(&self) {
         *self.open.lock().unwrap() = true;
         self.cond.notify_all();
@@ -91,6 +129,7 @@ impl Device for GatedDevice {
         store: DevicePtr,
         row_width: usize,
     ) -> Result<()> {
+        self.hold_if(Gated::ScatterAssign);
         self.inner.scatter_assign(stream, buffer, index, store, row_width)
     }
     unsafe fn scatter_add(
@@ -101,9 +140,7 @@ impl Device for GatedDevice {
         store: DevicePtr,
         row_width: usize,
     ) -> Result<()> {
-        *self.blocked.lock().unwrap() += 1;
-        let open = self.open.lock().unwrap();
-        drop(self.cond.wait_while(open, |open| !*open).unwrap());
+        self.hold_if(Gated::ScatterAdd);
         self.inner.scatter_add(stream, buffer, index, store, row_width)
     }
     fn record_event(&self, stream: StreamId) -> Result<EventId> {
@@ -123,12 +160,7 @@ impl Device for GatedDevice {
 #[test]
 fn local_data_does_not_wait_behind_a_held_update() {
     const WIDTH: usize = 4;
-    let device = Arc::new(GatedDevice {
-        inner: HostDevice::new(1 << 20),
-        open: Mutex::new(false),
-        cond: Condvar::new(),
-        blocked: Mutex::new(0),
-    });
+    let device = GatedDevice::new(Gated::ScatterAdd);
     // A deadline well below the test's own patience: a wrong wait fails fast.
     let config =
         Config { row_width: WIDTH, device_memory: 1 << 20, wait_deadline: Duration::from_secs(3), ..Config::default() };
@@ -181,5 +213,56 @@ fn local_data_does_not_wait_behind_a_held_update() {
     let read = ps.read_keys(&keys(w, 0..4), Slack::BSP).unwrap();
     assert!(read.as_slice().unwrap().iter().all(|v| *v == 1.0), "{:?}", read.as_slice());
     read.post().unwrap();
+    ps.shutdown().unwrap();
+}
+
+#[test]
+fn an_unfilled_local_buffer_does_not_wait_behind_a_held_save() {
+    const WIDTH: usize = 4;
+    let device = GatedDevice::new(Gated::ScatterAssign);
+    let config =
+        Config { row_width: WIDTH, device_memory: 1 << 20, wait_deadline: Duration::from_secs(3), ..Config::default() };
+    let mut b = Geeps::builder(config);
+    let act = b.local_table("act", 4);
+    b.device(device.clone());
+    let ps = b.build().unwrap();
+    let _gate = OpenOnDrop(device.clone());
+
+    // Rows 0..2 (A) and 2..4 (B), each first named in order (their units,
+    // served in place), then reversed (copied through a buffer: a save is a
+    // scatter_assign into the device-resident rows).
+    let (a, bk) = (keys(act, 0..2), keys(act, 2..4));
+    let mut in_order = Vec::new();
+    for k in [&a, &bk] {
+        let h = ps.virtual_local_access(k, true).unwrap();
+        ps.virtual_post_local_access(h, false).unwrap();
+        in_order.push(h);
+    }
+    let write_a = ps.virtual_local_access(&[a[1], a[0]], false).unwrap();
+    ps.virtual_post_local_access(write_a, true).unwrap();
+    let write_b = ps.virtual_local_access(&[bk[1], bk[0]], false).unwrap();
+    ps.virtual_post_local_access(write_b, true).unwrap();
+    ps.finish_virtual_iteration().unwrap();
+    let plan = ps.plan().unwrap();
+    assert_eq!(plan.local_host_bytes, 0, "{plan}");
+
+    for h in in_order {
+        ps.local_access(h).unwrap().post().unwrap();
+    }
+    let mut wa = ps.local_access(write_a).unwrap();
+    wa.as_mut_slice().unwrap().copy_from_slice(&[1., 1., 1., 1., 2., 2., 2., 2.]);
+    wa.post().unwrap();
+    device.until_held();
+    // The local lane is now held in A's save; B's buffer is filled with
+    // nothing, so it must not wait for that save.
+    let mut wb = ps.local_access(write_b).unwrap();
+    wb.as_mut_slice().unwrap().copy_from_slice(&[3., 3., 3., 3., 4., 4., 4., 4.]);
+    wb.post().unwrap();
+    assert_eq!(*device.blocked.lock().unwrap(), 1, "A's save should still be held in scatter_assign");
+
+    device.open();
+    let all = ps.local_access_keys(&keys(act, 0..4), true).unwrap();
+    assert_eq!(all.as_slice().unwrap(), &[2., 2., 2., 2., 1., 1., 1., 1., 4., 4., 4., 4., 3., 3., 3., 3.]);
+    all.post_with(false).unwrap();
     ps.shutdown().unwrap();
 }

@@ -280,7 +280,8 @@ impl<'a> Trainer<'a> {
             let params = b.read.map(|h| waits.time(("backward", i, "read"), || ps.read(h))).transpose()?;
             let delta = b.update.map(|h| waits.time(("backward", i, "pre_update"), || ps.pre_update(h))).transpose()?;
             let output_data = waits.time(("backward", i, "local_access output"), || ps.local_access(b.output_data))?;
-            let output_diff = waits.time(("backward", i, "local_access output diff"), || ps.local_access(b.output_diff))?;
+            let output_diff =
+                waits.time(("backward", i, "local_access output diff"), || ps.local_access(b.output_diff))?;
             let input_data = waits.time(("backward", i, "local_access input"), || ps.local_access(b.input_data))?;
             let input_diff = b
                 .input_diff
