@@ -16,6 +16,7 @@
 
 mod calibrate;
 mod check;
+mod emulated_gpu;
 mod engine_exchange;
 mod error;
 mod large;

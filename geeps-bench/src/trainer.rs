@@ -6,8 +6,9 @@
 //! update, post (the output as dead: the next forward pass overwrites it),
 //! and clock the layer's table right after its update.
 //!
-//! Compute is a sleep of the layer's emulated time: a GPU computes without
-//! the CPU, so the host's cores stay free for geeps, as they would be.
+//! Compute is a sleep of the layer's emulated time on an emulated GPU
+//! (`emulated_gpu.rs`): a GPU computes without the CPU, so the host's cores
+//! stay free for geeps, as they would be.
 //! Every geeps mechanism runs for real on the host device.
 //!
 //! Three modes:
@@ -35,6 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use geeps::Result;
 
+use crate::emulated_gpu::EmulatedGpu;
 use crate::workload::Workload;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -205,13 +207,6 @@ fn record(ps: &Geeps, t: &Tables, slack: Slack) -> Result<Recorded> {
     Ok(Recorded { forward, backward })
 }
 
-/// Emulated device compute; returns the time it took.
-fn compute(us: u64) -> Duration {
-    let start = Instant::now();
-    std::thread::sleep(Duration::from_micros(us));
-    start.elapsed()
-}
-
 /// One trainer: a geeps instance with its tables and recording.
 pub struct Trainer<'a> {
     ps: &'a Geeps,
@@ -220,6 +215,7 @@ pub struct Trainer<'a> {
     recorded: Option<Recorded>,
     slack: Slack,
     waits: Waits,
+    gpu: EmulatedGpu,
 }
 
 /// Declares the tables of `w` on `b`; `Trainer::start` then records and starts.
@@ -236,18 +232,20 @@ impl<'a> Trainer<'a> {
         let PreparedTables(tables, mode) = prepared;
         let recorded = if mode == Mode::CpuPs { None } else { Some(record(ps, &tables, slack)?) };
         ps.finish_virtual_iteration()?;
-        Ok(Trainer { ps, w, tables, recorded, slack, waits: Waits::default() })
+        Ok(Trainer { ps, w, tables, recorded, slack, waits: Waits::default(), gpu: EmulatedGpu::default() })
     }
 
     /// One training iteration; returns its compute time.
     pub fn iteration(&mut self) -> Result<Duration> {
         let ps = self.ps;
         let mut waits = std::mem::take(&mut self.waits);
+        let mut gpu = std::mem::take(&mut self.gpu);
         let busy = match &self.recorded {
-            Some(r) => self.recorded_iteration(ps, r, &mut waits),
-            None => self.keyed_iteration(ps, &mut waits),
+            Some(r) => self.recorded_iteration(ps, r, &mut waits, &mut gpu),
+            None => self.keyed_iteration(ps, &mut waits, &mut gpu),
         };
         self.waits = waits;
+        self.gpu = gpu;
         busy
     }
 
@@ -261,13 +259,19 @@ impl<'a> Trainer<'a> {
         v
     }
 
-    fn recorded_iteration(&self, ps: &Geeps, r: &Recorded, waits: &mut Waits) -> Result<Duration> {
+    fn recorded_iteration(
+        &self,
+        ps: &Geeps,
+        r: &Recorded,
+        waits: &mut Waits,
+        gpu: &mut EmulatedGpu,
+    ) -> Result<Duration> {
         let mut busy = Duration::ZERO;
         for (i, (l, f)) in self.w.layers.iter().zip(&r.forward).enumerate() {
             let params = f.read.map(|h| waits.time(("forward", i, "read"), || ps.read(h))).transpose()?;
             let input = waits.time(("forward", i, "local_access input"), || ps.local_access(f.input))?;
             let output = waits.time(("forward", i, "local_access output"), || ps.local_access(f.output))?;
-            busy += compute(l.forward_us);
+            busy += gpu.compute(l.forward_us);
             output.post()?;
             input.post()?;
             if let Some(p) = params {
@@ -287,7 +291,7 @@ impl<'a> Trainer<'a> {
                 .input_diff
                 .map(|h| waits.time(("backward", i, "local_access input diff"), || ps.local_access(h)))
                 .transpose()?;
-            busy += compute(self.w.layers[i].backward_us);
+            busy += gpu.compute(self.w.layers[i].backward_us);
             if let Some(d) = delta {
                 d.update()?;
             }
@@ -310,7 +314,7 @@ impl<'a> Trainer<'a> {
         Ok(busy)
     }
 
-    fn keyed_iteration(&self, ps: &Geeps, waits: &mut Waits) -> Result<Duration> {
+    fn keyed_iteration(&self, ps: &Geeps, waits: &mut Waits, gpu: &mut EmulatedGpu) -> Result<Duration> {
         let mut busy = Duration::ZERO;
         for (i, (l, k)) in self.w.layers.iter().zip(&self.tables.params).enumerate() {
             let params = if k.is_empty() {
@@ -318,7 +322,7 @@ impl<'a> Trainer<'a> {
             } else {
                 Some(waits.time(("forward", i, "read"), || ps.read_keys(k, self.slack))?)
             };
-            busy += compute(l.forward_us);
+            busy += gpu.compute(l.forward_us);
             if let Some(p) = params {
                 p.post()?;
             }
@@ -331,7 +335,7 @@ impl<'a> Trainer<'a> {
                 let p = waits.time(("backward", i, "read"), || ps.read_keys(k, self.slack))?;
                 (Some(p), Some(waits.time(("backward", i, "pre_update"), || ps.pre_update_keys(k))?))
             };
-            busy += compute(self.w.layers[i].backward_us);
+            busy += gpu.compute(self.w.layers[i].backward_us);
             if let Some(d) = delta {
                 d.update()?;
             }
