@@ -804,9 +804,27 @@ impl Geeps {
             app.cursor = (pos + 1) % n;
             (app.clocks.clone(), app.writes.clone())
         };
-        let taken = self.take_prefetched(sh, pos, &clocks);
         let save = matches!(sh.ops[op.release.unwrap_or(pos)].kind, OpKind::PostLocalAccess { save: true, .. });
         let kind = live_kind(fill);
+        if sh.served_in_place(pos) {
+            // No buffer to fill: only earlier writes into these rows to wait for.
+            let policy = WaitPolicy { deadline: Some(Instant::now() + self.config.wait_deadline), log: true };
+            let acquired = access::acquire(
+                sh,
+                fill,
+                &plan,
+                &|t| clocks[t],
+                &writes,
+                policy,
+                &|| sh.failure(),
+                &mut Staging::default(),
+            )?;
+            sh.stats.prefetch_hits.fetch_add(1, Ordering::Relaxed);
+            let raw = self.register(&mut self.app.lock(), kind, plan, acquired, op.release, save);
+            sh.stats.record_call(call, start.elapsed());
+            return Ok(raw);
+        }
+        let taken = self.take_prefetched(sh, pos, &clocks);
         let acquired = match taken {
             // A handed-over buffer holds every write to its rows by construction.
             Ok(Some((acq, handed))) if handed || valid(sh, fill, &acq, &clocks, &writes) => {

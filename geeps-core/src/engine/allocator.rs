@@ -79,6 +79,9 @@ pub(crate) fn run(sh: Arc<Shared>) {
                         }
                     }
                     OpKind::PostRead { .. } => {}
+                    // Served in place: nothing to prefetch; the application
+                    // serves it itself (`Geeps::acquire`).
+                    _ if sh.served_in_place(pos) => {}
                     _ => {
                         c.ahead += 1;
                         c.cursor = (pos + 1) % n;

@@ -260,6 +260,13 @@ impl Shared {
         }
     }
 
+    /// Whether the recorded acquisition at `pos` is a local access served in
+    /// place: no buffer, no copy, so the allocator never prefetches it.
+    pub(crate) fn served_in_place(&self, pos: usize) -> bool {
+        matches!(self.ops[pos].kind, crate::recorder::OpKind::LocalAccess { .. })
+            && self.plans[pos].as_ref().is_some_and(|p| p.in_place.is_some())
+    }
+
     /// Returns an acquisition's buffer to the pool.
     pub(crate) fn discard(&self, acquired: Acquired) {
         if let Some(b) = acquired.buffer {
