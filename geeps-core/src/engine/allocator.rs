@@ -30,9 +30,10 @@ pub(crate) fn fill_of(kind: &OpKind) -> Option<Fill> {
 
 pub(crate) fn run(sh: Arc<Shared>) {
     let n = sh.ops.len();
-    // Nothing to prefetch (no recording, or only clocks and releases): walking
-    // the sequence would spin forever without reaching an acquisition.
-    if !sh.ops.iter().any(|op| op.kind.is_acquire()) {
+    // Nothing to prefetch (no recording, only clocks and releases, or every
+    // access served in place): walking the sequence would spin forever
+    // without reaching an acquisition.
+    if sh.acquires_per_iteration == 0 {
         return;
     }
     let mut staging = Staging::default();

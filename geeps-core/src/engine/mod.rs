@@ -88,7 +88,8 @@ pub(crate) struct Shared {
     /// Per recorded position: the release that hands its buffer over, and to
     /// which acquisition.
     pub(crate) handover_to: Vec<Option<usize>>,
-    /// Acquisitions per recorded iteration (the allocator's look-ahead bound).
+    /// Prefetched acquisitions per recorded iteration (the allocator's
+    /// look-ahead bound); 0 when there is nothing to prefetch.
     pub(crate) acquires_per_iteration: usize,
     pub(crate) pool: BufferPool,
     /// Writes applied by the reclaimer, per table.
@@ -137,7 +138,13 @@ impl Shared {
         partitions: usize,
     ) -> Result<Self> {
         let host_addressable = device.info().host_addressable;
-        let acquires_per_iteration = ops.iter().filter(|o| o.kind.is_acquire()).count().max(1);
+        // Only what the allocator prefetches counts: accesses served in
+        // place are the application's own (`served_in_place`).
+        let in_place = |i: usize| {
+            matches!(ops[i].kind, crate::recorder::OpKind::LocalAccess { .. })
+                && plans[i].as_ref().is_some_and(|p| p.in_place.is_some())
+        };
+        let acquires_per_iteration = (0..ops.len()).filter(|&i| ops[i].kind.is_acquire() && !in_place(i)).count();
         let n = tables.len();
         Ok(Shared {
             pool: BufferPool::new(device.clone(), pool_bytes),
