@@ -157,17 +157,24 @@ impl Device for GatedDevice {
     }
 }
 
-#[test]
-fn local_data_does_not_wait_behind_a_held_update() {
-    const WIDTH: usize = 4;
-    let device = GatedDevice::new(Gated::ScatterAdd);
-    // A deadline well below the test's own patience: a wrong wait fails fast.
+const WIDTH: usize = 4;
+
+/// A builder on a device gating `gated`, with a deadline well below the
+/// test's own patience: a wrong wait fails fast.
+fn gated_builder(gated: Gated) -> (Arc<GatedDevice>, geeps::GeepsBuilder) {
+    let device = GatedDevice::new(gated);
     let config =
         Config { row_width: WIDTH, device_memory: 1 << 20, wait_deadline: Duration::from_secs(3), ..Config::default() };
     let mut b = Geeps::builder(config);
+    b.device(device.clone());
+    (device, b)
+}
+
+#[test]
+fn local_data_does_not_wait_behind_a_held_update() {
+    let (device, mut b) = gated_builder(Gated::ScatterAdd);
     let w = b.parameter_table("w", 4);
     let act = b.local_table("act", 2);
-    b.device(device.clone());
     let ps = b.build().unwrap();
     let _gate = OpenOnDrop(device.clone());
 
@@ -193,6 +200,7 @@ fn local_data_does_not_wait_behind_a_held_update() {
     let mut up = ps.pre_update(u).unwrap();
     up.as_mut_slice().unwrap().fill(1.0);
     up.update().unwrap();
+    device.until_held();
 
     let mut la = ps.local_access(a).unwrap();
     la.as_mut_slice().unwrap().copy_from_slice(&[1., 1., 1., 1., 2., 2., 2., 2.]);
@@ -218,13 +226,8 @@ fn local_data_does_not_wait_behind_a_held_update() {
 
 #[test]
 fn an_unfilled_local_buffer_does_not_wait_behind_a_held_save() {
-    const WIDTH: usize = 4;
-    let device = GatedDevice::new(Gated::ScatterAssign);
-    let config =
-        Config { row_width: WIDTH, device_memory: 1 << 20, wait_deadline: Duration::from_secs(3), ..Config::default() };
-    let mut b = Geeps::builder(config);
+    let (device, mut b) = gated_builder(Gated::ScatterAssign);
     let act = b.local_table("act", 4);
-    b.device(device.clone());
     let ps = b.build().unwrap();
     let _gate = OpenOnDrop(device.clone());
 

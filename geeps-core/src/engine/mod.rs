@@ -23,7 +23,7 @@ use crate::config::Config;
 use crate::device::{Device, DevicePtr, StreamId};
 use crate::error::{Error, Result};
 use crate::index::AccessPlan;
-use crate::recorder::RecordedOp;
+use crate::recorder::{OpKind, RecordedOp};
 use crate::stats::StatsCollector;
 use crate::store::Stores;
 use crate::table::TableSpec;
@@ -139,12 +139,9 @@ impl Shared {
     ) -> Result<Self> {
         let host_addressable = device.info().host_addressable;
         // Only what the allocator prefetches counts: accesses served in
-        // place are the application's own (`served_in_place`).
-        let in_place = |i: usize| {
-            matches!(ops[i].kind, crate::recorder::OpKind::LocalAccess { .. })
-                && plans[i].as_ref().is_some_and(|p| p.in_place.is_some())
-        };
-        let acquires_per_iteration = (0..ops.len()).filter(|&i| ops[i].kind.is_acquire() && !in_place(i)).count();
+        // place are the application's own.
+        let acquires_per_iteration =
+            (0..ops.len()).filter(|&i| ops[i].kind.is_acquire() && !in_place(&ops, &plans, i)).count();
         let n = tables.len();
         Ok(Shared {
             pool: BufferPool::new(device.clone(), pool_bytes),
@@ -270,8 +267,7 @@ impl Shared {
     /// Whether the recorded acquisition at `pos` is a local access served in
     /// place: no buffer, no copy, so the allocator never prefetches it.
     pub(crate) fn served_in_place(&self, pos: usize) -> bool {
-        matches!(self.ops[pos].kind, crate::recorder::OpKind::LocalAccess { .. })
-            && self.plans[pos].as_ref().is_some_and(|p| p.in_place.is_some())
+        in_place(&self.ops, &self.plans, pos)
     }
 
     /// Returns an acquisition's buffer to the pool.
@@ -280,4 +276,9 @@ impl Shared {
             self.pool.release(b);
         }
     }
+}
+
+/// Whether the recorded acquisition at `pos` is a local access served in place.
+fn in_place(ops: &[RecordedOp], plans: &[Option<Arc<AccessPlan>>], pos: usize) -> bool {
+    matches!(ops[pos].kind, OpKind::LocalAccess { .. }) && plans[pos].as_ref().is_some_and(|p| p.in_place.is_some())
 }
