@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{black_box, BenchmarkId, Criterion, Throughput};
-use geeps::device::{Device, DevicePtr, IndexId, RowPair, StreamId};
+use geeps::device::{Device, DevicePtr, IndexId, RowOp, RowPair, StreamId};
 use geeps::HostDevice;
 
 const WIDTH: usize = 128;
@@ -63,9 +63,11 @@ fn run(s: &mut Setup, k: Kernel) {
     unsafe {
         match k {
             Kernel::Memcpy => s.dst.copy_from_slice(black_box(&s.src)),
-            Kernel::Gather => s.dev.gather(s.stream, s.store, s.index, s.buffer, WIDTH).unwrap(),
-            Kernel::ScatterAssign => s.dev.scatter_assign(s.stream, s.buffer, s.index, s.store, WIDTH).unwrap(),
-            Kernel::ScatterAdd => s.dev.scatter_add(s.stream, s.buffer, s.index, s.store, WIDTH).unwrap(),
+            Kernel::Gather => s.dev.rows(s.stream, RowOp::Gather, s.store, s.index, s.buffer, WIDTH).unwrap(),
+            Kernel::ScatterAssign => {
+                s.dev.rows(s.stream, RowOp::ScatterAssign, s.store, s.index, s.buffer, WIDTH).unwrap()
+            }
+            Kernel::ScatterAdd => s.dev.rows(s.stream, RowOp::ScatterAdd, s.store, s.index, s.buffer, WIDTH).unwrap(),
         }
     }
     black_box(&s.dst);

@@ -39,7 +39,7 @@ struct WorkerLog {
 }
 
 fn worker(transport: Arc<dyn Transport>, clocks: u32) -> geeps::Result<WorkerLog> {
-    let mut builder = Geeps::builder(Config { row_width: ROW_WIDTH, device_memory: 1 << 20, ..Config::default() });
+    let mut builder = Geeps::builder(Config::default().with_row_width(ROW_WIDTH).with_device_memory(1 << 20));
     let table = builder.parameter_table("hello", 1);
     builder.transport(transport);
     let ps = builder.build()?;

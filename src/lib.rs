@@ -6,7 +6,7 @@
 //! # fn main() -> Result<(), geeps::Error> {
 //! use geeps::{keys, Config, Geeps, Slack};
 //!
-//! let mut b = Geeps::builder(Config { device_memory: 256 << 20, ..Config::default() });
+//! let mut b = Geeps::builder(Config::default().with_device_memory(256 << 20));
 //! let weights = b.parameter_table("fc1", 64);   // 64 rows of 128 floats
 //! let acts = b.local_table("fc1.out", 8);
 //! let ps = b.build()?;
@@ -40,9 +40,22 @@
 //!
 //! See `docs/architecture.md` for how the engine works.
 
-pub use geeps_core::*;
+#![warn(missing_docs)]
 
-/// Geeps across processes and machines: keepers, bootstrap, launcher.
+pub use geeps_core::{
+    keys, CallKind, CallStats, Config, Device, DeviceInfo, DevicePtr, Error, Geeps, GeepsBuilder, Handle, HostDevice,
+    InProcessCluster, LocalBuffer, Plan, RawBuffer, ReadBuffer, ReleaseAs, Result, RowKey, Slack, Stats, TableId,
+    TableKind, TablePlacement, TableSpec, Transport, UpdateBuffer, DEFAULT_ROW_WIDTH, DEFAULT_WAIT_DEADLINE,
+};
+
+/// The device seam, for writing a backend: the [`Device`] trait and its types.
+pub use geeps_core::device;
+/// The transport seam, for writing a transport: the [`Transport`] trait and its messages.
+pub use geeps_core::transport;
+
+/// Geeps across processes and machines (feature `net`, on by default):
+/// keepers over TCP, bootstrap from hosts files, Slurm, MPI or torchrun.
+#[cfg(feature = "net")]
 pub use geeps_net as net;
 
 /// The CUDA device (feature `cuda`): see `docs/gpu.md`.

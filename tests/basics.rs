@@ -6,7 +6,7 @@ use std::time::Duration;
 use geeps::{keys, Config, Error, Geeps, InProcessCluster, RowKey, Slack, TableId};
 
 fn config() -> Config {
-    Config { row_width: 4, device_memory: 1 << 20, wait_deadline: Duration::from_secs(20), ..Config::default() }
+    Config::default().with_row_width(4).with_device_memory(1 << 20).with_wait_deadline(Duration::from_secs(20))
 }
 
 /// One worker: read, update by +1 per row per clock, check it sees its writes.

@@ -1,12 +1,9 @@
 //! Property tests of the consistency rules with in-process workers: random
 //! interleavings of W workers with random per-clock deltas, under BSP, SSP
-//! and async, by recorded handle and by keys (see `support/consistency_case.rs`).
+//! and async, by recorded handle and by keys (see `geeps_testkit::consistency`).
 
-#[path = "support/consistency_case.rs"]
-mod consistency_case;
-
-use consistency_case::{case, run_rank};
 use geeps::InProcessCluster;
+use geeps_testkit::consistency::{self as consistency_case, case, run_rank};
 use proptest::prelude::*;
 
 proptest! {

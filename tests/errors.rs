@@ -6,7 +6,7 @@ use std::time::Duration;
 use geeps::{keys, Config, Error, Geeps, InProcessCluster, ReleaseAs, RowKey, Slack, TableId};
 
 fn config() -> Config {
-    Config { row_width: 4, device_memory: 1 << 20, wait_deadline: Duration::from_secs(10), ..Config::default() }
+    Config::default().with_row_width(4).with_device_memory(1 << 20).with_wait_deadline(Duration::from_secs(10))
 }
 
 fn one_table() -> (Geeps, TableId, TableId) {
@@ -18,7 +18,7 @@ fn one_table() -> (Geeps, TableId, TableId) {
 
 #[test]
 fn invalid_config_names_the_field() {
-    let bad = Geeps::builder(Config { row_width: 0, ..config() }).build();
+    let bad = Geeps::builder(config().with_row_width(0)).build();
     assert!(matches!(bad, Err(Error::InvalidConfig { field: "row_width", .. })));
     let mut b = Geeps::builder(config());
     b.parameter_table("w", 0);
@@ -103,7 +103,7 @@ fn double_release_and_wrong_release_kind() {
 
 #[test]
 fn budget_too_small_names_the_bytes_needed() {
-    let mut b = Geeps::builder(Config { row_width: 128, device_memory: 1000, ..config() });
+    let mut b = Geeps::builder(config().with_row_width(128).with_device_memory(1000));
     let w = b.parameter_table("w", 4);
     let ps = b.build().unwrap();
     let r = ps.virtual_read(&keys(w, 0..4), Slack::BSP).unwrap();
@@ -116,11 +116,9 @@ fn budget_too_small_names_the_bytes_needed() {
 #[test]
 fn a_wait_past_the_deadline_names_the_worker_behind() {
     let cluster = InProcessCluster::new(2).unwrap();
-    let mut b = Geeps::builder(Config {
-        wait_deadline: Duration::from_millis(300),
-        slow_wait_log: Duration::from_millis(100),
-        ..config()
-    });
+    let mut b = Geeps::builder(
+        config().with_wait_deadline(Duration::from_millis(300)).with_slow_wait_log(Duration::from_millis(100)),
+    );
     let w = b.parameter_table("w", 2);
     let mut b1 = Geeps::builder(config());
     b1.parameter_table("w", 2);
@@ -155,7 +153,7 @@ fn mismatched_tables_are_refused_at_join() {
     b.parameter_table("w", 3);
     b.transport(cluster.transport(1).unwrap());
     assert!(matches!(b.build(), Err(Error::Mismatch(m)) if m.contains("tables")));
-    let mut c = Geeps::builder(Config { row_width: 8, ..config() });
+    let mut c = Geeps::builder(config().with_row_width(8));
     c.parameter_table("w", 2);
     c.transport(cluster.transport(1).unwrap());
     assert!(matches!(c.build(), Err(Error::Mismatch(m)) if m.contains("row width")));

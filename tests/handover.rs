@@ -26,12 +26,9 @@ struct Net {
 
 /// An instance with one local table of two blobs, A and B; their keys.
 fn instance(budget: usize) -> (Geeps, Vec<RowKey>, Vec<RowKey>) {
-    let mut b = Geeps::builder(Config {
-        row_width: WIDTH,
-        device_memory: budget,
-        wait_deadline: Duration::from_secs(10),
-        ..Config::default()
-    });
+    let mut b = Geeps::builder(
+        Config::default().with_row_width(WIDTH).with_device_memory(budget).with_wait_deadline(Duration::from_secs(10)),
+    );
     let act = b.local_table("act", 2 * ROWS);
     let ps = b.build().unwrap();
     let (a, bk) = (keys(act, 0..ROWS), keys(act, ROWS..2 * ROWS));

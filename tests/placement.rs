@@ -11,12 +11,9 @@ const WIDTH: usize = 8;
 /// A two-layer pipeline: forward reads p0 and p1 with local activations,
 /// backward updates both. Returns every value read, the plan and the stats.
 fn train(budget: usize, iterations: usize) -> (Vec<f32>, Plan, Stats) {
-    let mut b = Geeps::builder(Config {
-        row_width: WIDTH,
-        device_memory: budget,
-        wait_deadline: Duration::from_secs(20),
-        ..Config::default()
-    });
+    let mut b = Geeps::builder(
+        Config::default().with_row_width(WIDTH).with_device_memory(budget).with_wait_deadline(Duration::from_secs(20)),
+    );
     let p0 = b.parameter_table("p0", 16);
     let p1 = b.parameter_table("p1", 8);
     let act = b.local_table("act", 12);
@@ -126,7 +123,7 @@ fn results_do_not_depend_on_the_budget() {
 
 #[test]
 fn out_of_order_and_unrecorded_calls_stay_correct() {
-    let mut b = Geeps::builder(Config { row_width: WIDTH, ..Config::default() });
+    let mut b = Geeps::builder(Config::default().with_row_width(WIDTH));
     let p0 = b.parameter_table("p0", 4);
     let p1 = b.parameter_table("p1", 4);
     let ps = b.build().unwrap();
@@ -187,7 +184,7 @@ fn out_of_order_and_unrecorded_calls_stay_correct() {
 #[test]
 fn fetch_and_save_flags_skip_their_copies() {
     // A budget of one 4-row buffer: the local rows stay on the host.
-    let mut b = Geeps::builder(Config { row_width: WIDTH, device_memory: 4 * WIDTH * 4, ..Config::default() });
+    let mut b = Geeps::builder(Config::default().with_row_width(WIDTH).with_device_memory(4 * WIDTH * 4));
     let act = b.local_table("act", 4);
     let ps = b.build().unwrap();
     ps.finish_virtual_iteration().unwrap();

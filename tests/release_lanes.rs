@@ -10,7 +10,7 @@
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use geeps::device::{EventId, IndexId, PinnedBuf, RowPair, StreamId};
+use geeps::device::{EventId, IndexId, PinnedBuf, RowOp, RowPair, StreamId};
 use geeps::{keys, Config, Device, DeviceInfo, DevicePtr, Geeps, HostDevice, Result, Slack};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -111,37 +111,21 @@ impl Device for GatedDevice {
     unsafe fn fill_zero(&self, stream: StreamId, dst: DevicePtr, floats: usize) -> Result<()> {
         self.inner.fill_zero(stream, dst, floats)
     }
-    unsafe fn gather(
+    unsafe fn rows(
         &self,
         stream: StreamId,
+        op: RowOp,
         store: DevicePtr,
         index: IndexId,
         buffer: DevicePtr,
         row_width: usize,
     ) -> Result<()> {
-        self.inner.gather(stream, store, index, buffer, row_width)
-    }
-    unsafe fn scatter_assign(
-        &self,
-        stream: StreamId,
-        buffer: DevicePtr,
-        index: IndexId,
-        store: DevicePtr,
-        row_width: usize,
-    ) -> Result<()> {
-        self.hold_if(Gated::ScatterAssign);
-        self.inner.scatter_assign(stream, buffer, index, store, row_width)
-    }
-    unsafe fn scatter_add(
-        &self,
-        stream: StreamId,
-        buffer: DevicePtr,
-        index: IndexId,
-        store: DevicePtr,
-        row_width: usize,
-    ) -> Result<()> {
-        self.hold_if(Gated::ScatterAdd);
-        self.inner.scatter_add(stream, buffer, index, store, row_width)
+        match op {
+            RowOp::ScatterAssign => self.hold_if(Gated::ScatterAssign),
+            RowOp::ScatterAdd => self.hold_if(Gated::ScatterAdd),
+            RowOp::Gather => {}
+        }
+        self.inner.rows(stream, op, store, index, buffer, row_width)
     }
     fn record_event(&self, stream: StreamId) -> Result<EventId> {
         self.inner.record_event(stream)
@@ -164,7 +148,7 @@ const WIDTH: usize = 4;
 fn gated_builder(gated: Gated) -> (Arc<GatedDevice>, geeps::GeepsBuilder) {
     let device = GatedDevice::new(gated);
     let config =
-        Config { row_width: WIDTH, device_memory: 1 << 20, wait_deadline: Duration::from_secs(3), ..Config::default() };
+        Config::default().with_row_width(WIDTH).with_device_memory(1 << 20).with_wait_deadline(Duration::from_secs(3));
     let mut b = Geeps::builder(config);
     b.device(device.clone());
     (device, b)

@@ -271,7 +271,7 @@ fn worker(
     train_set: &Dataset,
     test_set: &Dataset,
 ) -> Result<(Stats, Vec<EpochReport>), BoxError> {
-    let mut builder = Geeps::builder(Config { row_width: ROW_WIDTH, device_memory: 16 << 20, ..Config::default() });
+    let mut builder = Geeps::builder(Config::default().with_row_width(ROW_WIDTH).with_device_memory(16 << 20));
     let weights = builder.parameter_table("weights", WEIGHT_ROWS as u32);
     let progress = builder.parameter_table("progress", 1);
     builder.transport(transport);

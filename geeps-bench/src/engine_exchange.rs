@@ -23,7 +23,7 @@ pub const ROLE: &str = "engine-exchange";
 fn engine_loop(transport: Arc<dyn Transport>, job: &ExchangeJob) -> Result<f64> {
     let rows = (job.bytes / (ROW_WIDTH * 4)) as u32;
     let budget = 8 * job.bytes + (1 << 20);
-    let mut b = Geeps::builder(Config { row_width: ROW_WIDTH, device_memory: budget, ..Config::default() });
+    let mut b = Geeps::builder(Config::default().with_row_width(ROW_WIDTH).with_device_memory(budget));
     let t = b.parameter_table("w", rows);
     b.transport(transport);
     let ps = b.build()?;
@@ -54,13 +54,13 @@ fn engine_loop(transport: Arc<dyn Transport>, job: &ExchangeJob) -> Result<f64> 
 /// A rank of the networked exchange.
 pub fn rank_main(env: &RankEnv) -> Result<Rate> {
     let job: ExchangeJob = env.job()?;
-    let spec = ClusterSpec {
-        rank: env.rank,
-        world: env.world,
-        addresses: Addresses::Rendezvous { server: env.server.clone(), hosted_by_rank0: false },
-        listen: Some("127.0.0.1".into()),
-        options: NetOptions::default(),
-    };
+    let spec = ClusterSpec::new(
+        env.rank,
+        env.world,
+        Addresses::Rendezvous { server: env.server.clone(), hosted_by_rank0: false },
+        NetOptions::default(),
+    )
+    .with_listen("127.0.0.1");
     let mut cluster = NetCluster::start(spec)?;
     let rate = engine_loop(cluster.transport(), &job);
     cluster.shutdown()?;

@@ -13,7 +13,7 @@ use crate::workload::{Workload, ROW_WIDTH};
 
 /// The plan at `budget`, or the planner's refusal.
 pub fn plan(w: &Workload, mode: Mode, slack: Option<u32>, budget: usize) -> Result<Result<PlanSummary, Error>> {
-    let mut b = Geeps::builder(Config { row_width: ROW_WIDTH, device_memory: budget, ..Config::default() });
+    let mut b = Geeps::builder(Config::default().with_row_width(ROW_WIDTH).with_device_memory(budget));
     let tables = trainer::prepare(&mut b, w, mode);
     let ps = b.build()?;
     let planned = Trainer::start(&ps, w, tables, trainer::slack_of(slack)).and_then(|_| ps.plan());

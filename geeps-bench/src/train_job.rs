@@ -89,15 +89,15 @@ pub fn run(job: &TrainJob, world: usize, limit: Duration) -> Result<Vec<RankRun>
 /// The rank's side.
 pub fn rank_main(env: &RankEnv) -> Result<RankRun> {
     let job: TrainJob = env.job()?;
-    let spec = ClusterSpec {
-        rank: env.rank,
-        world: env.world,
-        addresses: Addresses::Rendezvous { server: env.server.clone(), hosted_by_rank0: false },
-        listen: Some("127.0.0.1".into()),
-        options: NetOptions::default(),
-    };
+    let spec = ClusterSpec::new(
+        env.rank,
+        env.world,
+        Addresses::Rendezvous { server: env.server.clone(), hosted_by_rank0: false },
+        NetOptions::default(),
+    )
+    .with_listen("127.0.0.1");
     let mut cluster = NetCluster::start(spec)?;
-    let config = Config { row_width: ROW_WIDTH, device_memory: job.device_memory, ..Config::default() };
+    let config = Config::default().with_row_width(ROW_WIDTH).with_device_memory(job.device_memory);
     let mut b = Geeps::builder(config);
     let tables = trainer::prepare(&mut b, &job.workload, job.mode);
     b.transport(cluster.transport());

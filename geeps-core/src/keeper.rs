@@ -31,6 +31,7 @@ pub struct KeeperShard {
 }
 
 impl KeeperShard {
+    /// Shard `shard` of `num_shards`, for `num_workers` workers and the cluster's tables.
     pub fn new(shard: usize, num_shards: usize, num_workers: usize, row_width: usize, tables: &[TableSpec]) -> Self {
         let tables = tables
             .iter()
@@ -128,6 +129,7 @@ impl KeeperShard {
         self.tables.get(table as usize).and_then(|t| t.clock.slowest())
     }
 
+    /// Floats per row.
     pub fn row_width(&self) -> usize {
         self.row_width
     }

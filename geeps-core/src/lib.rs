@@ -6,8 +6,10 @@
 //! are RAII guards. [`Device`] is the hardware seam and [`Transport`] the
 //! network seam; [`HostDevice`] and [`InProcessCluster`] implement them here.
 
+#![warn(missing_docs)]
+
 mod buffer_pool;
-mod buffers;
+
 mod config;
 pub mod device;
 mod engine;
@@ -15,7 +17,7 @@ mod error;
 mod geeps;
 mod handover;
 mod index;
-pub mod keeper;
+mod keeper;
 mod planner;
 mod range_max;
 mod recorder;
@@ -23,17 +25,17 @@ mod stats;
 mod store;
 mod table;
 pub mod transport;
-pub mod vector_clock;
+mod vector_clock;
 
-pub use buffers::{LocalBuffer, RawBuffer, ReadBuffer, UpdateBuffer};
-pub use config::{Config, DEFAULT_ROW_WIDTH};
+pub use config::{Config, DEFAULT_ROW_WIDTH, DEFAULT_WAIT_DEADLINE};
 pub use device::host::HostDevice;
 pub use device::{Device, DeviceInfo, DevicePtr};
 pub use error::{Error, Result};
 pub use geeps::{Geeps, GeepsBuilder, ReleaseAs};
+pub use geeps::{LocalBuffer, RawBuffer, ReadBuffer, UpdateBuffer};
 pub use planner::{Plan, TablePlacement};
 pub use recorder::Handle;
 pub use stats::{CallKind, CallStats, Stats};
 pub use table::{keys, RowKey, Slack, TableId, TableKind, TableSpec};
-pub use transport::in_process::InProcessCluster;
+pub use transport::InProcessCluster;
 pub use transport::Transport;

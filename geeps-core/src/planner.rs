@@ -15,9 +15,13 @@ use crate::table::{RowKey, TableKind, TableSpec};
 /// Where one table's rows were placed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TablePlacement {
+    /// The table's name.
     pub name: String,
+    /// Parameter or local.
     pub kind: TableKind,
+    /// Rows kept in device memory.
     pub rows_on_device: u32,
+    /// Rows kept in host memory, moved through the pool when accessed.
     pub rows_on_host: u32,
 }
 
@@ -37,10 +41,15 @@ pub struct Plan {
     /// Local accesses served by handing over the buffer the previous access
     /// of the same rows posted (no save and fetch in between).
     pub handovers: usize,
+    /// Bytes of local data pinned in device memory.
     pub local_device_bytes: usize,
+    /// Bytes of local data kept in host memory.
     pub local_host_bytes: usize,
+    /// Bytes of parameter cache in device memory.
     pub param_device_bytes: usize,
+    /// Bytes of parameter cache in host memory.
     pub param_host_bytes: usize,
+    /// Per table, in declaration order.
     pub tables: Vec<TablePlacement>,
 }
 

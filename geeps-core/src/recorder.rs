@@ -27,6 +27,7 @@ impl Handle {
         Handle { instance, position }
     }
 
+    /// The instance that recorded the handle.
     pub fn instance(&self) -> u32 {
         self.instance
     }

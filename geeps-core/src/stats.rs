@@ -10,16 +10,24 @@ use parking_lot::Mutex;
 /// The kinds of API call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CallKind {
+    /// `read` (by handle or keys).
     Read,
+    /// `post_read`.
     PostRead,
+    /// `pre_update`.
     PreUpdate,
+    /// `update` (or a discarded pre-update).
     Update,
+    /// `local_access`.
     LocalAccess,
+    /// `post_local_access`.
     PostLocalAccess,
+    /// `table_clock`.
     TableClock,
 }
 
 impl CallKind {
+    /// Every call kind, in the order stats print them.
     pub const ALL: [CallKind; 7] = [
         CallKind::Read,
         CallKind::PostRead,
@@ -30,6 +38,7 @@ impl CallKind {
         CallKind::TableClock,
     ];
 
+    /// The call's name as the API spells it.
     pub fn name(self) -> &'static str {
         match self {
             CallKind::Read => "read",
@@ -46,7 +55,9 @@ impl CallKind {
 /// Count and blocked time of one call kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct CallStats {
+    /// Calls made.
     pub count: u64,
+    /// Time the application spent blocked in them.
     pub blocked: Duration,
 }
 
@@ -61,7 +72,9 @@ pub struct Stats {
     pub blocked: Duration,
     /// `blocked / wall`: the application's stall fraction.
     pub stall_fraction: f64,
+    /// Bytes copied from host memory to device memory.
     pub bytes_host_to_device: u64,
+    /// Bytes copied from device memory to host memory.
     pub bytes_device_to_host: u64,
     /// Calls that were not served from the recorded sequence's prefetch.
     pub slow_path_calls: u64,
@@ -75,6 +88,7 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// The counters of calls of `kind`.
     pub fn call(&self, kind: CallKind) -> CallStats {
         self.calls.iter().find(|(k, _)| *k == kind).map(|(_, s)| *s).unwrap_or_default()
     }

@@ -17,11 +17,14 @@ impl fmt::Display for TableId {
 /// The address of one row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RowKey {
+    /// The table.
     pub table: TableId,
+    /// The row within it.
     pub row: u32,
 }
 
 impl RowKey {
+    /// Row `row` of `table`.
     pub fn new(table: TableId, row: u32) -> Self {
         RowKey { table, row }
     }
@@ -50,8 +53,11 @@ pub enum TableKind {
 /// A declared table.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TableSpec {
+    /// The name it was declared with (unique in the instance).
     pub name: String,
+    /// Parameter or local.
     pub kind: TableKind,
+    /// Number of rows.
     pub rows: u32,
 }
 

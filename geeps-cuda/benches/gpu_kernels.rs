@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use geeps_core::device::{Device, DevicePtr, RowPair, StreamId};
+use geeps_core::device::{Device, DevicePtr, RowOp, RowPair, StreamId};
 use geeps_cuda::{CudaConfig, CudaDevice};
 
 const WIDTH: usize = 128;
@@ -59,9 +59,10 @@ fn main() {
         let staging = host.as_mut_ptr();
         let copy = |src: DevicePtr, dst: DevicePtr| unsafe { dev.copy_d2d(s, src, dst, floats).unwrap() };
         let d2d = time(&dev, s, &|| copy(buffer, other));
-        let gather = time(&dev, s, &|| unsafe { dev.gather(s, store, index, buffer, WIDTH).unwrap() });
-        let assign = time(&dev, s, &|| unsafe { dev.scatter_assign(s, buffer, index, store, WIDTH).unwrap() });
-        let add = time(&dev, s, &|| unsafe { dev.scatter_add(s, buffer, index, store, WIDTH).unwrap() });
+        let gather = time(&dev, s, &|| unsafe { dev.rows(s, RowOp::Gather, store, index, buffer, WIDTH).unwrap() });
+        let assign =
+            time(&dev, s, &|| unsafe { dev.rows(s, RowOp::ScatterAssign, store, index, buffer, WIDTH).unwrap() });
+        let add = time(&dev, s, &|| unsafe { dev.rows(s, RowOp::ScatterAdd, store, index, buffer, WIDTH).unwrap() });
         let h2d = time(&dev, s, &|| unsafe { dev.copy_h2d(s, staging, buffer, floats).unwrap() });
         let d2h = time(&dev, s, &|| unsafe { dev.copy_d2h(s, other, staging, floats).unwrap() });
         // A copy and a gather each read and write `bytes`; scatter-add reads twice.

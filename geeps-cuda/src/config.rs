@@ -7,8 +7,10 @@ pub const DEFAULT_RESERVE_BYTES: usize = 256 << 20;
 /// Share of the GPU's total memory left by default (1/20 = 5%).
 pub const DEFAULT_RESERVE_FRACTION: usize = 20;
 
-/// Options of a CUDA device.
+/// Options of a CUDA device: [`CudaConfig::ordinal`] and the setters (fields
+/// may be added in a minor release).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CudaConfig {
     /// The GPU, as a CUDA ordinal (after `CUDA_VISIBLE_DEVICES` remapping).
     pub ordinal: usize,
@@ -25,6 +27,18 @@ impl CudaConfig {
     /// The defaults on GPU `ordinal`.
     pub fn ordinal(ordinal: usize) -> Self {
         CudaConfig { ordinal, ..CudaConfig::default() }
+    }
+
+    /// Sets [`CudaConfig::budget`].
+    pub fn with_budget(mut self, bytes: usize) -> Self {
+        self.budget = Some(bytes);
+        self
+    }
+
+    /// Sets [`CudaConfig::reserve`].
+    pub fn with_reserve(mut self, bytes: usize) -> Self {
+        self.reserve = Some(bytes);
+        self
     }
 
     /// The headroom for a GPU with `total` bytes of memory.
@@ -53,10 +67,10 @@ mod tests {
         assert_eq!(c.capacity(70 * GIB, 80 * GIB), 66 * GIB);
         // 4 GiB GPU: reserve 256 MiB (5% would be less).
         assert_eq!(c.capacity(3 * GIB, 4 * GIB), 3 * GIB - (256 << 20));
-        let c = CudaConfig { budget: Some(10 * GIB), ..CudaConfig::ordinal(1) };
+        let c = CudaConfig::ordinal(1).with_budget(10 * GIB);
         assert_eq!(c.capacity(70 * GIB, 80 * GIB), 10 * GIB);
         assert_eq!(c.capacity(8 * GIB, 80 * GIB), 4 * GIB);
-        let c = CudaConfig { reserve: Some(0), ..CudaConfig::default() };
+        let c = CudaConfig::default().with_reserve(0);
         assert_eq!(c.capacity(70 * GIB, 80 * GIB), 70 * GIB);
         // Less free than the reserve: nothing, never an underflow.
         assert_eq!(CudaConfig::default().capacity(GIB, 80 * GIB), 0);

@@ -6,17 +6,17 @@
 
 use std::sync::Arc;
 
-use geeps_core::device::{Device, DeviceInfo, DevicePtr, EventId, IndexId, PinnedBuf, RowPair, StreamId};
+use geeps_core::device::{Device, DeviceInfo, DevicePtr, EventId, IndexId, PinnedBuf, RowOp, RowPair, StreamId};
 use geeps_core::{Error, Result};
 
+use crate::allocations::{self, DeviceMemory};
 use crate::config::CudaConfig;
 use crate::driver::{self, Context, Stream};
-use crate::indexes::Indexes;
 use crate::kernels::Kernels;
-use crate::memory::{self, DeviceMemory};
 use crate::probe::{self, CudaProbe};
 use crate::ptx::RowKernel;
-use crate::streams::{Events, Streams};
+use crate::stream_registry::{Events, Streams};
+use crate::uploaded_indexes::Indexes;
 
 /// A GPU as a geeps [`Device`]. Device addresses are GPU addresses
 /// (`host_addressable = false`): the engine moves host rows through
@@ -145,7 +145,7 @@ impl Device for CudaDevice {
     }
 
     fn alloc_pinned(&self, floats: usize) -> Result<PinnedBuf> {
-        memory::alloc_pinned(&self.ctx, floats)
+        allocations::alloc_pinned(&self.ctx, floats)
     }
 
     fn create_stream(&self) -> Result<StreamId> {
@@ -193,37 +193,20 @@ impl Device for CudaDevice {
         driver::memset_zero(self.stream(stream)?, dst.0, floats)
     }
 
-    unsafe fn gather(
+    unsafe fn rows(
         &self,
         stream: StreamId,
+        op: RowOp,
         store: DevicePtr,
         index: IndexId,
         buffer: DevicePtr,
         row_width: usize,
     ) -> Result<()> {
-        self.row_kernel(RowKernel::Gather, stream, store, index, buffer, row_width)
-    }
-
-    unsafe fn scatter_assign(
-        &self,
-        stream: StreamId,
-        buffer: DevicePtr,
-        index: IndexId,
-        store: DevicePtr,
-        row_width: usize,
-    ) -> Result<()> {
-        self.row_kernel(RowKernel::ScatterAssign, stream, buffer, index, store, row_width)
-    }
-
-    unsafe fn scatter_add(
-        &self,
-        stream: StreamId,
-        buffer: DevicePtr,
-        index: IndexId,
-        store: DevicePtr,
-        row_width: usize,
-    ) -> Result<()> {
-        self.row_kernel(RowKernel::ScatterAdd, stream, buffer, index, store, row_width)
+        match op {
+            RowOp::Gather => self.row_kernel(RowKernel::Gather, stream, store, index, buffer, row_width),
+            RowOp::ScatterAssign => self.row_kernel(RowKernel::ScatterAssign, stream, buffer, index, store, row_width),
+            RowOp::ScatterAdd => self.row_kernel(RowKernel::ScatterAdd, stream, buffer, index, store, row_width),
+        }
     }
 
     fn record_event(&self, stream: StreamId) -> Result<EventId> {

@@ -19,27 +19,29 @@
 //! use geeps_cuda::{CudaConfig, CudaDevice};
 //!
 //! let gpu = CudaDevice::new(CudaConfig::ordinal(0))?;
-//! let mut b = Geeps::builder(Config { device_memory: 8 << 30, ..Config::default() });
+//! let mut b = Geeps::builder(Config::default().with_device_memory(8 << 30));
 //! b.device(Arc::new(gpu));
 //! # Ok(())
 //! # }
 //! ```
 
+#![warn(missing_docs)]
+
+mod allocations;
 mod config;
 mod device;
 mod driver;
-mod index;
-mod indexes;
+mod index_layout;
 mod kernels;
 mod launch;
-mod memory;
 mod probe;
 mod ptx;
-mod streams;
+mod stream_registry;
+mod uploaded_indexes;
 
 pub use config::{CudaConfig, DEFAULT_RESERVE_BYTES, DEFAULT_RESERVE_FRACTION};
 pub use device::CudaDevice;
-pub use index::encode_index;
+pub use index_layout::encode_index;
 pub use launch::{launch_shape, LaunchShape, BLOCK_THREADS};
 pub use probe::CudaProbe;
 pub use ptx::{RowKernel, MIN_COMPUTE_CAPABILITY, MIN_DRIVER_VERSION, ROWS_PTX};

@@ -16,9 +16,13 @@ use crate::ptx::{MIN_COMPUTE_CAPABILITY, MIN_DRIVER_VERSION};
 /// What [`CudaDevice::probe`](crate::CudaDevice::probe) found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CudaProbe {
+    /// The GPU's CUDA ordinal.
     pub ordinal: usize,
+    /// The GPU's name.
     pub name: String,
+    /// (major, minor) compute capability.
     pub compute_capability: (i32, i32),
+    /// Total memory, in bytes.
     pub total_memory: usize,
     /// The driver's CUDA version, e.g. 12040 for 12.4.
     pub driver_version: i32,

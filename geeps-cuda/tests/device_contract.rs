@@ -3,14 +3,12 @@
 //! present (skipped with the probe's reason otherwise). Kernels are checked
 //! against a plain loop over the same random index, at ragged row widths.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::{backends, Backend, Io};
-use geeps_core::device::{Device, IndexId, RowPair, StreamId};
+use geeps_core::device::{Device, IndexId, RowOp, RowPair, StreamId};
 use geeps_core::Error;
 use geeps_cuda::{CudaConfig, CudaDevice};
+use geeps_testkit::{backends, Backend, Io};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -160,9 +158,9 @@ fn kernels_follow_their_index_at_ragged_widths() {
                 let index = dev.upload_index(&pairs).unwrap();
                 unsafe {
                     match kind {
-                        0 => dev.gather(s, ds, index, db, width),
-                        1 => dev.scatter_assign(s, db, index, ds, width),
-                        _ => dev.scatter_add(s, db, index, ds, width),
+                        0 => dev.rows(s, RowOp::Gather, ds, index, db, width),
+                        1 => dev.rows(s, RowOp::ScatterAssign, ds, index, db, width),
+                        _ => dev.rows(s, RowOp::ScatterAdd, ds, index, db, width),
                     }
                     .unwrap()
                 };
@@ -180,7 +178,7 @@ fn kernels_follow_their_index_at_ragged_widths() {
         // An empty index is a valid no-op.
         let empty = dev.upload_index(&[]).unwrap();
         let p = dev.alloc(8).unwrap();
-        unsafe { dev.gather(s, p, empty, p, 8).unwrap() };
+        unsafe { dev.rows(s, RowOp::Gather, p, empty, p, 8).unwrap() };
         dev.synchronize(s).unwrap();
         dev.free_index(empty);
     }
@@ -192,7 +190,7 @@ fn unknown_ids_are_errors_not_crashes() {
         let dev: Arc<dyn Device> = b.device(1 << 20);
         let s = dev.create_stream().unwrap();
         let p = dev.alloc(16).unwrap();
-        let err = unsafe { dev.gather(s, p, IndexId(999), p, 4) }.unwrap_err();
+        let err = unsafe { dev.rows(s, RowOp::Gather, p, IndexId(999), p, 4) }.unwrap_err();
         assert!(matches!(err, Error::Device(_)), "{b:?}: {err}");
         if b == Backend::Cuda {
             // The host device runs eagerly and has no stream or event table.

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use geeps_core::device::{Device, DevicePtr, RowPair};
+use geeps_core::device::{Device, DevicePtr, RowOp, RowPair};
 use geeps_core::HostDevice;
 use geeps_cuda::{encode_index, launch_shape, RowKernel, ROWS_PTX};
 use ptoxide::{Argument, Context, LaunchParams};
@@ -90,9 +90,9 @@ fn reference(kernel: RowKernel, src: &[f32], pairs: &[RowPair], dst: &[f32], wid
     let index = dev.upload_index(pairs).unwrap();
     unsafe {
         match kernel {
-            RowKernel::Gather => dev.gather(s, psrc, index, pdst, width),
-            RowKernel::ScatterAssign => dev.scatter_assign(s, psrc, index, pdst, width),
-            RowKernel::ScatterAdd => dev.scatter_add(s, psrc, index, pdst, width),
+            RowKernel::Gather => dev.rows(s, RowOp::Gather, psrc, index, pdst, width),
+            RowKernel::ScatterAssign => dev.rows(s, RowOp::ScatterAssign, pdst, index, psrc, width),
+            RowKernel::ScatterAdd => dev.rows(s, RowOp::ScatterAdd, pdst, index, psrc, width),
         }
         .unwrap()
     };

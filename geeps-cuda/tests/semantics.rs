@@ -5,16 +5,17 @@
 //! buffer is not a host slice), and on a GPU the numbers must equal the host
 //! device's bit for bit.
 
-mod common;
-
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use common::{backends, Backend, Io};
 use geeps_core::{keys, Config, Error, Geeps, InProcessCluster, Plan, RowKey, Slack, Stats, TableKind};
+use geeps_testkit::{backends, Backend, Io};
 
 fn config(row_width: usize, device_memory: usize) -> Config {
-    Config { row_width, device_memory, wait_deadline: Duration::from_secs(30), ..Config::default() }
+    Config::default()
+        .with_row_width(row_width)
+        .with_device_memory(device_memory)
+        .with_wait_deadline(Duration::from_secs(30))
 }
 
 fn build(b: Backend, config: Config) -> (geeps_core::GeepsBuilder, Io) {

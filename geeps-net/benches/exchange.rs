@@ -143,13 +143,13 @@ fn raw_rank(rank: usize, world: usize, server: &str, bytes: usize, rounds: usize
 fn transport_rank(rank: usize, world: usize, server: &str, bytes: usize, clocks: usize) -> f64 {
     use geeps_core::transport::{Inbound, UpdateBatch};
     use geeps_core::{TableKind, TableSpec};
-    let spec = ClusterSpec {
+    let spec = ClusterSpec::new(
         rank,
         world,
-        addresses: Addresses::Rendezvous { server: server.to_string(), hosted_by_rank0: false },
-        listen: Some("127.0.0.1".into()),
-        options: NetOptions::default(),
-    };
+        Addresses::Rendezvous { server: server.to_string(), hosted_by_rank0: false },
+        NetOptions::default(),
+    )
+    .with_listen("127.0.0.1");
     let mut cluster = NetCluster::start(spec).expect("cluster");
     let rows = (bytes / (WIDTH * 4)) as u32;
     let transport = cluster.transport();
@@ -198,16 +198,16 @@ fn transport_rank(rank: usize, world: usize, server: &str, bytes: usize, clocks:
 
 /// The whole engine: per clock, a full-table update, the clock, and a BSP read.
 fn geeps_rank(rank: usize, world: usize, server: &str, bytes: usize, clocks: usize) -> f64 {
-    let spec = ClusterSpec {
+    let spec = ClusterSpec::new(
         rank,
         world,
-        addresses: Addresses::Rendezvous { server: server.to_string(), hosted_by_rank0: false },
-        listen: Some("127.0.0.1".into()),
-        options: NetOptions::default(),
-    };
+        Addresses::Rendezvous { server: server.to_string(), hosted_by_rank0: false },
+        NetOptions::default(),
+    )
+    .with_listen("127.0.0.1");
     let mut cluster = NetCluster::start(spec).expect("cluster");
     let rows = (bytes / (WIDTH * 4)) as u32;
-    let mut b = Geeps::builder(Config { row_width: WIDTH, device_memory: 8 * bytes + (1 << 20), ..Config::default() });
+    let mut b = Geeps::builder(Config::default().with_row_width(WIDTH).with_device_memory(8 * bytes + (1 << 20)));
     let t = b.parameter_table("w", rows);
     b.transport(cluster.transport());
     let ps = b.build().expect("build");

@@ -18,15 +18,23 @@ pub const DEFAULT_PORT: u16 = 29_600;
 pub enum Addresses {
     /// `host:port` of every rank's keeper, by rank.
     Fixed(Vec<String>),
-    /// Learn them at a rendezvous server `server`; `hosted_by_rank0` when rank 0 runs it.
-    Rendezvous { server: String, hosted_by_rank0: bool },
+    /// Learn them at a rendezvous server.
+    Rendezvous {
+        /// The server's `host:port`.
+        server: String,
+        /// Whether rank 0 runs the server in process.
+        hosted_by_rank0: bool,
+    },
 }
 
 /// The result of bootstrapping.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bootstrap {
+    /// This process's rank.
     pub rank: usize,
+    /// The number of ranks.
     pub world: usize,
+    /// Where the keepers listen, or how to find out.
     pub addresses: Addresses,
     /// Which source decided (for the log).
     pub source: &'static str,

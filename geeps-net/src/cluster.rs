@@ -20,19 +20,38 @@ use crate::options::NetOptions;
 use crate::rendezvous;
 
 /// Who this process is in the cluster and where everyone listens.
+///
+/// Made by [`ClusterSpec::from_env`], [`ClusterSpec::fixed`] or
+/// [`ClusterSpec::new`]; fields may be added in a minor release.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ClusterSpec {
+    /// This process's rank, below `world`.
     pub rank: usize,
+    /// The number of ranks.
     pub world: usize,
+    /// Where the ranks' keepers listen, or how to find out.
     pub addresses: Addresses,
     /// Address to listen on (`host` or `host:port`); by default this rank's
     /// entry in the address list, or the interface that reaches the
     /// rendezvous. Never all interfaces unless asked for.
     pub listen: Option<String>,
+    /// Timeouts, token and limits.
     pub options: NetOptions,
 }
 
 impl ClusterSpec {
+    /// Rank `rank` of `world`, finding the keepers through `addresses`.
+    pub fn new(rank: usize, world: usize, addresses: Addresses, options: NetOptions) -> Self {
+        ClusterSpec { rank, world, addresses, listen: None, options }
+    }
+
+    /// Sets [`ClusterSpec::listen`].
+    pub fn with_listen(mut self, listen: impl Into<String>) -> Self {
+        self.listen = Some(listen.into());
+        self
+    }
+
     /// A cluster whose keeper addresses are known, by rank.
     pub fn fixed(rank: usize, addresses: Vec<String>, options: NetOptions) -> Self {
         ClusterSpec { rank, world: addresses.len(), addresses: Addresses::Fixed(addresses), listen: None, options }
@@ -52,6 +71,26 @@ impl ClusterSpec {
 }
 
 /// This process's keeper shard and worker connection.
+///
+/// Each rank (process) starts one, from the environment that `geeps-launch`,
+/// `srun`, `mpirun`, `torchrun` or a hosts file set up, and gives its
+/// transport to the instance; the instance shuts down before the cluster.
+///
+/// ```no_run
+/// use geeps_core::{Config, Geeps};
+/// use geeps_net::NetCluster;
+///
+/// let mut cluster = NetCluster::from_env()?;
+/// let mut b = Geeps::builder(Config::default());
+/// let weights = b.parameter_table("fc1", 64);
+/// b.transport(cluster.transport());
+/// let ps = b.build()?;
+/// // ... record, finish_virtual_iteration, train ...
+/// ps.shutdown()?;
+/// cluster.shutdown()?;
+/// # let _ = weights;
+/// # Ok::<(), geeps_core::Error>(())
+/// ```
 pub struct NetCluster {
     rank: usize,
     addresses: Vec<String>,
@@ -158,10 +197,12 @@ impl NetCluster {
         self.transport.clone()
     }
 
+    /// This process's rank.
     pub fn rank(&self) -> usize {
         self.rank
     }
 
+    /// The number of ranks.
     pub fn world(&self) -> usize {
         self.addresses.len()
     }

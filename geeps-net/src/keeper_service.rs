@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use geeps_core::keeper::KeeperShard;
+use geeps_core::transport::KeeperShard;
 use geeps_core::transport::{Publish, UpdateBatch};
 use geeps_core::{TableKind, TableSpec};
 use parking_lot::Mutex;

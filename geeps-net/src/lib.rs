@@ -7,6 +7,8 @@
 //! explicit [`ClusterSpec`]), give [`NetCluster::transport`] to the
 //! `GeepsBuilder`, and shut the `Geeps` instance down before the cluster.
 
+#![warn(missing_docs)]
+
 mod bootstrap;
 mod cluster;
 mod conn;
@@ -16,10 +18,11 @@ mod keeper_service;
 mod net_transport;
 mod options;
 pub mod rendezvous;
-pub mod wire;
+mod wire;
+#[cfg(test)]
+mod wire_errors_tests;
 
 pub use bootstrap::{from_env as bootstrap_from_env, parse_hostfile, Addresses, Bootstrap, DEFAULT_PORT};
 pub use cluster::{ClusterSpec, NetCluster};
-pub use frame::{read_frame, write_frame, FrameError, MAX_HEADER_BYTES};
 pub use hostlist::{expand_hostlist, expand_tasks_per_node};
 pub use options::NetOptions;

@@ -4,8 +4,19 @@
 
 use std::time::Duration;
 
-/// Options of a networked cluster member.
+/// Options of a networked cluster member: start from
+/// [`NetOptions::default`] and change what differs (fields may be added in a
+/// minor release).
+///
+/// ```
+/// use std::time::Duration;
+/// use geeps_net::NetOptions;
+///
+/// let options = NetOptions::default().with_token("s3cret").with_peer_timeout(Duration::from_secs(60));
+/// assert_eq!(options.heartbeat, Duration::from_secs(1));
+/// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct NetOptions {
     /// Shared secret: a peer with another token is refused at join.
     pub token: String,
@@ -31,5 +42,43 @@ impl Default for NetOptions {
             max_message_bytes: 1 << 30,
             shutdown_timeout: Duration::from_secs(60),
         }
+    }
+}
+
+impl NetOptions {
+    /// Sets [`NetOptions::token`].
+    pub fn with_token(mut self, token: impl Into<String>) -> Self {
+        self.token = token.into();
+        self
+    }
+
+    /// Sets [`NetOptions::peer_timeout`].
+    pub fn with_peer_timeout(mut self, timeout: Duration) -> Self {
+        self.peer_timeout = timeout;
+        self
+    }
+
+    /// Sets [`NetOptions::connect_timeout`].
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Sets [`NetOptions::heartbeat`].
+    pub fn with_heartbeat(mut self, interval: Duration) -> Self {
+        self.heartbeat = interval;
+        self
+    }
+
+    /// Sets [`NetOptions::max_message_bytes`].
+    pub fn with_max_message_bytes(mut self, bytes: u64) -> Self {
+        self.max_message_bytes = bytes;
+        self
+    }
+
+    /// Sets [`NetOptions::shutdown_timeout`].
+    pub fn with_shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_timeout = timeout;
+        self
     }
 }

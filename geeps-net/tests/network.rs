@@ -56,12 +56,11 @@ fn a_worker_with_the_wrong_token_is_refused_with_a_clear_error() {
     let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = probe.local_addr().unwrap().to_string();
     drop(probe);
-    let options =
-        geeps_net::NetOptions { shutdown_timeout: std::time::Duration::from_millis(300), ..common::options() };
+    let options = common::options().with_shutdown_timeout(std::time::Duration::from_millis(300));
     let mut keeper =
         geeps_net::NetCluster::start(geeps_net::ClusterSpec::fixed(0, vec![addr.clone()], options.clone())).unwrap();
     // A second process of the "same" rank 0 with another token: the keeper refuses its worker.
-    let wrong = geeps_net::NetOptions { token: "other".into(), ..options };
+    let wrong = options.with_token("other");
     let intruder_transport = {
         let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let own = probe.local_addr().unwrap().to_string();

@@ -13,14 +13,17 @@ pub struct CapacityMeter {
 }
 
 impl CapacityMeter {
+    /// A meter allowing `capacity` bytes.
     pub fn new(capacity: usize) -> Self {
         CapacityMeter { capacity, used: AtomicUsize::new(0) }
     }
 
+    /// The bytes it allows in all.
     pub fn capacity(&self) -> usize {
         self.capacity
     }
 
+    /// The bytes charged now.
     pub fn used(&self) -> usize {
         self.used.load(Ordering::Relaxed)
     }

@@ -50,13 +50,16 @@ pub struct IndexId(pub u64);
 /// to row `store_row` of a store (cache or local data region).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RowPair {
+    /// Row of the access buffer.
     pub buffer_row: u32,
+    /// Row of the store (parameter cache or local store).
     pub store_row: u32,
 }
 
 /// What a device is and how much memory geeps may use on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceInfo {
+    /// A human-readable name (the GPU's, or `host`).
     pub name: String,
     /// Bytes geeps may allocate (the budget, or the free memory less a margin).
     pub capacity: usize,
@@ -99,10 +102,12 @@ impl PinnedBuf {
         }
     }
 
+    /// The first float.
     pub fn as_ptr(&self) -> *const f32 {
         self.ptr
     }
 
+    /// The first float, writable.
     pub fn as_mut_ptr(&mut self) -> *mut f32 {
         self.ptr
     }
@@ -137,6 +142,18 @@ impl fmt::Debug for PinnedBuf {
     }
 }
 
+/// A row kernel: how [`Device::rows`] moves rows between a store (cache,
+/// local store) and an access buffer, pair by pair of an index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowOp {
+    /// `buffer[buffer_row] = store[store_row]`
+    Gather,
+    /// `store[store_row] = buffer[buffer_row]`
+    ScatterAssign,
+    /// `store[store_row] += buffer[buffer_row]`
+    ScatterAdd,
+}
+
 /// A device geeps can keep rows on. All memory methods are asynchronous with
 /// respect to the host: work is enqueued on a stream and is complete only once
 /// an event recorded after it (or the stream) has been synchronised.
@@ -144,6 +161,7 @@ impl fmt::Debug for PinnedBuf {
 /// Scatter kernels require that no `store_row` repeats within one index; the
 /// engine guarantees this when it builds the index, so no atomics are needed.
 pub trait Device: Send + Sync + 'static {
+    /// What the device is and how much it holds.
     fn info(&self) -> DeviceInfo;
     /// Bytes currently allocated through [`Device::alloc`].
     fn used_bytes(&self) -> usize;
@@ -160,9 +178,11 @@ pub trait Device: Send + Sync + 'static {
     unsafe fn free(&self, ptr: DevicePtr);
     /// Page-locked host memory of `floats` floats (zeroed).
     fn alloc_pinned(&self, floats: usize) -> Result<PinnedBuf>;
+    /// A new stream: work enqueued on it runs in order, concurrently with other streams.
     fn create_stream(&self) -> Result<StreamId>;
     /// Copies an index to the device. Indexes do not count against capacity.
     fn upload_index(&self, pairs: &[RowPair]) -> Result<IndexId>;
+    /// Frees an index from [`Device::upload_index`] once no enqueued work uses it.
     fn free_index(&self, index: IndexId);
 
     /// # Safety
@@ -179,44 +199,24 @@ pub trait Device: Send + Sync + 'static {
     /// # Safety
     /// `dst` is a live device range of `floats` floats.
     unsafe fn fill_zero(&self, stream: StreamId, dst: DevicePtr, floats: usize) -> Result<()>;
-    /// `buffer[buffer_row] = store[store_row]` for every pair of `index`.
+    /// Runs the row kernel `op` over every pair of `index`, between rows of
+    /// `row_width` floats at `store` and at `buffer` (see [`RowOp`] for which
+    /// way each copies).
     ///
     /// # Safety
     /// Every row named by the index lies inside the live ranges at `store` and
     /// `buffer`, each `row_width` floats wide.
-    unsafe fn gather(
+    unsafe fn rows(
         &self,
         stream: StreamId,
+        op: RowOp,
         store: DevicePtr,
         index: IndexId,
         buffer: DevicePtr,
-        row_width: usize,
-    ) -> Result<()>;
-    /// `store[store_row] = buffer[buffer_row]` for every pair of `index`.
-    ///
-    /// # Safety
-    /// As for [`Device::gather`].
-    unsafe fn scatter_assign(
-        &self,
-        stream: StreamId,
-        buffer: DevicePtr,
-        index: IndexId,
-        store: DevicePtr,
-        row_width: usize,
-    ) -> Result<()>;
-    /// `store[store_row] += buffer[buffer_row]` for every pair of `index`.
-    ///
-    /// # Safety
-    /// As for [`Device::gather`].
-    unsafe fn scatter_add(
-        &self,
-        stream: StreamId,
-        buffer: DevicePtr,
-        index: IndexId,
-        store: DevicePtr,
         row_width: usize,
     ) -> Result<()>;
 
+    /// Records an event at the current end of `stream`'s work.
     fn record_event(&self, stream: StreamId) -> Result<EventId>;
     /// Makes later work on `stream` wait for `event`, without blocking the host.
     fn stream_wait_event(&self, stream: StreamId, event: EventId) -> Result<()>;

@@ -6,8 +6,8 @@
 
 use std::sync::atomic::AtomicU64;
 
-use crate::device::host::{run_row_kernel, RowOp};
-use crate::device::{DevicePtr, PinnedBuf, RowPair, StreamId};
+use crate::device::host::run_row_kernel;
+use crate::device::{DevicePtr, PinnedBuf, RowOp, RowPair, StreamId};
 use crate::engine::write_counts::WriteCounts;
 use crate::engine::{Acquired, Shared, WaitPolicy};
 use crate::error::{Error, Result};
@@ -218,7 +218,7 @@ fn fill_buffer(
                 let host = region.host.lock();
                 if let (Some(ix), Some(dev)) = (&g.device_index, region.device.ptr) {
                     // SAFETY: the index was built from this region's layout.
-                    unsafe { sh.device.gather(stream, dev, ix.id, acq.ptr, w)? };
+                    unsafe { sh.device.rows(stream, RowOp::Gather, dev, ix.id, acq.ptr, w)? };
                 }
                 host_rows_in(sh, stream, &host, &g.host_pairs, acq.ptr, staging)?;
                 sh.device.synchronize(stream)?;
@@ -246,7 +246,7 @@ fn fill_buffer(
                 }
                 if let (Some(ix), Some(dev)) = (&g.device_index, p.device.ptr) {
                     // SAFETY: the index was built from this partition's layout.
-                    unsafe { sh.device.gather(stream, dev, ix.id, acq.ptr, w)? };
+                    unsafe { sh.device.rows(stream, RowOp::Gather, dev, ix.id, acq.ptr, w)? };
                 }
                 host_rows_in(sh, stream, &st.host, &g.host_pairs, acq.ptr, staging)?;
                 sh.device.synchronize(stream)?;
@@ -274,7 +274,7 @@ pub(crate) fn apply_update(sh: &Shared, plan: &AccessPlan, acq: &Acquired, stagi
         if sh.config.read_my_writes {
             if let (Some(ix), Some(dev)) = (&g.device_index, p.device.ptr) {
                 // SAFETY: built from this partition's layout; lock held.
-                unsafe { sh.device.scatter_add(stream, acq.ptr, ix.id, dev, w)? };
+                unsafe { sh.device.rows(stream, RowOp::ScatterAdd, dev, ix.id, acq.ptr, w)? };
             }
             // SAFETY: host pairs index this partition's host part.
             unsafe { run_row_kernel(RowOp::ScatterAdd, &g.host_pairs, st.host.as_mut_ptr(), src, w) };
@@ -304,7 +304,7 @@ pub(crate) fn save_local(
         let mut host = region.host.lock();
         if let (Some(ix), Some(dev)) = (&g.device_index, region.device.ptr) {
             // SAFETY: built from this region's layout; lock held.
-            unsafe { sh.device.scatter_assign(stream, acq.ptr, ix.id, dev, w)? };
+            unsafe { sh.device.rows(stream, RowOp::ScatterAssign, dev, ix.id, acq.ptr, w)? };
         }
         if !g.host_pairs.is_empty() {
             count(&sh.stats.d2h, g.host_pairs.len() * w);

@@ -33,7 +33,41 @@ struct Cluster {
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
-/// A cluster of `workers` workers and keeper shards inside one process.
+/// A cluster of `workers` workers and keeper shards inside one process: one
+/// geeps instance per thread, each given its rank's transport.
+///
+/// ```
+/// use std::thread;
+/// use geeps_core::{keys, Config, Geeps, InProcessCluster, Slack};
+///
+/// let cluster = InProcessCluster::new(2)?;
+/// let workers: Vec<_> = (0..2)
+///     .map(|rank| {
+///         let transport = cluster.transport(rank).unwrap();
+///         thread::spawn(move || -> geeps_core::Result<f32> {
+///             let mut b = Geeps::builder(Config::default().with_row_width(4).with_device_memory(1 << 20));
+///             let w = b.parameter_table("w", 2);
+///             b.transport(transport);
+///             let ps = b.build()?;
+///             ps.finish_virtual_iteration()?; // nothing recorded: keyed calls only
+///             let mut delta = ps.pre_update_keys(&keys(w, 0..2))?;
+///             delta.as_mut_slice()?.fill(1.0);
+///             delta.update()?;
+///             ps.clock()?;
+///             // BSP: clock 1 sees every worker's clock-0 updates.
+///             let params = ps.read_keys(&keys(w, 0..2), Slack::BSP)?;
+///             let v = params.as_slice()?[0];
+///             params.post()?;
+///             ps.shutdown()?;
+///             Ok(v)
+///         })
+///     })
+///     .collect();
+/// for w in workers {
+///     assert_eq!(w.join().unwrap()?, 2.0);
+/// }
+/// # Ok::<(), geeps_core::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct InProcessCluster {
     inner: Arc<Cluster>,
@@ -99,6 +133,7 @@ impl InProcessCluster {
         Ok(Arc::new(InProcessTransport { rank, cluster: self.inner.clone() }))
     }
 
+    /// The number of workers (and keeper shards).
     pub fn num_workers(&self) -> usize {
         self.inner.workers
     }

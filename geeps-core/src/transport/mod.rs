@@ -5,7 +5,10 @@
 //! Messages carry rows as raw little-endian `f32` bytes, dense over one
 //! partition: no per-row messages, no per-value encoding.
 
-pub mod in_process;
+pub(crate) mod in_process;
+
+pub use crate::keeper::KeeperShard;
+pub use in_process::InProcessCluster;
 
 use std::sync::Arc;
 
@@ -17,8 +20,11 @@ use crate::table::TableSpec;
 /// The deltas one worker made to one partition of a table during one clock.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UpdateBatch {
+    /// The table's id.
     pub table: u32,
+    /// The partition (keeper shard) of the table.
     pub partition: u32,
+    /// The sending worker's rank.
     pub worker: u32,
     /// The clock this batch ends (the worker's clocks on the table so far).
     pub clock: u64,
@@ -30,7 +36,9 @@ pub struct UpdateBatch {
 /// Fresh rows of one partition of a table, published when its data age advances.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Publish {
+    /// The table's id.
     pub table: u32,
+    /// The partition (keeper shard) of the table.
     pub partition: u32,
     /// The data age: every worker's updates of clocks `< age` are included.
     pub age: u64,
@@ -44,6 +52,7 @@ pub struct Publish {
 /// What a transport delivers to a worker.
 #[derive(Debug, Clone)]
 pub enum Inbound {
+    /// Rows a keeper published.
     Rows(Publish),
     /// The cluster failed (peer lost, protocol error); every blocked call fails with it.
     Failed(Error),
@@ -56,6 +65,7 @@ pub type Inbox = Arc<dyn Fn(Inbound) + Send + Sync>;
 pub trait Transport: Send + Sync {
     /// This worker's rank in `0..num_workers()`.
     fn rank(&self) -> usize;
+    /// The number of workers in the cluster.
     fn num_workers(&self) -> usize;
     /// Keeper shards; every parameter table has one partition per shard.
     fn num_shards(&self) -> usize;
@@ -86,17 +96,14 @@ pub(crate) fn check_payload(bytes: &[u8], floats: usize) -> Result<()> {
 /// Floats viewed as their in-memory bytes (little-endian on the hosts where
 /// callers hand them out as `Bytes` without copying).
 pub(crate) fn float_bytes(values: &[f32]) -> &[u8] {
-    // SAFETY: the view borrows the floats; u8 has no alignment or validity
-    // requirement.
-    unsafe { std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values)) }
+    bytemuck::cast_slice(values)
 }
 
 /// Converts dense little-endian bytes to floats (one memcpy on little-endian hosts).
 pub(crate) fn floats_from_bytes(bytes: &[u8], out: &mut [f32]) -> Result<()> {
     check_payload(bytes, out.len())?;
     if cfg!(target_endian = "little") {
-        // SAFETY: lengths match; every bit pattern is a valid f32; u8 has no alignment.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.as_mut_ptr() as *mut u8, bytes.len()) };
+        bytemuck::cast_slice_mut::<f32, u8>(out).copy_from_slice(bytes);
     } else {
         for (o, c) in out.iter_mut().zip(bytes.chunks_exact(4)) {
             *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
@@ -109,10 +116,8 @@ pub(crate) fn floats_from_bytes(bytes: &[u8], out: &mut [f32]) -> Result<()> {
 /// is little-endian and the bytes are aligned (payloads read into their own
 /// buffer and vectors of floats always are).
 pub(crate) fn floats_view(bytes: &[u8]) -> Option<&[f32]> {
-    if cfg!(target_endian = "little") && bytes.len() % 4 == 0 && bytes.as_ptr().align_offset(4) == 0 {
-        // SAFETY: aligned, whole floats, any bit pattern is a valid f32, and
-        // the view borrows the bytes.
-        Some(unsafe { std::slice::from_raw_parts(bytes.as_ptr() as *const f32, bytes.len() / 4) })
+    if cfg!(target_endian = "little") {
+        bytemuck::try_cast_slice(bytes).ok()
     } else {
         None
     }

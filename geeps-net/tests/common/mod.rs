@@ -10,14 +10,12 @@ use geeps_core::{Config, Geeps, TableId, Transport};
 use geeps_net::{Addresses, ClusterSpec, NetCluster, NetOptions};
 
 pub fn options() -> NetOptions {
-    NetOptions {
-        token: "test-token".into(),
-        peer_timeout: Duration::from_secs(10),
-        connect_timeout: Duration::from_secs(10),
-        heartbeat: Duration::from_millis(200),
-        shutdown_timeout: Duration::from_secs(10),
-        ..NetOptions::default()
-    }
+    NetOptions::default()
+        .with_token("test-token")
+        .with_peer_timeout(Duration::from_secs(10))
+        .with_connect_timeout(Duration::from_secs(10))
+        .with_heartbeat(Duration::from_millis(200))
+        .with_shutdown_timeout(Duration::from_secs(10))
 }
 
 /// Starts a rendezvous on loopback; returns its address.
@@ -37,13 +35,8 @@ pub fn rendezvous(world: usize, token: &str) -> String {
 }
 
 pub fn spec(rank: usize, world: usize, server: &str, options: NetOptions) -> ClusterSpec {
-    ClusterSpec {
-        rank,
-        world,
-        addresses: Addresses::Rendezvous { server: server.to_string(), hosted_by_rank0: false },
-        listen: Some("127.0.0.1".into()),
-        options,
-    }
+    ClusterSpec::new(rank, world, Addresses::Rendezvous { server: server.to_string(), hosted_by_rank0: false }, options)
+        .with_listen("127.0.0.1")
 }
 
 /// Runs `body(rank, cluster)` on `world` threads, each with its own NetCluster.
@@ -69,8 +62,7 @@ pub fn run_ranks<R: Send + 'static>(
 
 /// A one-table instance on `transport`.
 pub fn instance(transport: Arc<dyn Transport>, rows: u32, width: usize) -> (Geeps, TableId) {
-    let mut b =
-        Geeps::builder(Config { row_width: width, wait_deadline: Duration::from_secs(20), ..Config::default() });
+    let mut b = Geeps::builder(Config::default().with_row_width(width).with_wait_deadline(Duration::from_secs(20)));
     let t = b.parameter_table("w", rows);
     b.transport(transport);
     (b.build().expect("build"), t)

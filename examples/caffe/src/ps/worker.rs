@@ -90,12 +90,10 @@ impl<'a> PsWorker<'a> {
         opts: &PsOptions,
         transport: Arc<dyn Transport>,
     ) -> Result<PsWorker<'a>> {
-        let config = Config {
-            row_width: opts.row_width,
-            device_memory: opts.device_memory,
-            wait_deadline: opts.wait_deadline,
-            ..Config::default()
-        };
+        let config = Config::default()
+            .with_row_width(opts.row_width)
+            .with_device_memory(opts.device_memory)
+            .with_wait_deadline(opts.wait_deadline);
         let mut b = Geeps::builder(config);
         let layout = PsLayout::declare(&mut b, net, params, opts.layers_per_table, opts.row_width);
         b.transport(transport);

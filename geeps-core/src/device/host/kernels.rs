@@ -4,7 +4,7 @@
 
 use rayon::prelude::*;
 
-use crate::device::RowPair;
+use crate::device::{RowOp, RowPair};
 
 /// Below this many bytes a kernel runs on the calling thread.
 const PARALLEL_THRESHOLD_BYTES: usize = 1024 * 1024;
@@ -18,16 +18,6 @@ struct SendPtr(*mut f32);
 // SAFETY: the kernels below write disjoint rows from different tasks.
 unsafe impl Send for SendPtr {}
 unsafe impl Sync for SendPtr {}
-
-#[derive(Clone, Copy)]
-pub(crate) enum RowOp {
-    /// `buffer[b] = store[s]`
-    Gather,
-    /// `store[s] = buffer[b]`
-    ScatterAssign,
-    /// `store[s] += buffer[b]`
-    ScatterAdd,
-}
 
 /// Runs `op` over every pair.
 ///

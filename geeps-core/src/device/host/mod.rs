@@ -12,10 +12,12 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::device::{CapacityMeter, Device, DeviceInfo, DevicePtr, EventId, IndexId, PinnedBuf, RowPair, StreamId};
+use crate::device::{
+    CapacityMeter, Device, DeviceInfo, DevicePtr, EventId, IndexId, PinnedBuf, RowOp, RowPair, StreamId,
+};
 use crate::error::{Error, Result};
 
-pub(crate) use kernels::{run as run_row_kernel, RowOp};
+pub(crate) use kernels::run as run_row_kernel;
 
 /// Freed regions the host device keeps, in capacities, and at most in bytes:
 /// enough for the buffer pool to trade every size of an iteration for
@@ -152,37 +154,16 @@ impl Device for HostDevice {
         Ok(())
     }
 
-    unsafe fn gather(
+    unsafe fn rows(
         &self,
         _: StreamId,
+        op: RowOp,
         store: DevicePtr,
         index: IndexId,
         buffer: DevicePtr,
         width: usize,
     ) -> Result<()> {
-        self.row_kernel(RowOp::Gather, store, index, buffer, width)
-    }
-
-    unsafe fn scatter_assign(
-        &self,
-        _: StreamId,
-        buffer: DevicePtr,
-        index: IndexId,
-        store: DevicePtr,
-        width: usize,
-    ) -> Result<()> {
-        self.row_kernel(RowOp::ScatterAssign, store, index, buffer, width)
-    }
-
-    unsafe fn scatter_add(
-        &self,
-        _: StreamId,
-        buffer: DevicePtr,
-        index: IndexId,
-        store: DevicePtr,
-        width: usize,
-    ) -> Result<()> {
-        self.row_kernel(RowOp::ScatterAdd, store, index, buffer, width)
+        self.row_kernel(op, store, index, buffer, width)
     }
 
     fn record_event(&self, _: StreamId) -> Result<EventId> {
@@ -260,7 +241,7 @@ mod tests {
         let dev = HostDevice::new(1 << 20);
         let s = dev.create_stream().unwrap();
         let p = dev.alloc(16).unwrap();
-        let err = unsafe { dev.gather(s, p, IndexId(999), p, 4) }.unwrap_err();
+        let err = unsafe { dev.rows(s, RowOp::Gather, p, IndexId(999), p, 4) }.unwrap_err();
         assert!(matches!(err, Error::Device(_)));
     }
 }

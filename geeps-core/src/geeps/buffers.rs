@@ -3,9 +3,9 @@
 //! discards its deltas); a local buffer is saved on drop as recorded. Guards
 //! borrow the instance, so no buffer outlives it.
 
+use super::{Geeps, ReleaseAs};
 use crate::device::DevicePtr;
 use crate::error::{Error, Result};
-use crate::geeps::{Geeps, ReleaseAs};
 
 /// A buffer handed across a language boundary: its ticket releases it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +47,7 @@ macro_rules! common_accessors {
             self.raw.floats
         }
 
+        /// Whether the buffer holds no floats (an access of no keys).
         pub fn is_empty(&self) -> bool {
             self.raw.floats == 0
         }
@@ -72,6 +73,32 @@ macro_rules! common_accessors {
 }
 
 /// Rows returned by `read`; dropping it is `post_read`.
+///
+/// Every buffer is a guard that borrows the instance: released exactly once,
+/// by its method or on drop, and never outliving the instance.
+///
+/// ```
+/// use geeps_core::{keys, Config, Geeps, Slack};
+///
+/// let mut b = Geeps::builder(Config::default().with_row_width(4).with_device_memory(1 << 20));
+/// let w = b.parameter_table("w", 2);
+/// let act = b.local_table("act", 1);
+/// let ps = b.build()?;
+/// ps.finish_virtual_iteration()?;
+/// {
+///     let params = ps.read_keys(&keys(w, 0..2), Slack::BSP)?;
+///     assert_eq!(params.rows(), 2);
+///     assert_eq!(params.as_slice()?, &[0.0; 8]);
+/// } // dropped: post_read
+/// let mut delta = ps.pre_update_keys(&keys(w, 0..2))?;
+/// delta.as_mut_slice()?.fill(0.5);
+/// delta.update()?; // consumed: params += delta
+/// let mut local = ps.local_access_keys(&keys(act, 0..1), true)?;
+/// local.as_mut_slice()?.copy_from_slice(&[1.0, 2.0, 3.0, 4.0]);
+/// local.post()?; // stored; the next access sees it
+/// assert_eq!(ps.local_access_keys(&keys(act, 0..1), true)?.as_slice()?, &[1.0, 2.0, 3.0, 4.0]);
+/// # Ok::<(), geeps_core::Error>(())
+/// ```
 pub struct ReadBuffer<'a> {
     pub(crate) ps: &'a Geeps,
     pub(crate) raw: RawBuffer,
@@ -141,6 +168,7 @@ pub struct LocalBuffer<'a> {
 impl LocalBuffer<'_> {
     common_accessors!();
 
+    /// The rows, writable, when device memory is host memory.
     pub fn as_mut_slice(&mut self) -> Result<&mut [f32]> {
         host_slice_mut(self.ps, &self.raw)
     }

@@ -10,8 +10,7 @@
 
 extern crate geeps_core as geeps;
 
-#[path = "../../tests/support/consistency_case.rs"]
-mod consistency_case;
+use geeps_testkit::consistency as consistency_case;
 #[allow(dead_code)]
 #[path = "../../examples/mlr/train.rs"]
 mod train;
@@ -45,7 +44,7 @@ fn mlr_config(workers: usize) -> train::TrainConfig {
 }
 
 fn child_options() -> NetOptions {
-    NetOptions { peer_timeout: Duration::from_secs(10), heartbeat: Duration::from_millis(200), ..NetOptions::default() }
+    NetOptions::default().with_peer_timeout(Duration::from_secs(10)).with_heartbeat(Duration::from_millis(200))
 }
 
 /// The roles a child process can play.
@@ -67,8 +66,7 @@ fn child(role: &str) -> Result<(), String> {
             consistency_case::run_rank(&case, rank, cluster.transport())?;
         }
         "victim" => {
-            let mut b =
-                Geeps::builder(Config { row_width: 8, wait_deadline: Duration::from_secs(60), ..Config::default() });
+            let mut b = Geeps::builder(Config::default().with_row_width(8).with_wait_deadline(Duration::from_secs(60)));
             let w = b.parameter_table("w", 4);
             b.transport(cluster.transport());
             let ps = b.build().map_err(|e| e.to_string())?;

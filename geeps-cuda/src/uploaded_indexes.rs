@@ -12,7 +12,7 @@ use geeps_core::{Error, Result};
 use parking_lot::Mutex;
 
 use crate::driver::{self, Stream};
-use crate::index::encode_index;
+use crate::index_layout::encode_index;
 use crate::kernels::ResidentIndex;
 
 pub(crate) struct Indexes {

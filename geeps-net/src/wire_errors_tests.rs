@@ -2,16 +2,18 @@
 //! never a panic or a crash of the keeper: the same keeper accepts a good
 //! worker after every bad one.
 
-mod common;
+//! (A unit test module: it speaks the wire protocol, which is internal.)
 
 use std::time::Duration;
 
 use bytes::Bytes;
-use geeps_net::wire::{Body, Header, Hello, TableDecl, UpdateHeader, PROTOCOL_VERSION};
-use geeps_net::{read_frame, write_frame, ClusterSpec, NetCluster};
 use prost::Message;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
+
+use crate::frame::{read_frame, write_frame};
+use crate::wire::{Body, Header, Hello, TableDecl, UpdateHeader, PROTOCOL_VERSION};
+use crate::{ClusterSpec, NetCluster, NetOptions};
 
 fn hello(rank: u32, token: &str, rows: u32) -> Hello {
     Hello {
@@ -50,7 +52,12 @@ fn keeper_rejects_bad_input_and_keeps_serving() {
     let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = probe.local_addr().unwrap().to_string();
     drop(probe);
-    let options = geeps_net::NetOptions { shutdown_timeout: Duration::from_secs(1), ..common::options() };
+    let options = NetOptions::default()
+        .with_token("test-token")
+        .with_peer_timeout(Duration::from_secs(10))
+        .with_connect_timeout(Duration::from_secs(10))
+        .with_heartbeat(Duration::from_millis(200))
+        .with_shutdown_timeout(Duration::from_secs(1));
     let spec = ClusterSpec::fixed(0, vec![addr.clone(), "127.0.0.1:9".into()], options);
     let mut cluster = NetCluster::start(spec).unwrap();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use geeps::{keys, Config, Geeps, Slack, Transport};
+use geeps_core::{keys, Config, Geeps, Slack, Transport};
 use proptest::prelude::*;
 
 const ROWS: u32 = 3;
@@ -64,12 +64,12 @@ fn sum(case: &Case, worker: Option<usize>, clocks: std::ops::Range<usize>, row: 
 
 /// Runs worker `rank` of `case` over `transport`; an error string says what broke.
 pub fn run_rank(case: &Case, rank: usize, transport: Arc<dyn Transport>) -> Result<(), String> {
-    let mut b = Geeps::builder(Config {
-        row_width: WIDTH,
-        device_memory: case.budget,
-        wait_deadline: Duration::from_secs(20),
-        ..Config::default()
-    });
+    let mut b = Geeps::builder(
+        Config::default()
+            .with_row_width(WIDTH)
+            .with_device_memory(case.budget)
+            .with_wait_deadline(Duration::from_secs(20)),
+    );
     let w = b.parameter_table("w", ROWS);
     b.transport(transport);
     let ps = b.build().map_err(|e| e.to_string())?;

@@ -1,0 +1,249 @@
+//! `Geeps`, one instance per worker: its state and lifecycle (accessors,
+//! stats, shutdown). The paper's Table 1 calls live beside it, one concern a
+//! file: `builder` declares tables and connects, `virtual_iteration` records
+//! and plans, `acquire` hands out buffers (fast path from the allocator's
+//! prefetches, slow path on the application's thread), `release` takes them
+//! back and clocks, `buffers` wraps them as RAII guards. Nothing here moves
+//! data itself; that is `engine::access`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{Receiver, Sender};
+use parking_lot::Mutex;
+
+use crate::config::Config;
+use crate::device::Device;
+use crate::engine::puller::PullMsg;
+use crate::engine::reclaimer::{self, Release};
+use crate::engine::write_counts::WriteCounts;
+use crate::engine::{Acquired, Shared};
+use crate::error::{Error, Result};
+use crate::index::AccessPlan;
+use crate::planner::Plan;
+use crate::recorder::Recorder;
+use crate::stats::Stats;
+use crate::table::TableSpec;
+use crate::transport::Transport;
+
+mod acquire;
+mod buffers;
+mod builder;
+mod release;
+mod virtual_iteration;
+
+pub use buffers::{LocalBuffer, RawBuffer, ReadBuffer, UpdateBuffer};
+pub use builder::GeepsBuilder;
+pub use release::ReleaseAs;
+
+enum Phase {
+    Recording { recorder: Recorder, pull_rx: Vec<Receiver<PullMsg>> },
+    Running,
+    ShutDown,
+}
+
+impl Phase {
+    fn name(&self) -> &'static str {
+        match self {
+            Phase::Recording { .. } => "recording its virtual iteration",
+            Phase::Running => "running",
+            Phase::ShutDown => "shut down",
+        }
+    }
+}
+
+struct Running {
+    shared: Arc<Shared>,
+    plan: Plan,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LiveKind {
+    Read,
+    Update,
+    Local,
+}
+
+struct Live {
+    kind: LiveKind,
+    plan: Arc<AccessPlan>,
+    acquired: Acquired,
+    /// Recorded position of the matching release, when acquired by handle.
+    release_at: Option<usize>,
+    /// Recorded save flag (true for keyed local accesses).
+    save: bool,
+}
+
+/// What the application has done so far, in its own order.
+struct AppState {
+    /// Next recorded position the application is expected to call.
+    cursor: usize,
+    clocks: Vec<u64>,
+    /// Writes (updates, saving local posts) issued per table.
+    writes: WriteCounts,
+    live: HashMap<u64, Live>,
+    next_ticket: u64,
+}
+
+/// The reclaimer's queues: parameter releases and local-data saves.
+struct Lanes {
+    params: Sender<Release>,
+    local: Sender<Release>,
+}
+
+/// One geeps instance: one worker of a data-parallel job.
+pub struct Geeps {
+    instance: u32,
+    config: Config,
+    tables: Arc<[TableSpec]>,
+    device: Arc<dyn Device>,
+    transport: Arc<dyn Transport>,
+    parts: usize,
+    phase: Mutex<Phase>,
+    running: OnceLock<Running>,
+    app: Mutex<AppState>,
+    pull_tx: Vec<Sender<PullMsg>>,
+    reclaim_tx: Mutex<Option<Lanes>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+impl Geeps {
+    /// Starts declaring an instance.
+    pub fn builder(config: Config) -> GeepsBuilder {
+        GeepsBuilder::new(config)
+    }
+
+    /// This worker's rank in its cluster.
+    pub fn rank(&self) -> usize {
+        self.transport.rank()
+    }
+
+    /// The number of workers in the cluster.
+    pub fn num_workers(&self) -> usize {
+        self.transport.num_workers()
+    }
+
+    /// Floats per row.
+    pub fn row_width(&self) -> usize {
+        self.config.row_width
+    }
+
+    /// The configuration the instance was built with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The declared tables, indexed by [`TableId`].
+    pub fn tables(&self) -> &[TableSpec] {
+        &self.tables
+    }
+
+    pub(crate) fn host_addressable(&self) -> bool {
+        self.running.get().map(|r| r.shared.host_addressable).unwrap_or(false)
+    }
+
+    fn running(&self, call: &'static str) -> Result<&Running> {
+        match self.running.get() {
+            Some(r) => {
+                if let Some(e) = r.shared.failure() {
+                    return Err(e);
+                }
+                if matches!(*self.phase.lock(), Phase::ShutDown) {
+                    return Err(Error::InvalidState { call, state: "shut down", hint: "create a new instance" });
+                }
+                Ok(r)
+            }
+            None => Err(Error::InvalidState {
+                call,
+                state: self.phase.lock().name(),
+                hint: "call finish_virtual_iteration first (with no virtual calls if you do not record a sequence)",
+            }),
+        }
+    }
+
+    /// The placement plan (after `finish_virtual_iteration`).
+    pub fn plan(&self) -> Result<Plan> {
+        Ok(self.running("plan")?.plan.clone())
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> Stats {
+        self.running.get().map(|r| r.shared.stats.snapshot()).unwrap_or_default()
+    }
+
+    /// Zeroes the counters and restarts the stall-fraction wall clock.
+    pub fn reset_stats(&self) {
+        if let Some(r) = self.running.get() {
+            r.shared.stats.reset();
+        }
+    }
+
+    fn send(&self, op: Release) -> Result<()> {
+        match self.reclaim_tx.lock().as_ref() {
+            Some(lanes) => {
+                let tx = if reclaimer::is_local(&op) { &lanes.local } else { &lanes.params };
+                tx.send(op).map_err(|_| Error::ShutDown("reclaimer thread has stopped".into()))
+            }
+            None => Err(Error::ShutDown("instance is shut down".into())),
+        }
+    }
+
+    /// Stops the background threads and leaves the cluster. Idempotent; also
+    /// done on drop. Buffers still held stay valid until the instance drops.
+    pub fn shutdown(&self) -> Result<()> {
+        {
+            let mut phase = self.phase.lock();
+            if matches!(*phase, Phase::ShutDown) {
+                return Ok(());
+            }
+            *phase = Phase::ShutDown;
+        }
+        if let Some(run) = self.running.get() {
+            tracing::info!(rank = self.rank(), "geeps stats: {}", run.shared.stats.snapshot());
+            run.shared.control.lock().shutdown = true;
+            run.shared.wake_all();
+        }
+        // Closing the reclaimer's queue lets it drain, then closes the pushers'.
+        self.reclaim_tx.lock().take();
+        let threads: Vec<_> = self.threads.lock().drain(..).collect();
+        let (pullers, others): (Vec<_>, Vec<_>) =
+            threads.into_iter().partition(|t| t.thread().name().is_some_and(|n| n.contains("-puller-")));
+        let mut panicked = false;
+        for t in others {
+            panicked |= t.join().is_err();
+        }
+        self.transport.leave();
+        for tx in &self.pull_tx {
+            let _ = tx.send(PullMsg::Stop);
+        }
+        for t in pullers {
+            panicked |= t.join().is_err();
+        }
+        if panicked {
+            return Err(Error::ShutDown("a geeps thread panicked; see the log".into()));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Geeps {
+    fn drop(&mut self) {
+        if let Err(e) = self.shutdown() {
+            tracing::error!(error = %e, "geeps shutdown");
+        }
+        if let Some(run) = self.running.get() {
+            for (_, live) in self.app.get_mut().live.drain() {
+                run.shared.discard(live.acquired);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_instance_can_be_shared_across_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<super::Geeps>();
+    }
+}
