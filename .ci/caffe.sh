@@ -29,7 +29,7 @@ awk '/Test net output #0: accuracy/ { if ($NF + 0 < 0.5) { print "accuracy too l
 "$bin" time --model examples/caffe/models/lenet_train_test.prototxt --iterations 5
 
 # The same trainer as 4 processes over the network transport, started by geeps-launch.
-cargo build --release -p geeps-net --bin geeps-launch
+cargo build --release -p geeps-launch
 "${CARGO_TARGET_DIR:-target}/release/geeps-launch" -n 4 -- "$bin" train \
   --solver examples/caffe/models/lenet_solver.prototxt --max-iter 30 --curve "$out/net" --no-progress | tee "$out/net.log"
 grep -q "on 4 worker(s) x batch 64" "$out/net.log"

@@ -12,6 +12,7 @@ use std::time::Instant;
 use geeps::net::{Addresses, ClusterSpec, NetCluster, NetOptions};
 use geeps::{keys, Config, Geeps, InProcessCluster, Slack, Transport};
 
+use crate::device::BenchDevice;
 use crate::error::{BenchError, Result};
 use crate::ranks::RankEnv;
 use crate::raw_tcp::{ExchangeJob, Rate};
@@ -26,6 +27,9 @@ fn engine_loop(transport: Arc<dyn Transport>, job: &ExchangeJob) -> Result<f64> 
     let mut b = Geeps::builder(Config::default().with_row_width(ROW_WIDTH).with_device_memory(budget));
     let t = b.parameter_table("w", rows);
     b.transport(transport);
+    if let Some(gpu) = BenchDevice::from_env()?.open(budget)? {
+        b.device(gpu);
+    }
     let ps = b.build()?;
     let k = keys(t, 0..rows);
     let r = ps.virtual_read(&k, Slack::BSP)?;

@@ -16,6 +16,7 @@
 
 mod calibrate;
 mod check;
+mod device;
 mod emulated_gpu;
 mod engine_exchange;
 mod error;
@@ -74,6 +75,10 @@ struct RunArgs {
     /// compare runs on the same emulated machine).
     #[arg(long)]
     host_factor: Option<f64>,
+    /// Where the workers keep their rows: `host` (the figures) or `cuda`
+    /// (GPU 0; under the emulated driver a functional check, not figures).
+    #[arg(long, value_enum, default_value_t = device::BenchDevice::Host)]
+    device: device::BenchDevice,
 }
 
 #[derive(Args, Clone)]
@@ -156,6 +161,10 @@ fn run_figures(args: &RunArgs, figures: &[Figure]) -> Result<()> {
         host_factor: args.host_factor,
         ..Settings::new(args.quick, args.workers)
     };
+    args.device.export();
+    if let Some(caveat) = args.device.caveat() {
+        println!("{caveat}");
+    }
     let paths = Paths { dir: args.out.clone() };
     std::fs::create_dir_all(&paths.dir)?;
     let c = calibrate::run(&s)?;
@@ -163,6 +172,9 @@ fn run_figures(args: &RunArgs, figures: &[Figure]) -> Result<()> {
         figure(&s, &c, &paths)?;
     }
     println!("results in {} ({:.0} s)", paths.dir.display(), start.elapsed().as_secs_f64());
+    if let Some(caveat) = args.device.caveat() {
+        println!("{caveat}");
+    }
     Ok(())
 }
 

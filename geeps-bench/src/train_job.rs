@@ -9,6 +9,7 @@ use geeps::net::{Addresses, ClusterSpec, NetCluster, NetOptions};
 use geeps::{Config, Geeps, Plan};
 use serde::{Deserialize, Serialize};
 
+use crate::device::BenchDevice;
 use crate::error::Result;
 use crate::ranks::{self, RankEnv};
 use crate::trainer::{self, Mode, Trainer};
@@ -101,6 +102,9 @@ pub fn rank_main(env: &RankEnv) -> Result<RankRun> {
     let mut b = Geeps::builder(config);
     let tables = trainer::prepare(&mut b, &job.workload, job.mode);
     b.transport(cluster.transport());
+    if let Some(gpu) = BenchDevice::from_env()?.open(job.device_memory)? {
+        b.device(gpu);
+    }
     let ps = b.build()?;
     let result = train(&ps, &job, tables);
     ps.shutdown()?;

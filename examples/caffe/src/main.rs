@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
 
 use geeps_caffe::cluster::Cluster;
 use geeps_caffe::proto::solver::SolverParam;
-use geeps_caffe::ps::PsOptions;
+use geeps_caffe::ps::{DeviceChoice, PsOptions};
 use geeps_caffe::train::{self, TrainOptions, TrainReport};
 
 #[derive(Parser, Debug)]
@@ -55,7 +55,7 @@ enum Command {
         /// Override the solver's max_iter.
         #[arg(long)]
         max_iter: Option<u64>,
-        /// Where to write the curve (<PREFIX>_curve.csv and .png); default: snapshot_prefix.
+        /// Where to write the curve (`PREFIX_curve.csv` and `.png`); default: snapshot_prefix.
         #[arg(long)]
         curve: Option<String>,
         /// No progress bar.
@@ -64,6 +64,11 @@ enum Command {
         /// Seconds a worker may wait for a slower one before failing.
         #[arg(long, default_value_t = 600)]
         wait_deadline_s: u64,
+        /// Keep parameters, activations and the buffer pool on these CUDA
+        /// GPUs (`0`, or `0,1`: worker r takes the r-th, round robin), as
+        /// `solver_mode: GPU` does; the layers compute on the CPU.
+        #[arg(long)]
+        gpu: Option<String>,
     },
     /// Time each layer's forward and backward on the TRAIN net (no geeps).
     Time {
@@ -130,6 +135,7 @@ fn run(cli: Cli) -> geeps_caffe::Result<()> {
             curve,
             no_progress,
             wait_deadline_s,
+            gpu,
         } => {
             let mut s = SolverParam::load(&solver)?;
             if let Some(m) = max_iter {
@@ -138,8 +144,14 @@ fn run(cli: Cli) -> geeps_caffe::Result<()> {
                 }
                 s.max_iter = m;
             }
+            let device = match (gpu, s.gpu) {
+                (Some(list), _) => DeviceChoice::parse_gpus(&list)?,
+                (None, Some(id)) => DeviceChoice::Cuda(vec![id]),
+                (None, None) => DeviceChoice::Host,
+            };
             let opts = TrainOptions {
                 ps: PsOptions {
+                    device,
                     slack,
                     device_memory: device_memory_mb << 20,
                     layers_per_table,

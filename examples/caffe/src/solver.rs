@@ -67,6 +67,7 @@ mod tests {
             snapshot_prefix: String::new(),
             snapshot_after_train: false,
             random_seed: None,
+            gpu: None,
             file: PathBuf::new(),
         }
     }

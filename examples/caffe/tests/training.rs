@@ -148,3 +148,37 @@ fn snapshots_evaluate_as_training_reported() {
     assert!(train(&warm, &opts, &Cluster::in_process(1).unwrap()).is_ok());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--gpu 0` keeps the rows in the CUDA device's memory: with one worker the
+/// losses and the final weights equal the host device's bit for bit (the
+/// layers compute on the CPU either way). Without a driver, the run fails
+/// with one error that says what to do, never trains on the host instead.
+#[test]
+fn gpu_device_trains_bit_for_bit_as_the_host_device() {
+    use geeps_caffe::ps::DeviceChoice;
+    let dir = common::scratch("gpu-device");
+    let path = common::write(&dir, &common::small_net(16), &common::solver("net.prototxt", 12, 0, 0, ""));
+    let solver = SolverParam::load(&path).unwrap();
+    let gpu = PsOptions { device: DeviceChoice::Cuda(vec![0]), ..PsOptions::default() };
+    let Some(_) = geeps_testkit::Backend::cuda_for("gpu_device_trains_bit_for_bit_as_the_host_device") else {
+        let err = train(&solver, &quiet(gpu), &Cluster::in_process(1).unwrap()).unwrap_err().to_string();
+        assert!(err.contains("--gpu 0") && err.contains("no usable CUDA device"), "{err}");
+        assert!(err.contains("Run without --gpu"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    };
+    let host = train(&solver, &quiet(PsOptions::default()), &Cluster::in_process(1).unwrap()).unwrap();
+    let on_gpu = train(&solver, &quiet(gpu.clone()), &Cluster::in_process(1).unwrap()).unwrap();
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&on_gpu.losses), bits(&host.losses), "losses on the GPU and on the host device");
+    for (l, (g, h)) in on_gpu.final_params.iter().zip(&host.final_params).enumerate() {
+        assert_eq!(bits(g), bits(h), "parameters of layer {l}");
+    }
+    // Rows swapped through host memory on the GPU too: still the same bits.
+    let tight = |device| PsOptions { device_memory: 1 << 20, device, ..PsOptions::default() };
+    let host = train(&solver, &quiet(tight(DeviceChoice::Host)), &Cluster::in_process(1).unwrap()).unwrap();
+    let swapped = train(&solver, &quiet(tight(gpu.device)), &Cluster::in_process(1).unwrap()).unwrap();
+    assert!(swapped.stats[0].bytes_host_to_device > 0, "the 1 MiB budget swaps rows: {}", swapped.stats[0]);
+    assert_eq!(bits(&swapped.losses), bits(&host.losses), "GPU and host device with a 1 MiB budget");
+    let _ = std::fs::remove_dir_all(&dir);
+}

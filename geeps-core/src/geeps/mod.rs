@@ -133,7 +133,7 @@ impl Geeps {
         &self.config
     }
 
-    /// The declared tables, indexed by [`TableId`].
+    /// The declared tables, indexed by [`TableId`](crate::TableId).
     pub fn tables(&self) -> &[TableSpec] {
         &self.tables
     }

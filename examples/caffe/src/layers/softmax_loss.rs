@@ -1,5 +1,5 @@
 //! Softmax followed by the multinomial logistic loss (Caffe's
-//! `SoftmaxWithLoss`): loss = −mean log p[label], gradient (p − onehot) ×
+//! `SoftmaxWithLoss`): loss = −mean log p\[label\], gradient (p − onehot) ×
 //! loss_weight / batch. The probabilities are its backward state. Labels are
 //! checked against the class count before training, not here.
 

@@ -54,6 +54,8 @@ pub struct SolverParam {
     pub snapshot_prefix: String,
     pub snapshot_after_train: bool,
     pub random_seed: Option<u64>,
+    /// `solver_mode: GPU`: the GPU (`device_id`, default 0) to keep rows on.
+    pub gpu: Option<usize>,
     pub file: PathBuf,
 }
 
@@ -108,9 +110,15 @@ impl SolverParam {
         let snapshot_prefix = f.string("snapshot_prefix")?;
         let snapshot_after_train = f.bool("snapshot_after_train")?.unwrap_or(true);
         let random_seed = f.i64("random_seed")?;
-        // Accepted for compatibility: the device is chosen by geeps, not here.
-        f.enumeration("solver_mode", &["CPU", "GPU"])?;
-        f.i64("device_id")?;
+        // GPU: the workers keep their rows on GPU `device_id` (the layers
+        // still compute on the CPU).
+        let gpu_mode = f.enumeration("solver_mode", &["CPU", "GPU"])?.is_some_and(|(m, _)| m == "GPU");
+        let device_id = f.i64("device_id")?;
+        if let Some(id) = device_id.filter(|id| *id < 0) {
+            let l = line(&mut f, "device_id");
+            return Err(f.err(l, format!("device_id {id}: a GPU ordinal is 0 or more")));
+        }
+        let gpu = gpu_mode.then(|| device_id.unwrap_or(0) as usize);
         f.bool("debug_info")?;
         f.enumeration("snapshot_format", &["BINARYPROTO", "HDF5"])?;
         if let Some(t) = f.string("type")? {
@@ -226,6 +234,7 @@ impl SolverParam {
                 .unwrap_or_else(|| path.file_stem().map_or("caffe-geeps".into(), |s| s.to_string_lossy().into_owned())),
             snapshot_after_train,
             random_seed,
+            gpu,
             file: path.to_path_buf(),
         })
     }

@@ -3,8 +3,12 @@
 //! worker that records one virtual iteration and then trains through geeps
 //! calls (`worker`). Nothing outside this module calls geeps.
 
+pub mod device_choice;
+pub mod host_view;
 pub mod layout;
 pub mod worker;
+
+pub use device_choice::DeviceChoice;
 
 use std::time::Duration;
 
@@ -25,6 +29,8 @@ pub struct PsOptions {
     pub row_width: usize,
     /// How long a blocked geeps call may wait for a slow worker.
     pub wait_deadline: Duration,
+    /// The device each worker keeps its rows on.
+    pub device: DeviceChoice,
 }
 
 impl Default for PsOptions {
@@ -36,6 +42,7 @@ impl Default for PsOptions {
             batches_per_clock: 1,
             row_width: geeps::DEFAULT_ROW_WIDTH,
             wait_deadline: Duration::from_secs(600),
+            device: DeviceChoice::Host,
         }
     }
 }

@@ -16,6 +16,7 @@ use crate::data::Cursor;
 use crate::error::Result;
 use crate::net::{backward_layer, forward_layer, Io, Net};
 use crate::params::ParamLayout;
+use crate::ps::host_view::{HostView, Writable};
 use crate::ps::layout::{rows_for, PsLayout, Slot};
 use crate::ps::PsOptions;
 use crate::solver::{sgd_delta, Step};
@@ -54,6 +55,8 @@ pub struct PsWorker<'a> {
     layout: PsLayout,
     passes: Vec<Pass>,
     cursors: Vec<Option<Cursor>>,
+    /// How the CPU layers reach the buffers (in place, or staged from a GPU).
+    view: HostView,
 }
 
 fn split<'s>(mut buf: &'s [f32], parts: &[(Slot, usize)], width: usize) -> Vec<(Slot, &'s [f32])> {
@@ -76,6 +79,12 @@ fn split_mut<'s>(mut buf: &'s mut [f32], parts: &[(Slot, usize)], width: usize) 
     out
 }
 
+/// A writable view of a held local buffer (fetched: the layer may keep
+/// what it does not overwrite).
+fn writable<'b>(hv: &HostView, buf: Option<&'b mut LocalBuffer<'_>>) -> Result<Option<Writable<'b>>> {
+    buf.map(|b| hv.write(b.device_ptr(), b.len(), true, || b.as_mut_slice())).transpose()
+}
+
 /// Acquires a recorded local access, if the layer has one.
 fn open<'p>(ps: &'p Geeps, a: &Option<Access>) -> Result<Option<LocalBuffer<'p>>> {
     Ok(a.as_ref().map(|a| ps.local_access(a.handle)).transpose()?)
@@ -96,7 +105,12 @@ impl<'a> PsWorker<'a> {
             .with_wait_deadline(opts.wait_deadline);
         let mut b = Geeps::builder(config);
         let layout = PsLayout::declare(&mut b, net, params, opts.layers_per_table, opts.row_width);
+        let device = opts.device.open(transport.rank(), opts.device_memory)?;
         b.transport(transport);
+        if let Some(d) = &device {
+            b.device(d.clone());
+        }
+        let view = HostView::new(device)?;
         let ps = b.build()?;
         let (rank, world) = (ps.rank(), ps.num_workers());
         let cursors = net
@@ -104,7 +118,7 @@ impl<'a> PsWorker<'a> {
             .iter()
             .map(|l| l.data.as_ref().map(|d| Cursor::new(d.set.len(), rank, world)).transpose())
             .collect::<Result<_>>()?;
-        let mut w = PsWorker { ps, net, params, layout, passes: Vec::new(), cursors };
+        let mut w = PsWorker { ps, net, params, layout, passes: Vec::new(), cursors, view };
         let slack = Slack::Bounded(opts.slack);
         for pass in 0..opts.batches_per_clock {
             let last = pass + 1 == opts.batches_per_clock;
@@ -227,14 +241,18 @@ impl<'a> PsWorker<'a> {
         if let Some(values) = initial {
             for (p, v) in values.iter().enumerate() {
                 let mut u = self.ps.pre_update_keys(&self.layout.param_keys[p])?;
-                u.as_mut_slice()?[..v.len()].copy_from_slice(v);
+                let mut view = self.view.write(u.device_ptr(), u.len(), false, || u.as_mut_slice())?;
+                view[..v.len()].copy_from_slice(v);
+                self.view.commit(view)?;
                 u.update()?;
             }
         }
         for p in 0..self.params.layers.len() {
             let keys = self.layout.slot_keys(self.net, self.params, Slot::History(p));
             let mut h = self.ps.local_access_keys(&keys, false)?;
-            h.as_mut_slice()?.fill(0.0);
+            let mut view = self.view.write(h.device_ptr(), h.len(), false, || h.as_mut_slice())?;
+            view.fill(0.0);
+            self.view.commit(view)?;
             h.post_with(true)?;
         }
         for &t in &self.layout.param_tables {
@@ -249,7 +267,7 @@ impl<'a> PsWorker<'a> {
     /// The parameters as of every worker's last clock, one vector per layer.
     pub fn current_params(&self) -> Result<Vec<Vec<f32>>> {
         let buf = self.ps.read_keys(&self.all_param_keys(), Slack::BSP)?;
-        let all = buf.as_slice()?;
+        let all = self.view.read(buf.device_ptr(), buf.len(), || buf.as_slice())?;
         let w = self.layout.row_width;
         let mut out = Vec::new();
         let mut first = 0;
@@ -269,9 +287,10 @@ impl<'a> PsWorker<'a> {
     /// totals and ends its test clock.
     pub fn add_test_outputs(&self, sums: &[f32], batches: f32) -> Result<()> {
         let mut u = self.ps.pre_update_keys(&self.test_keys())?;
-        let s = u.as_mut_slice()?;
+        let mut s = self.view.write(u.device_ptr(), u.len(), false, || u.as_mut_slice())?;
         s[..sums.len()].copy_from_slice(sums);
         s[sums.len()] = batches;
+        self.view.commit(s)?;
         u.update()?;
         self.ps.table_clock(self.layout.test_table)?;
         Ok(())
@@ -280,7 +299,7 @@ impl<'a> PsWorker<'a> {
     /// Running totals of every worker's test outputs (last entry: batches).
     pub fn test_totals(&self, outputs: usize) -> Result<Vec<f32>> {
         let buf = self.ps.read_keys(&self.test_keys(), Slack::BSP)?;
-        let v = buf.as_slice()?[..=outputs].to_vec();
+        let v = self.view.read(buf.device_ptr(), buf.len(), || buf.as_slice())?[..=outputs].to_vec();
         buf.post()?;
         Ok(v)
     }
@@ -297,6 +316,7 @@ impl<'a> PsWorker<'a> {
     /// SGD step. Returns the net's scalar outputs (the loss).
     pub fn iteration(&mut self, pass: usize, step: Step, seed: u64) -> Result<Vec<f32>> {
         let (ps, net, params, width) = (&self.ps, self.net, self.params, self.layout.row_width);
+        let hv = &self.view;
         let calls = &self.passes[pass % self.passes.len()];
         let mut outputs = vec![0.0; net.outputs.len()];
         let open = |a: &Option<Access>| open(ps, a);
@@ -307,55 +327,61 @@ impl<'a> PsWorker<'a> {
             let mut inout = open(&c.inout)?;
             let mut output = open(&c.output)?;
             {
-                let w: &[f32] = match &read {
-                    Some(r) => &r.as_slice()?[..l.param_len],
-                    None => &[],
-                };
-                let mut io = Io::default();
-                let mut aux: &mut [f32] = &mut [];
-                if let (Some(buf), Some(a)) = (&input, &c.input) {
-                    for (slot, s) in split(buf.as_slice()?, &a.parts, width) {
-                        if let Slot::Data(b) = slot {
-                            io.data_in.push((b, s));
+                let w_view = read.as_ref().map(|r| hv.read(r.device_ptr(), r.len(), || r.as_slice())).transpose()?;
+                let w: &[f32] = w_view.as_deref().map_or(&[], |v| &v[..l.param_len]);
+                let in_view = input.as_ref().map(|b| hv.read(b.device_ptr(), b.len(), || b.as_slice())).transpose()?;
+                let mut inout_view = writable(hv, inout.as_mut())?;
+                let mut out_view = writable(hv, output.as_mut())?;
+                {
+                    let mut io = Io::default();
+                    let mut aux: &mut [f32] = &mut [];
+                    if let (Some(v), Some(a)) = (&in_view, &c.input) {
+                        for (slot, s) in split(v, &a.parts, width) {
+                            if let Slot::Data(b) = slot {
+                                io.data_in.push((b, s));
+                            }
                         }
                     }
+                    for (v, a) in [(&mut inout_view, &c.inout), (&mut out_view, &c.output)] {
+                        if let (Some(v), Some(a)) = (v.as_mut(), a) {
+                            for (slot, s) in split_mut(v, &a.parts, width) {
+                                match slot {
+                                    Slot::Data(b) => io.data_out.push((b, s)),
+                                    Slot::Aux(_) => aux = s,
+                                    Slot::Diff(_) | Slot::History(_) => {}
+                                }
+                            }
+                        }
+                    }
+                    if let Some(src) = &l.data {
+                        let idx = self.cursors[li].as_mut().map(|c| c.take(net.batch)).unwrap_or_default();
+                        let mut data: &mut [f32] = &mut [];
+                        let mut label: &mut [f32] = &mut [];
+                        for (b, s) in io.data_out {
+                            if b == l.tops[0] {
+                                data = s;
+                            } else if b == l.tops[1] {
+                                label = s;
+                            }
+                        }
+                        src.set.fill(&idx, src.conf.scale, src.conf.mean_value, data, label);
+                    } else {
+                        forward_layer(net, li, w, io, aux, true, crate::plain::layer_seed(seed, li));
+                    }
                 }
-                for (buf, a) in [(&mut inout, &c.inout), (&mut output, &c.output)] {
-                    if let (Some(buf), Some(a)) = (buf.as_mut(), a) {
-                        for (slot, s) in split_mut(buf.as_mut_slice()?, &a.parts, width) {
-                            match slot {
-                                Slot::Data(b) => io.data_out.push((b, s)),
-                                Slot::Aux(_) => aux = s,
-                                Slot::Diff(_) | Slot::History(_) => {}
+                for (v, a) in [(&out_view, &c.output), (&inout_view, &c.inout)] {
+                    if let (Some(v), Some(a)) = (v, a) {
+                        for (slot, s) in split(v, &a.parts, width) {
+                            if let Slot::Data(b) = slot {
+                                if let Some(k) = net.outputs.iter().position(|&o| o == b) {
+                                    outputs[k] = s[0];
+                                }
                             }
                         }
                     }
                 }
-                if let Some(src) = &l.data {
-                    let idx = self.cursors[li].as_mut().map(|c| c.take(net.batch)).unwrap_or_default();
-                    let mut data: &mut [f32] = &mut [];
-                    let mut label: &mut [f32] = &mut [];
-                    for (b, s) in io.data_out {
-                        if b == l.tops[0] {
-                            data = s;
-                        } else if b == l.tops[1] {
-                            label = s;
-                        }
-                    }
-                    src.set.fill(&idx, src.conf.scale, src.conf.mean_value, data, label);
-                } else {
-                    forward_layer(net, li, w, io, aux, true, crate::plain::layer_seed(seed, li));
-                }
-            }
-            for (buf, a) in [(&output, &c.output), (&inout, &c.inout)] {
-                if let (Some(buf), Some(a)) = (buf, a) {
-                    for (slot, s) in split(buf.as_slice()?, &a.parts, width) {
-                        if let Slot::Data(b) = slot {
-                            if let Some(k) = net.outputs.iter().position(|&o| o == b) {
-                                outputs[k] = s[0];
-                            }
-                        }
-                    }
+                for v in [out_view, inout_view].into_iter().flatten() {
+                    hv.commit(v)?;
                 }
             }
             if let Some(b) = output {
@@ -382,39 +408,53 @@ impl<'a> PsWorker<'a> {
                 let mut inout = open(&c.inout)?;
                 let mut output = open(&c.output)?;
                 {
-                    let w: &[f32] = match &read {
-                        Some(r) => &r.as_slice()?[..l.param_len],
-                        None => &[],
-                    };
-                    let mut io = Io::default();
-                    let mut aux: &[f32] = &[];
-                    if let (Some(buf), Some(a)) = (&input, &c.input) {
-                        for (slot, s) in split(buf.as_slice()?, &a.parts, width) {
-                            match slot {
-                                Slot::Data(b) => io.data_in.push((b, s)),
-                                Slot::Diff(b) => io.diff_in.push((b, s)),
-                                Slot::Aux(_) => aux = s,
-                                Slot::History(_) => {}
-                            }
-                        }
-                    }
-                    for (buf, a) in [(&mut inout, &c.inout), (&mut output, &c.output)] {
-                        if let (Some(buf), Some(a)) = (buf.as_mut(), a) {
-                            for (slot, s) in split_mut(buf.as_mut_slice()?, &a.parts, width) {
-                                if let Slot::Diff(b) = slot {
-                                    io.diff_out.push((b, s));
+                    let w_view =
+                        read.as_ref().map(|r| hv.read(r.device_ptr(), r.len(), || r.as_slice())).transpose()?;
+                    let w: &[f32] = w_view.as_deref().map_or(&[], |v| &v[..l.param_len]);
+                    let in_view =
+                        input.as_ref().map(|b| hv.read(b.device_ptr(), b.len(), || b.as_slice())).transpose()?;
+                    let mut inout_view = writable(hv, inout.as_mut())?;
+                    let mut out_view = writable(hv, output.as_mut())?;
+                    // pre_update buffers come zeroed: nothing to fetch.
+                    let mut grad_view = update
+                        .as_mut()
+                        .map(|u| hv.write(u.device_ptr(), u.len(), false, || u.as_mut_slice()))
+                        .transpose()?;
+                    let mut history_view = writable(hv, history.as_mut())?;
+                    {
+                        let mut io = Io::default();
+                        let mut aux: &[f32] = &[];
+                        if let (Some(v), Some(a)) = (&in_view, &c.input) {
+                            for (slot, s) in split(v, &a.parts, width) {
+                                match slot {
+                                    Slot::Data(b) => io.data_in.push((b, s)),
+                                    Slot::Diff(b) => io.diff_in.push((b, s)),
+                                    Slot::Aux(_) => aux = s,
+                                    Slot::History(_) => {}
                                 }
                             }
                         }
+                        for (v, a) in [(&mut inout_view, &c.inout), (&mut out_view, &c.output)] {
+                            if let (Some(v), Some(a)) = (v.as_mut(), a) {
+                                for (slot, s) in split_mut(v, &a.parts, width) {
+                                    if let Slot::Diff(b) = slot {
+                                        io.diff_out.push((b, s));
+                                    }
+                                }
+                            }
+                        }
+                        let mut none: [f32; 0] = [];
+                        let grad: &mut [f32] = match grad_view.as_mut() {
+                            Some(g) => &mut g[..l.param_len],
+                            None => &mut none,
+                        };
+                        backward_layer(net, li, w, io, aux, grad);
+                        if let (Some(p), Some(h)) = (params.index_of_layer(li), history_view.as_mut()) {
+                            sgd_delta(&params.layers[p], step, w, grad, &mut h[..l.param_len]);
+                        }
                     }
-                    let mut none: [f32; 0] = [];
-                    let grad: &mut [f32] = match update.as_mut() {
-                        Some(u) => &mut u.as_mut_slice()?[..l.param_len],
-                        None => &mut none,
-                    };
-                    backward_layer(net, li, w, io, aux, grad);
-                    if let (Some(p), Some(h)) = (params.index_of_layer(li), history.as_mut()) {
-                        sgd_delta(&params.layers[p], step, w, grad, &mut h.as_mut_slice()?[..l.param_len]);
+                    for v in [grad_view, history_view, out_view, inout_view].into_iter().flatten() {
+                        hv.commit(v)?;
                     }
                 }
                 if let Some(u) = update {
