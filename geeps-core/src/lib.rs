@@ -28,7 +28,7 @@ pub mod transport;
 mod vector_clock;
 
 pub use config::{Config, DEFAULT_ROW_WIDTH, DEFAULT_WAIT_DEADLINE};
-pub use device::host::HostDevice;
+pub use device::HostDevice;
 pub use device::{Device, DeviceInfo, DevicePtr};
 pub use error::{Error, Result};
 pub use geeps::{Geeps, GeepsBuilder, ReleaseAs};

@@ -8,9 +8,10 @@
 //! module must never hold engine state or know which backend it talks to.
 
 mod capacity;
-pub mod host;
+pub(crate) mod host;
 
 pub use capacity::CapacityMeter;
+pub use host::HostDevice;
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
