@@ -9,9 +9,13 @@
 #   3. the C++ trainer compiled against geeps.h and the static library:
 #      2 workers on 2 threads, then 2 processes under geeps-launch; both
 #      must train (the loss falls);
-#   4. install under a temporary prefix and build the trainer again through
-#      pkg-config (and through CMake's find_package when cmake is present).
-# Needs gcc, g++ and gzip; installs pkg-config with apt when it is missing.
+#   4. install under a temporary prefix (versioned libgeeps.so.X.Y.Z with
+#      SONAME libgeeps.so.0 and its links, stripped, debug info apart) and
+#      build the trainer again through pkg-config, shared (geeps) and static
+#      (geeps-static: the program must not need libgeeps.so), and through
+#      CMake's find_package when cmake is present.
+# Needs gcc, g++, gzip and binutils (readelf, objcopy, strip); installs
+# pkg-config with apt when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,8 +34,17 @@ cargo build --release --workspace --lib --bins --tests
 step "include/geeps.h is the generated header"
 cargo test --release --workspace --test header
 
+step "libgeeps.so carries its SONAME"
+readelf -d "$lib/libgeeps.so" | tee "$work/dynamic.txt" | grep SONAME
+grep -q 'Library soname: \[libgeeps\.so\.0\]' "$work/dynamic.txt"
+
 step "C error paths under AddressSanitizer"
-abs_lib="$(cd "$lib" && pwd)"
+# Programs linked with -lgeeps record the SONAME, libgeeps.so.0; cargo
+# leaves only libgeeps.so, so the run-time path points at a directory with
+# the link the installed layout has (scripts/install.sh makes it there).
+abs_lib="$work/lib"
+mkdir -p "$abs_lib"
+ln -sfn "$(cd "$lib" && pwd)/libgeeps.so" "$abs_lib/libgeeps.so.0"
 gcc -std=c11 -Wall -Wextra -Werror -g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
   -fno-sanitize-recover=all -Iinclude geeps-ffi/ctest/error_paths.c \
   -L"$lib" -lgeeps -Wl,-rpath,"$abs_lib" -o "$work/error_paths"
@@ -65,7 +78,30 @@ test "$(pkg-config --modversion geeps)" = "$(sed -n 's/^version = "\(.*\)"$/\1/p
 # shellcheck disable=SC2046 # pkg-config prints several words on purpose
 g++ -std=c++17 -O2 examples/cpp_trainer/trainer.cpp $(pkg-config --cflags --libs geeps) \
   -Wl,-rpath,"$work/prefix/lib" -o "$work/cpp_trainer_pc"
+# Linked through the SONAME, so a compatible libgeeps.so.0.x.y replaces it.
+readelf -d "$work/cpp_trainer_pc" | grep 'Shared library: \[libgeeps\.so\.0\]' >/dev/null
 "$work/cpp_trainer_pc" --data examples/data --workers 2 --epochs 2 --train-images 4000
+# The installed libraries are stripped; the debug info is a separate file.
+test -L "$work/prefix/lib/libgeeps.so" && test -L "$work/prefix/lib/libgeeps.so.0"
+real="$(readlink -f "$work/prefix/lib/libgeeps.so")"
+test -f "$work/prefix/lib/debug/$(basename "$real").debug"
+if readelf -S "$real" | grep '\.debug_' >/dev/null; then
+  echo "$real still has debug sections" >&2
+  exit 1
+fi
+ls -l "$lib/libgeeps.so" "$real" "$lib/libgeeps.a" "$work/prefix/lib/libgeeps.a"
+
+step "build the trainer through pkg-config's static library (geeps-static)"
+# shellcheck disable=SC2046
+g++ -std=c++17 -O2 examples/cpp_trainer/trainer.cpp $(pkg-config --cflags --libs geeps-static) \
+  -o "$work/cpp_trainer_static"
+readelf -d "$work/cpp_trainer_static" | tee "$work/static_dynamic.txt" | grep NEEDED
+if grep -q 'libgeeps' "$work/static_dynamic.txt"; then
+  echo "the static link needs libgeeps.so" >&2
+  exit 1
+fi
+# Without the library directory on any search path: it must not be needed.
+"$work/cpp_trainer_static" --data examples/data --workers 2 --epochs 2 --train-images 2000
 
 if command -v cmake >/dev/null; then
   step "build the trainer through CMake find_package(geeps)"

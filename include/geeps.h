@@ -114,6 +114,11 @@ typedef enum geeps_status {
    * geeps panicked; the instance may be unusable. Please report it.
    */
   GEEPS_STATUS_PANIC = 17,
+  /**
+   * An engine failure newer than this status list; the message says
+   * what went wrong.
+   */
+  GEEPS_STATUS_OTHER = 18,
 } geeps_status;
 
 /**
@@ -170,22 +175,31 @@ typedef uint32_t geeps_table;
 typedef uint64_t geeps_handle;
 
 /**
- * A buffer from a keyed call.
+ * A buffer handed out by an acquisition: `geeps_read`,
+ * `geeps_pre_update`, `geeps_local_access` (by recorded handle) and their
+ * keyed forms. Its memory is valid until its release.
  */
 typedef struct geeps_buffer {
   /**
-   * Names the buffer in its release (`geeps_post_read_buffer`, ...);
-   * never 0, never reused by an instance.
+   * Names the buffer: in the getters (`geeps_buffer_data_age`) and, for
+   * a keyed call's buffer, in its release (`geeps_post_read_buffer`,
+   * ...); a buffer acquired by handle is released by its handle. Never
+   * 0, never reused by an instance.
    */
   uint64_t id;
   /**
-   * `floats` floats in device memory (host memory on the host device).
+   * `floats` floats in device memory (host memory on the host device):
+   * `rows` rows of the row width, in the order of the access's rows.
    */
   float *data;
   /**
    * Rows × row width.
    */
   size_t floats;
+  /**
+   * Rows in the buffer.
+   */
+  size_t rows;
 } geeps_buffer;
 
 /**
@@ -257,7 +271,10 @@ typedef struct geeps_plan {
    */
   int64_t peak_position;
   /**
-   * Bytes of the access buffer pool.
+   * The most the access buffer pool may allocate, bytes: what the budget
+   * leaves after the data placed on the device. The pool allocates on
+   * demand, so it uses less when the iteration needs less: see
+   * `pool_allocated_bytes`.
    */
   size_t pool_bytes;
   /**
@@ -268,6 +285,13 @@ typedef struct geeps_plan {
   size_t local_host_bytes;
   size_t param_device_bytes;
   size_t param_host_bytes;
+  /**
+   * Bytes of device memory the access buffer pool has really allocated
+   * at the time of the call: 0 right after
+   * `geeps_finish_virtual_iteration`, then what the iteration holds at
+   * once (prefetches included), at most `pool_bytes`.
+   */
+  size_t pool_allocated_bytes;
 } geeps_plan;
 
 /**
@@ -303,7 +327,8 @@ const char *geeps_last_error_message(void);
 /**
  * Creates a configuration with the defaults: rows of 128 floats, 1 GiB of
  * device memory, read-my-writes on, waits logged after 5 s and failed
- * after 30 s, a cluster of one worker.
+ * after 120 s (long enough for a slow first iteration), a cluster of one
+ * worker.
  */
 enum geeps_status geeps_config_new(struct geeps_config **out);
 
@@ -339,7 +364,9 @@ enum geeps_status geeps_config_set_slow_wait_log_ms(struct geeps_config *config,
 
 /**
  * A blocking wait longer than this fails with `GEEPS_STATUS_TIMEOUT`
- * (default 30000 ms).
+ * (default 120000 ms: a first iteration may be slow, with kernels being
+ * compiled, caches cold and other ranks still starting). It applies to
+ * every blocking call of instances created from this config.
  */
 enum geeps_status geeps_config_set_wait_deadline_ms(struct geeps_config *config, uint64_t ms);
 
@@ -621,13 +648,26 @@ enum geeps_status geeps_virtual_table_clock(struct geeps_instance *ps, geeps_tab
 enum geeps_status geeps_virtual_clock(struct geeps_instance *ps);
 
 /**
- * `read` of the rows recorded by `geeps_virtual_read` as `h`: blocks until
- * they are fresh enough for the recorded slack, then `*buf` points to them
- * (`rows × row_width` floats in device memory, which is host memory on the
- * host device). Valid until `geeps_post_read(ps, h)`. On failure `*buf` is
- * NULL.
+ * The data age of a read buffer held by C: the clock its rows were read
+ * at (the lowest over its tables). Every worker's updates of the clocks
+ * below it are in the buffer; with slack `s`, a read at clock `c` has an
+ * age of at least `c - s`. `id` is the buffer's `id`, whether it was
+ * acquired by handle or by keys. A buffer not held (released, or of
+ * another instance): `GEEPS_STATUS_INVALID_HANDLE`; a pre-update or local
+ * buffer, or a read of no rows: `GEEPS_STATUS_INVALID_ARGUMENT`.
  */
-enum geeps_status geeps_read(struct geeps_instance *ps, geeps_handle h, float **buf);
+enum geeps_status geeps_buffer_data_age(const struct geeps_instance *ps,
+                                        uint64_t id,
+                                        uint64_t *out);
+
+/**
+ * `read` of the rows recorded by `geeps_virtual_read` as `h`: blocks until
+ * they are fresh enough for the recorded slack, then `*out` describes them
+ * (`rows × row_width` floats in device memory, which is host memory on the
+ * host device). Valid until `geeps_post_read(ps, h)`. On failure `*out` is
+ * zeroed.
+ */
+enum geeps_status geeps_read(struct geeps_instance *ps, geeps_handle h, struct geeps_buffer *out);
 
 /**
  * `post_read`: gives back the buffer of the read `h`.
@@ -636,10 +676,13 @@ enum geeps_status geeps_post_read(struct geeps_instance *ps, geeps_handle h);
 
 /**
  * `pre_update` of the rows recorded by `geeps_virtual_pre_update` as `h`:
- * `*buf` points to a zeroed buffer shaped like the rows. Write deltas into
- * it, then call `geeps_update(ps, h)` (or `geeps_discard_update`).
+ * `*out` describes a zeroed buffer shaped like the rows. Write deltas into
+ * it, then call `geeps_update(ps, h)` (or `geeps_discard_update`). On
+ * failure `*out` is zeroed.
  */
-enum geeps_status geeps_pre_update(struct geeps_instance *ps, geeps_handle h, float **buf);
+enum geeps_status geeps_pre_update(struct geeps_instance *ps,
+                                   geeps_handle h,
+                                   struct geeps_buffer *out);
 
 /**
  * `update`: adds the deltas of the pre-update `h` to the parameters (seen
@@ -655,10 +698,13 @@ enum geeps_status geeps_discard_update(struct geeps_instance *ps, geeps_handle h
 
 /**
  * `local_access` of the local rows recorded by `geeps_virtual_local_access`
- * as `h`: `*buf` points to them (uninitialised if recorded with
- * `fetch = false`). Valid until `geeps_post_local_access(ps, h)`.
+ * as `h`: `*out` describes them (uninitialised if recorded with
+ * `fetch = false`). Valid until `geeps_post_local_access(ps, h)`. On
+ * failure `*out` is zeroed.
  */
-enum geeps_status geeps_local_access(struct geeps_instance *ps, geeps_handle h, float **buf);
+enum geeps_status geeps_local_access(struct geeps_instance *ps,
+                                     geeps_handle h,
+                                     struct geeps_buffer *out);
 
 /**
  * `post_local_access`: stores the buffer of the local access `h` back
@@ -676,6 +722,25 @@ enum geeps_status geeps_table_clock(struct geeps_instance *ps, geeps_table table
  * Ends this worker's clock on every parameter table, in declaration order.
  */
 enum geeps_status geeps_clock(struct geeps_instance *ps);
+
+/**
+ * This worker's clock of parameter table `table`: how many times it has
+ * called `geeps_table_clock` on it (0 before the first; `geeps_clock`
+ * counts for every parameter table). A read with slack `s` made at clock
+ * `c` sees every worker's updates of the clocks below `c - s`. From the
+ * first virtual call on (before it: `GEEPS_STATUS_INVALID_STATE`), also
+ * after shutdown.
+ */
+enum geeps_status geeps_current_table_clock(const struct geeps_instance *ps,
+                                            geeps_table table,
+                                            uint64_t *out);
+
+/**
+ * This worker's clock: the lowest clock of its parameter tables (they are
+ * all equal when it only calls `geeps_clock`); 0 without parameter
+ * tables. See `geeps_current_table_clock`.
+ */
+enum geeps_status geeps_current_clock(const struct geeps_instance *ps, uint64_t *out);
 
 /**
  * `read` of `rows[0..n]` of parameter table `table` with staleness bound
@@ -755,13 +820,15 @@ enum geeps_status geeps_stats_reset(struct geeps_instance *ps);
 
 /**
  * Fills `*out` with the placement plan (after
- * `geeps_finish_virtual_iteration`, before shutdown).
+ * `geeps_finish_virtual_iteration`, before shutdown) and the pool's
+ * allocation at the time of the call.
  */
 enum geeps_status geeps_plan_get(const struct geeps_instance *ps, struct geeps_plan *out);
 
 /**
- * The placement plan as text, one line per table after a summary line,
- * written like `geeps_stats_string`.
+ * The placement plan as text, one line per table after a summary line
+ * (which ends with the bytes the pool has allocated), written like
+ * `geeps_stats_string`.
  */
 enum geeps_status geeps_plan_string(const struct geeps_instance *ps,
                                     char *buf,

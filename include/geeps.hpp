@@ -13,7 +13,6 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -165,29 +164,35 @@ public:
 
 namespace detail {
 
-/// A held buffer: by recorded handle, or by a keyed call's id.
+/// A held buffer: acquired by recorded handle (released by it) or by a
+/// keyed call (released by its id).
 class Held {
 public:
     Held(const Held &) = delete;
     Held &operator=(const Held &) = delete;
     Held(Held &&o) noexcept
-        : ps_(std::exchange(o.ps_, nullptr)), key_(o.key_), keyed_(o.keyed_), data_(o.data_), size_(o.size_) {}
+        : ps_(std::exchange(o.ps_, nullptr)), key_(o.key_), keyed_(o.keyed_), buf_(o.buf_) {}
     Held &operator=(Held &&o) noexcept {
         std::swap(ps_, o.ps_);
         std::swap(key_, o.key_);
         std::swap(keyed_, o.keyed_);
-        std::swap(data_, o.data_);
-        std::swap(size_, o.size_);
+        std::swap(buf_, o.buf_);
         return *this;
     }
     /// Floats in the buffer (rows x row width).
-    size_t size() const noexcept { return size_; }
+    size_t size() const noexcept { return buf_.floats; }
+    /// Rows in the buffer, in the order of the access's rows.
+    size_t rows() const noexcept { return buf_.rows; }
+    /// The buffer's id (geeps_buffer.id).
+    uint64_t id() const noexcept { return buf_.id; }
+    /// The C description of the buffer.
+    const geeps_buffer &c_buffer() const noexcept { return buf_; }
     /// Whether the buffer is still held (not yet posted).
     bool held() const noexcept { return ps_ != nullptr; }
 
 protected:
-    Held(geeps_instance *ps, uint64_t key, bool keyed, float *data, size_t size)
-        : ps_(ps), key_(key), keyed_(keyed), data_(data), size_(size) {}
+    Held(geeps_instance *ps, uint64_t key, bool keyed, const geeps_buffer &buf)
+        : ps_(ps), key_(key), keyed_(keyed), buf_(buf) {}
     ~Held() = default;
     /// Releases with `by_handle` or `by_id`; the guard is empty afterwards.
     void release(geeps_status (*by_handle)(geeps_instance *, geeps_handle),
@@ -199,8 +204,7 @@ protected:
     geeps_instance *ps_;
     uint64_t key_;
     bool keyed_;
-    float *data_;
-    size_t size_;
+    geeps_buffer buf_;
 };
 
 }  // namespace detail
@@ -213,14 +217,21 @@ public:
     ~ReadBuffer() {
         if (ps_ != nullptr) (void)(keyed_ ? geeps_post_read_buffer(ps_, key_) : geeps_post_read(ps_, key_));
     }
-    const float *data() const noexcept { return data_; }
-    const float &operator[](size_t i) const noexcept { return data_[i]; }
+    const float *data() const noexcept { return buf_.data; }
+    const float &operator[](size_t i) const noexcept { return buf_.data[i]; }
+    /// The clock the rows were read at: every worker's updates of the
+    /// clocks below it are included (geeps_buffer_data_age).
+    uint64_t data_age() const {
+        if (ps_ == nullptr) throw std::logic_error("data_age: the buffer was already released");
+        uint64_t age = 0;
+        check(geeps_buffer_data_age(ps_, buf_.id, &age), "geeps_buffer_data_age");
+        return age;
+    }
     /// post_read now, reporting a failure.
     void post() { release(geeps_post_read, geeps_post_read_buffer, "post_read"); }
 
 private:
-    ReadBuffer(geeps_instance *ps, uint64_t key, bool keyed, float *data, size_t size)
-        : Held(ps, key, keyed, data, size) {}
+    ReadBuffer(geeps_instance *ps, uint64_t key, bool keyed, const geeps_buffer &buf) : Held(ps, key, keyed, buf) {}
     friend class Instance;
 };
 
@@ -232,16 +243,15 @@ public:
     ~UpdateBuffer() {
         if (ps_ != nullptr) (void)(keyed_ ? geeps_discard_buffer(ps_, key_) : geeps_discard_update(ps_, key_));
     }
-    float *data() noexcept { return data_; }
-    float &operator[](size_t i) noexcept { return data_[i]; }
+    float *data() noexcept { return buf_.data; }
+    float &operator[](size_t i) noexcept { return buf_.data[i]; }
     /// Adds the deltas to the parameters.
     void update() { release(geeps_update, geeps_update_buffer, "update"); }
     /// Gives the buffer back without applying it.
     void discard() { release(geeps_discard_update, geeps_discard_buffer, "discard_update"); }
 
 private:
-    UpdateBuffer(geeps_instance *ps, uint64_t key, bool keyed, float *data, size_t size)
-        : Held(ps, key, keyed, data, size) {}
+    UpdateBuffer(geeps_instance *ps, uint64_t key, bool keyed, const geeps_buffer &buf) : Held(ps, key, keyed, buf) {}
     friend class Instance;
 };
 
@@ -254,14 +264,13 @@ public:
     ~LocalBuffer() {
         if (ps_ != nullptr) (void)(keyed_ ? geeps_post_local_access_buffer(ps_, key_, true) : geeps_post_local_access(ps_, key_));
     }
-    float *data() noexcept { return data_; }
-    float &operator[](size_t i) noexcept { return data_[i]; }
+    float *data() noexcept { return buf_.data; }
+    float &operator[](size_t i) noexcept { return buf_.data[i]; }
     /// post_local_access now, reporting a failure.
     void post() { release(geeps_post_local_access, save_keyed, "post_local_access"); }
 
 private:
-    LocalBuffer(geeps_instance *ps, uint64_t key, bool keyed, float *data, size_t size)
-        : Held(ps, key, keyed, data, size) {}
+    LocalBuffer(geeps_instance *ps, uint64_t key, bool keyed, const geeps_buffer &buf) : Held(ps, key, keyed, buf) {}
     static geeps_status save_keyed(geeps_instance *ps, uint64_t id) { return geeps_post_local_access_buffer(ps, id, true); }
     friend class Instance;
 };
@@ -288,19 +297,19 @@ public:
     geeps_handle virtual_read(geeps_table t, const std::vector<uint32_t> &rows, uint32_t slack = GEEPS_SLACK_BSP) {
         geeps_handle h;
         check(geeps_virtual_read(p_, t, rows.data(), rows.size(), slack, &h), "geeps_virtual_read");
-        return remember(h, rows.size());
+        return h;
     }
     void virtual_post_read(geeps_handle h) { check(geeps_virtual_post_read(p_, h), "geeps_virtual_post_read"); }
     geeps_handle virtual_pre_update(geeps_table t, const std::vector<uint32_t> &rows) {
         geeps_handle h;
         check(geeps_virtual_pre_update(p_, t, rows.data(), rows.size(), &h), "geeps_virtual_pre_update");
-        return remember(h, rows.size());
+        return h;
     }
     void virtual_update(geeps_handle h) { check(geeps_virtual_update(p_, h), "geeps_virtual_update"); }
     geeps_handle virtual_local_access(geeps_table t, const std::vector<uint32_t> &rows, bool fetch = true) {
         geeps_handle h;
         check(geeps_virtual_local_access(p_, t, rows.data(), rows.size(), fetch, &h), "geeps_virtual_local_access");
-        return remember(h, rows.size());
+        return h;
     }
     void virtual_post_local_access(geeps_handle h, bool save = true) {
         check(geeps_virtual_post_local_access(p_, h, save), "geeps_virtual_post_local_access");
@@ -312,39 +321,51 @@ public:
     }
 
     ReadBuffer read(geeps_handle h) {
-        float *buf;
-        check(geeps_read(p_, h, &buf), "geeps_read");
-        return ReadBuffer(p_, h, false, buf, floats(h));
+        geeps_buffer b;
+        check(geeps_read(p_, h, &b), "geeps_read");
+        return ReadBuffer(p_, h, false, b);
     }
     UpdateBuffer pre_update(geeps_handle h) {
-        float *buf;
-        check(geeps_pre_update(p_, h, &buf), "geeps_pre_update");
-        return UpdateBuffer(p_, h, false, buf, floats(h));
+        geeps_buffer b;
+        check(geeps_pre_update(p_, h, &b), "geeps_pre_update");
+        return UpdateBuffer(p_, h, false, b);
     }
     LocalBuffer local_access(geeps_handle h) {
-        float *buf;
-        check(geeps_local_access(p_, h, &buf), "geeps_local_access");
-        return LocalBuffer(p_, h, false, buf, floats(h));
+        geeps_buffer b;
+        check(geeps_local_access(p_, h, &b), "geeps_local_access");
+        return LocalBuffer(p_, h, false, b);
     }
 
     ReadBuffer read_keys(geeps_table t, const std::vector<uint32_t> &rows, uint32_t slack = GEEPS_SLACK_BSP) {
         geeps_buffer b;
         check(geeps_read_keys(p_, t, rows.data(), rows.size(), slack, &b), "geeps_read_keys");
-        return ReadBuffer(p_, b.id, true, b.data, b.floats);
+        return ReadBuffer(p_, b.id, true, b);
     }
     UpdateBuffer pre_update_keys(geeps_table t, const std::vector<uint32_t> &rows) {
         geeps_buffer b;
         check(geeps_pre_update_keys(p_, t, rows.data(), rows.size(), &b), "geeps_pre_update_keys");
-        return UpdateBuffer(p_, b.id, true, b.data, b.floats);
+        return UpdateBuffer(p_, b.id, true, b);
     }
     LocalBuffer local_access_keys(geeps_table t, const std::vector<uint32_t> &rows, bool fetch = true) {
         geeps_buffer b;
         check(geeps_local_access_keys(p_, t, rows.data(), rows.size(), fetch, &b), "geeps_local_access_keys");
-        return LocalBuffer(p_, b.id, true, b.data, b.floats);
+        return LocalBuffer(p_, b.id, true, b);
     }
 
     void table_clock(geeps_table t) { check(geeps_table_clock(p_, t), "geeps_table_clock"); }
     void clock() { check(geeps_clock(p_), "geeps_clock"); }
+    /// This worker's clock of parameter table `t` (table_clock calls so far).
+    uint64_t current_table_clock(geeps_table t) const {
+        uint64_t c = 0;
+        check(geeps_current_table_clock(p_, t, &c), "geeps_current_table_clock");
+        return c;
+    }
+    /// This worker's clock: the lowest of its parameter tables'.
+    uint64_t current_clock() const {
+        uint64_t c = 0;
+        check(geeps_current_clock(p_, &c), "geeps_current_clock");
+        return c;
+    }
     void shutdown() { check(geeps_shutdown(p_), "geeps_shutdown"); }
 
     geeps_stats stats() const {
@@ -368,14 +389,6 @@ public:
     size_t row_width() const noexcept { return width_; }
 
 private:
-    geeps_handle remember(geeps_handle h, size_t n) {
-        floats_[h] = n * width_;
-        return h;
-    }
-    size_t floats(geeps_handle h) const {
-        auto it = floats_.find(h);
-        return it == floats_.end() ? 0 : it->second;
-    }
     size_t number(geeps_status (*get)(const geeps_instance *, size_t *), const char *call) const {
         size_t n;
         check(get(p_, &n), call);
@@ -391,7 +404,6 @@ private:
     }
 
     size_t width_ = 0;
-    std::unordered_map<geeps_handle, size_t> floats_;
 };
 
 }  // namespace geeps

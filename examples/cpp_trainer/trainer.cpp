@@ -201,7 +201,7 @@ void worker(Shared &s, int rank) {
         GEEPS(geeps_virtual_clock(ps));
         GEEPS(geeps_finish_virtual_iteration(ps));
         if (rank == 0) {
-            char plan[512];
+            char plan[1024];
             size_t len;
             GEEPS(geeps_plan_string(ps, plan, sizeof plan, &len));
             std::lock_guard<std::mutex> lock(s.print);
@@ -219,11 +219,28 @@ void worker(Shared &s, int rank) {
         for (int epoch = 0; epoch < o.epochs; epoch++) {
             std::shuffle(mine.begin(), mine.end(), rng);
             for (size_t step = 0; step < s.steps_per_epoch; step++) {
-                float *w, *m, *dw, *dp;
-                GEEPS(geeps_read(ps, read_w, &w));
-                GEEPS(geeps_local_access(ps, mom, &m));
-                GEEPS(geeps_pre_update(ps, upd_w, &dw));
-                GEEPS(geeps_pre_update(ps, upd_p, &dp));
+                geeps_buffer wb, mb, dwb, dpb;
+                GEEPS(geeps_read(ps, read_w, &wb));
+                GEEPS(geeps_local_access(ps, mom, &mb));
+                GEEPS(geeps_pre_update(ps, upd_w, &dwb));
+                GEEPS(geeps_pre_update(ps, upd_p, &dpb));
+                if (wb.rows != kWeightRows || mb.rows != kWeightRows || dpb.rows != 1) {
+                    throw std::runtime_error("geeps handed out buffers of unexpected row counts");
+                }
+                if (step == 0) {
+                    // The staleness bound, as geeps reports it: the weights
+                    // hold every worker's updates of the clocks below their
+                    // data age, at most `slack` clocks behind this worker.
+                    uint64_t age = 0, clock = 0;
+                    GEEPS(geeps_buffer_data_age(ps, wb.id, &age));
+                    GEEPS(geeps_current_clock(ps, &clock));
+                    if (age + o.slack < clock) {
+                        throw std::runtime_error("weights of data age " + std::to_string(age) + " at clock " +
+                                                 std::to_string(clock) + " exceed the slack");
+                    }
+                }
+                const float *w = wb.data;
+                float *m = mb.data, *dw = dwb.data, *dp = dpb.data;
                 std::fill(grad.begin(), grad.end(), 0.0f);
                 float loss = 0;
                 int correct = 0;

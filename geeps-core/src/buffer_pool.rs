@@ -123,6 +123,11 @@ impl BufferPool {
         self.cond.notify_all();
     }
 
+    /// Bytes allocated from the device, held or cached.
+    pub(crate) fn allocated(&self) -> usize {
+        self.state.lock().allocated
+    }
+
     /// (bytes held, buffers held)
     pub(crate) fn held(&self) -> (usize, usize) {
         let st = self.state.lock();

@@ -96,14 +96,17 @@ static void record(worker *k) {
 /* One real iteration in recorded order: checks the parameters read equal
  * `expect` (BSP, one worker), adds 1 to each, counts in the local rows. */
 static void iterate(worker *k, float expect) {
-    float *params = NULL, *local = NULL, *delta = NULL;
-    OK(geeps_read(k->ps, k->read, &params));
-    OK(geeps_local_access(k->ps, k->local, &local));
-    OK(geeps_pre_update(k->ps, k->grad, &delta));
+    geeps_buffer pb, lb, db;
+    OK(geeps_read(k->ps, k->read, &pb));
+    OK(geeps_local_access(k->ps, k->local, &lb));
+    OK(geeps_pre_update(k->ps, k->grad, &db));
+    float *params = pb.data, *local = lb.data, *delta = db.data;
     if (params == NULL || local == NULL || delta == NULL) {
         failed++;
         return;
     }
+    CHECK(pb.rows == ROWS && pb.floats == ROWS * WIDTH && lb.rows == LOCAL_ROWS && db.rows == ROWS);
+    CHECK(pb.id != 0 && pb.id != lb.id && pb.id != db.id);
     int fresh = 1;
     for (int i = 0; i < ROWS * WIDTH; i++) {
         fresh &= params[i] == expect && delta[i] == 0.0f;
@@ -122,7 +125,8 @@ static void null_pointers_and_freed_objects(void) {
     geeps_instance *ps = NULL;
     geeps_table t;
     geeps_handle h;
-    float *buf = (float *)&t; /* must be cleared to NULL on failure */
+    /* must be zeroed on failure */
+    geeps_buffer buf = {.id = 7, .data = (float *)&t, .floats = 1, .rows = 1};
     size_t n;
 
     EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_config_new(NULL));
@@ -132,7 +136,11 @@ static void null_pointers_and_freed_objects(void) {
     MESSAGE_HAS("`out` is NULL");
     EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_config_set_row_width(NULL, 4));
     EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_read(NULL, 1, &buf));
-    CHECK(buf == NULL);
+    CHECK(buf.data == NULL && buf.id == 0 && buf.floats == 0 && buf.rows == 0);
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_read((geeps_instance *)&n, 1, NULL));
+    uint64_t clock = 0;
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_current_clock(NULL, &clock));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_buffer_data_age(NULL, 1, &clock));
     EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_cluster_new(2, NULL));
     EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_rank(NULL, &n));
 
@@ -142,6 +150,11 @@ static void null_pointers_and_freed_objects(void) {
     EXPECT(GEEPS_STATUS_INVALID_ARGUMENT, geeps_parameter_table(ps, "\xff\xfe", 4, &t));
     MESSAGE_HAS("UTF-8");
     OK(geeps_parameter_table(ps, "w", ROWS, &t));
+    /* Clocks are known once the instance has joined (its first virtual call). */
+    EXPECT(GEEPS_STATUS_INVALID_STATE, geeps_current_clock(ps, &clock));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_current_clock(ps, NULL));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_current_table_clock(ps, t, NULL));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_buffer_data_age(ps, 1, NULL));
     EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_virtual_read(ps, t, NULL, 3, 0, &h));
     MESSAGE_HAS("`rows` is NULL");
     EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_virtual_read(ps, t, ALL, ROWS, 0, NULL));
@@ -224,7 +237,8 @@ static void handles_and_posts(void) {
     declare(&other, cfg);
     record(&k);
     record(&other);
-    float *buf = NULL;
+    geeps_buffer buf;
+    char named[64];
 
     /* Out of order: real calls before the end of the virtual iteration. */
     EXPECT(GEEPS_STATUS_INVALID_STATE, geeps_read(k.ps, k.read, &buf));
@@ -234,11 +248,28 @@ static void handles_and_posts(void) {
     geeps_plan plan = {.struct_size = sizeof plan};
     EXPECT(GEEPS_STATUS_INVALID_STATE, geeps_plan_get(k.ps, &plan));
     /* Recording mistakes. */
+    /* Messages name the handle as the caller passed it. */
+    snprintf(named, sizeof named, "handle %#llx", (unsigned long long)k.read);
     EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_virtual_post_read(k.ps, k.read));
     MESSAGE_HAS("already released");
+    MESSAGE_HAS(named);
     EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_virtual_update(k.ps, k.read));
+    MESSAGE_HAS("geeps_virtual_update: ");
+    MESSAGE_HAS(named);
+    MESSAGE_HAS("recorded by geeps_virtual_read; this call needs one from geeps_virtual_pre_update");
+    snprintf(named, sizeof named, "handle %#llx was not returned", (unsigned long long)other.read);
     EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_virtual_post_read(k.ps, other.read));
-    MESSAGE_HAS("belongs to instance");
+    MESSAGE_HAS(named);
+    MESSAGE_HAS("recorded by another instance");
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_virtual_post_read(k.ps, GEEPS_INVALID_HANDLE));
+    MESSAGE_HAS("handle 0 is GEEPS_INVALID_HANDLE");
+    /* Clocks: joined, none yet. */
+    uint64_t clock = 99;
+    OK(geeps_current_clock(k.ps, &clock));
+    CHECK(clock == 0);
+    EXPECT(GEEPS_STATUS_INVALID_KEYS, geeps_current_table_clock(k.ps, k.m, &clock));
+    MESSAGE_HAS("local table");
+    EXPECT(GEEPS_STATUS_UNKNOWN_TABLE, geeps_current_table_clock(k.ps, 9, &clock));
     geeps_table late;
     EXPECT(GEEPS_STATUS_INVALID_STATE, geeps_parameter_table(k.ps, "late", 4, &late));
     MESSAGE_HAS("declared too late");
@@ -249,29 +280,52 @@ static void handles_and_posts(void) {
     geeps_handle h;
     EXPECT(GEEPS_STATUS_INVALID_STATE, geeps_virtual_read(k.ps, k.w, ALL, 1, 0, &h));
     iterate(&k, 0.0f);
+    OK(geeps_current_clock(k.ps, &clock));
+    CHECK(clock == 1);
+    OK(geeps_current_table_clock(k.ps, k.w, &clock));
+    CHECK(clock == 1);
 
     /* Unknown, foreign and wrong-kind handles. */
     EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_read(k.ps, GEEPS_INVALID_HANDLE, &buf));
-    CHECK(buf == NULL);
+    CHECK(buf.data == NULL && buf.id == 0);
+    MESSAGE_HAS("geeps_read: handle 0 is GEEPS_INVALID_HANDLE");
+    snprintf(named, sizeof named, "handle %#llx was not returned", (unsigned long long)(k.read + 1000));
     EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_read(k.ps, k.read + 1000, &buf));
-    MESSAGE_HAS("was not recorded");
+    MESSAGE_HAS(named);
     EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_read(k.ps, other.read, &buf));
+    MESSAGE_HAS("recorded by another instance");
     EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_pre_update(k.ps, k.read, &buf));
+    MESSAGE_HAS("recorded by geeps_virtual_read; this call needs one from geeps_virtual_pre_update");
     EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_local_access(k.ps, k.grad, &buf));
     EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_post_read(k.ps, k.read));
     MESSAGE_HAS("holds no buffer");
     EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_update(k.ps, 12345));
+    MESSAGE_HAS("handle 0x3039 was not returned");
 
     /* Double acquisition, wrong-kind posts, double posts. */
-    float *params = NULL, *delta = NULL, *local = NULL;
-    OK(geeps_read(k.ps, k.read, &params));
+    geeps_buffer pb, db, lb0;
+    OK(geeps_read(k.ps, k.read, &pb));
+    float *params = pb.data, *delta = NULL, *local = NULL;
     EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_read(k.ps, k.read, &buf));
     MESSAGE_HAS("already holds a read buffer");
+    /* Its data age: read at clock 1 (BSP), so it holds the clock-0 updates. */
+    uint64_t age = 99;
+    OK(geeps_buffer_data_age(k.ps, pb.id, &age));
+    CHECK(age == 1);
+    /* A buffer acquired by handle is released by its handle, not its id. */
+    snprintf(named, sizeof named, "acquired with handle %#llx", (unsigned long long)k.read);
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_post_read_buffer(k.ps, pb.id));
+    MESSAGE_HAS(named);
     EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_update(k.ps, k.read));
     MESSAGE_HAS("release it with post_read");
     EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_post_local_access(k.ps, k.read));
-    OK(geeps_local_access(k.ps, k.local, &local));
-    OK(geeps_pre_update(k.ps, k.grad, &delta));
+    OK(geeps_local_access(k.ps, k.local, &lb0));
+    OK(geeps_pre_update(k.ps, k.grad, &db));
+    local = lb0.data;
+    delta = db.data;
+    EXPECT(GEEPS_STATUS_INVALID_ARGUMENT, geeps_buffer_data_age(k.ps, db.id, &age));
+    MESSAGE_HAS("is a pre_update buffer; only read buffers have a data age");
+    EXPECT(GEEPS_STATUS_INVALID_ARGUMENT, geeps_buffer_data_age(k.ps, lb0.id, &age));
     CHECK(params != NULL && params[0] == 1.0f && local != NULL && local[0] == 1.0f);
     EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_post_read(k.ps, k.grad));
     delta[0] = 1.0f;
@@ -284,13 +338,16 @@ static void handles_and_posts(void) {
     EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_post_local_access(k.ps, k.local));
     OK(geeps_post_read(k.ps, k.read));
     EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_post_read(k.ps, k.read));
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_buffer_data_age(k.ps, pb.id, &age));
+    MESSAGE_HAS("is not held by this instance");
     OK(geeps_table_clock(k.ps, k.w));
     iterate(&k, 2.0f);
 
     /* Out of recorded order works (slow path) and is counted. */
-    OK(geeps_pre_update(k.ps, k.grad, &delta));
+    OK(geeps_pre_update(k.ps, k.grad, &db));
     OK(geeps_discard_update(k.ps, k.grad));
-    OK(geeps_read(k.ps, k.read, &params));
+    OK(geeps_read(k.ps, k.read, &pb));
+    params = pb.data;
     CHECK(params != NULL && params[WIDTH] == 3.0f);
     OK(geeps_post_read(k.ps, k.read));
     OK(geeps_stats_get(k.ps, &stats));
@@ -303,7 +360,9 @@ static void handles_and_posts(void) {
     geeps_buffer rb, ub, lb;
     uint32_t two[2] = {6, 7};
     OK(geeps_read_keys(k.ps, k.w, two, 2, GEEPS_SLACK_UNBOUNDED, &rb));
-    CHECK(rb.id != 0 && rb.floats == 2 * WIDTH && rb.data != NULL && rb.data[0] == 4.0f);
+    CHECK(rb.id != 0 && rb.floats == 2 * WIDTH && rb.rows == 2 && rb.data != NULL && rb.data[0] == 4.0f);
+    OK(geeps_buffer_data_age(k.ps, rb.id, &age));
+    CHECK(age >= 4 && age <= 5); /* UNBOUNDED: what the cache holds, at least the last BSP read's */
     OK(geeps_pre_update_keys(k.ps, k.w, two, 2, &ub));
     OK(geeps_local_access_keys(k.ps, k.m, ALL, 1, true, &lb));
     CHECK(lb.data != NULL && lb.data[0] == 4.0f);
@@ -321,6 +380,10 @@ static void handles_and_posts(void) {
     /* Stats and plan, as structs (any struct_size) and as strings. */
     OK(geeps_plan_get(k.ps, &plan));
     CHECK(plan.struct_size == sizeof plan && plan.peak_bytes > 0 && plan.budget == 1 << 20);
+    /* The pool may use what the budget leaves; it has allocated what the
+     * iteration holds at once, far less than the budget. */
+    CHECK(plan.pool_bytes <= plan.budget && plan.pool_allocated_bytes >= plan.peak_bytes);
+    CHECK(plan.pool_allocated_bytes <= plan.pool_bytes && plan.pool_allocated_bytes < plan.budget / 4);
     struct { size_t struct_size; size_t budget; } old_plan = {sizeof old_plan, 0};
     OK(geeps_plan_get(k.ps, (geeps_plan *)&old_plan));
     CHECK(old_plan.struct_size == sizeof old_plan && old_plan.budget == 1 << 20);
@@ -333,12 +396,16 @@ static void handles_and_posts(void) {
     CHECK(full > sizeof text);
     OK(geeps_plan_string(k.ps, text, sizeof text, &len));
     CHECK(len == full && strlen(text) == sizeof text - 1 && strncmp(text, "budget", 6) == 0);
+    char whole[1024];
+    OK(geeps_plan_string(k.ps, whole, sizeof whole, &len));
+    CHECK(len < sizeof whole && strstr(whole, "; pool allocated ") != NULL);
     EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_stats_string(k.ps, NULL, 8, &len));
     EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_stats_string(k.ps, text, sizeof text, NULL));
     OK(geeps_stats_reset(k.ps));
 
     /* Calls after shutdown; a buffer still held stays readable until free. */
-    OK(geeps_read(k.ps, k.read, &params));
+    OK(geeps_read(k.ps, k.read, &pb));
+    params = pb.data;
     OK(geeps_shutdown(k.ps));
     OK(geeps_shutdown(k.ps));
     EXPECT(GEEPS_STATUS_SHUT_DOWN, geeps_post_read(k.ps, k.read));
@@ -352,6 +419,8 @@ static void handles_and_posts(void) {
     EXPECT(GEEPS_STATUS_SHUT_DOWN, geeps_finish_virtual_iteration(k.ps));
     EXPECT(GEEPS_STATUS_SHUT_DOWN, geeps_plan_get(k.ps, &plan));
     OK(geeps_stats_get(k.ps, &stats));
+    OK(geeps_current_clock(k.ps, &clock));
+    CHECK(clock == 6);
     OK(geeps_free(k.ps));
 
     /* Shut down before it ever joined. */
@@ -374,7 +443,7 @@ static void clusters(void) {
     geeps_config *cfg = small_config();
     OK(geeps_config_set_wait_deadline_ms(cfg, 1000));
     EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_config_set_cluster(cfg, cluster, 2));
-    MESSAGE_HAS("rank");
+    MESSAGE_HAS("rank 2 requested, but this in-process cluster has 2 workers: ranks 0 and 1");
     EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_config_set_cluster(cfg, NULL, 0));
     size_t n = 0;
     OK(geeps_cluster_world(cluster, &n));
@@ -409,10 +478,10 @@ static void clusters(void) {
     OK(geeps_finish_virtual_iteration(a.ps));
     OK(geeps_finish_virtual_iteration(b.ps));
     iterate(&a, 0.0f);
-    float *buf = NULL;
+    geeps_buffer buf = {.id = 1};
     EXPECT(GEEPS_STATUS_TIMEOUT, geeps_read(a.ps, a.read, &buf));
     MESSAGE_HAS("worker 1");
-    CHECK(buf == NULL);
+    CHECK(buf.data == NULL && buf.id == 0);
     /* Rank 1 catches up (at clock 0 it sees no one's updates yet); rank 0
      * goes on where it was and sees both workers' clock-0 updates. */
     iterate(&b, 0.0f);

@@ -70,6 +70,12 @@ void single_worker() {
         geeps::LocalBuffer counter = ps.local_access(local);
         geeps::UpdateBuffer delta = ps.pre_update(grad);
         CHECK(params.size() == kRows * kWidth && counter.size() == kWidth);
+        CHECK(params.rows() == kRows && counter.rows() == 1 && delta.rows() == kRows);
+        CHECK(params.id() != 0 && params.c_buffer().data == params.data());
+        CHECK(params.data_age() == uint64_t(it) && ps.current_clock() == uint64_t(it));
+        CHECK(ps.current_table_clock(w) == uint64_t(it));
+        uint64_t age = 0;
+        THROWS(GEEPS_STATUS_INVALID_ARGUMENT, geeps::check(geeps_buffer_data_age(ps.get(), delta.id(), &age), "age"));
         CHECK(all(params.data(), params.size(), float(it)));
         CHECK(counter[0] == float(it));
         for (size_t i = 0; i < delta.size(); i++) delta[i] = 1.0f;

@@ -87,9 +87,10 @@ impl GeepsCluster {
         match &self.backend {
             Backend::Net { rank, .. } => Ok(*rank),
             Backend::InProcess(c) => Err(Failure::invalid(format!(
-                "an in-process cluster has one rank per worker (0..{}), chosen with geeps_config_set_cluster; \
-                 only a network cluster has a rank of its own",
-                c.num_workers()
+                "this in-process cluster of {} has one rank per worker ({}), chosen with \
+                 geeps_config_set_cluster; only a network cluster has a rank of its own",
+                workers(c.num_workers()),
+                ranks(c.num_workers())
             ))),
         }
     }
@@ -100,6 +101,16 @@ impl GeepsCluster {
             return Err(Failure::new(GeepsStatus::ShutDown, "the cluster is shut down (geeps_cluster_shutdown)"));
         }
         match &self.backend {
+            Backend::InProcess(c) if rank >= c.num_workers() => {
+                return Err(Failure::new(
+                    GeepsStatus::InvalidConfig,
+                    format!(
+                        "rank {rank} requested, but this in-process cluster has {}: ranks {}",
+                        workers(c.num_workers()),
+                        ranks(c.num_workers())
+                    ),
+                ));
+            }
             Backend::InProcess(c) => {
                 c.transport(rank)?;
             }
@@ -162,6 +173,26 @@ impl GeepsCluster {
     }
 }
 
+/// "1 worker", "2 workers".
+fn workers(n: usize) -> String {
+    if n == 1 {
+        "1 worker".into()
+    } else {
+        format!("{n} workers")
+    }
+}
+
+/// The ranks of `n` workers as a C programmer reads them: "0", "0 and 1",
+/// "0 to 3".
+fn ranks(n: usize) -> String {
+    match n {
+        0 => "none".into(),
+        1 => "0 only".into(),
+        2 => "0 and 1".into(),
+        _ => format!("0 to {}", n - 1),
+    }
+}
+
 impl Ranks {
     fn new(n: usize) -> Mutex<Self> {
         Mutex::new(Ranks { states: vec![RankState::Free; n], closed: false })
@@ -198,6 +229,10 @@ mod tests {
         assert_eq!(cluster.workers(), 2);
         assert_eq!(status(cluster.own_rank()), GeepsStatus::InvalidArgument);
         assert_eq!(status(cluster.check_rank(2)), GeepsStatus::InvalidConfig);
+        let beyond = cluster.check_rank(2).unwrap_err().message;
+        assert_eq!(beyond, "rank 2 requested, but this in-process cluster has 2 workers: ranks 0 and 1");
+        let own = cluster.own_rank().unwrap_err().message;
+        assert!(own.contains("cluster of 2 workers has one rank per worker (0 and 1)"), "{own}");
 
         let (failed, _) = cluster.claim(0).unwrap();
         failed.release();

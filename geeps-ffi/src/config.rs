@@ -55,7 +55,8 @@ fn set(config: *mut GeepsConfig, change: impl FnOnce(&mut Config)) -> GeepsStatu
 
 /// Creates a configuration with the defaults: rows of 128 floats, 1 GiB of
 /// device memory, read-my-writes on, waits logged after 5 s and failed
-/// after 30 s, a cluster of one worker.
+/// after 120 s (long enough for a slow first iteration), a cluster of one
+/// worker.
 #[no_mangle]
 pub extern "C" fn geeps_config_new(out: *mut *mut GeepsConfig) -> GeepsStatus {
     guard(|| {
@@ -107,7 +108,9 @@ pub extern "C" fn geeps_config_set_slow_wait_log_ms(config: *mut GeepsConfig, ms
 }
 
 /// A blocking wait longer than this fails with `GEEPS_STATUS_TIMEOUT`
-/// (default 30000 ms).
+/// (default 120000 ms: a first iteration may be slow, with kernels being
+/// compiled, caches cold and other ranks still starting). It applies to
+/// every blocking call of instances created from this config.
 #[no_mangle]
 pub extern "C" fn geeps_config_set_wait_deadline_ms(config: *mut GeepsConfig, ms: u64) -> GeepsStatus {
     set(config, |c| c.wait_deadline = Duration::from_millis(ms))

@@ -20,7 +20,7 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    fn acquired_by(self) -> &'static str {
+    pub(crate) fn acquired_by(self) -> &'static str {
         match self {
             Kind::Read => "read",
             Kind::Update => "pre_update",
@@ -28,7 +28,7 @@ impl Kind {
         }
     }
 
-    fn released_by(self) -> &'static str {
+    pub(crate) fn released_by(self) -> &'static str {
         match self {
             Kind::Read => "post_read",
             Kind::Update => "update (or discard_update)",
@@ -65,7 +65,7 @@ pub(crate) enum Key {
 }
 
 impl Key {
-    fn describe(self) -> String {
+    pub(crate) fn describe(self) -> String {
         match self {
             Key::Handle(h) => format!("handle {h:#x}"),
             Key::Buffer(id) => format!("buffer {id}"),
@@ -109,10 +109,24 @@ impl Held {
         Ok(())
     }
 
+    /// The held buffer whose engine ticket (the `id` C sees) is `id`.
+    pub(crate) fn find(&self, id: u64) -> Option<(Key, Entry)> {
+        self.entries.iter().find(|(_, e)| e.ticket == id).map(|(k, e)| (*k, *e))
+    }
+
     /// Takes the entry of `key` for a release `how` (named `call`); leaves
     /// it held if it is not there or of another kind.
     pub(crate) fn take(&mut self, key: Key, how: ReleaseAs, call: &str) -> FfiResult<Entry> {
         let Some(entry) = self.entries.get(&key).copied() else {
+            if let (Key::Buffer(id), Some((Key::Handle(h), e))) = (key, self.find_by_key_ticket(key)) {
+                return Err(Failure::new(
+                    GeepsStatus::InvalidHandle,
+                    format!(
+                        "{call}: buffer {id} was acquired with handle {h:#x}; release it by that handle with {}",
+                        e.kind.released_by()
+                    ),
+                ));
+            }
             return Err(Failure::new(
                 GeepsStatus::InvalidHandle,
                 format!(
@@ -137,6 +151,15 @@ impl Held {
     }
 }
 
+impl Held {
+    fn find_by_key_ticket(&self, key: Key) -> Option<(Key, Entry)> {
+        match key {
+            Key::Buffer(id) => self.find(id),
+            Key::Handle(_) => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,5 +177,9 @@ mod tests {
         let double = held.take(key, ReleaseAs::PostRead, "post_read").unwrap_err();
         assert_eq!(double.status, GeepsStatus::InvalidHandle);
         assert!(held.take(Key::Buffer(1), ReleaseAs::PostRead, "post_read").is_err(), "ids and handles differ");
+        held.insert(key, Entry { ticket: 3, kind: Kind::Update }).unwrap();
+        assert_eq!(held.find(3).map(|(k, _)| k), Some(key));
+        let by_id = held.take(Key::Buffer(3), ReleaseAs::Update, "update_buffer").unwrap_err();
+        assert!(by_id.message.contains("acquired with handle 0x7"), "{}", by_id.message);
     }
 }

@@ -4,6 +4,7 @@
 //! acquisition and release goes through here so the held table and the
 //! engine never disagree. It must never serve an access itself.
 
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use geeps_core::{Geeps, RawBuffer, ReleaseAs, Result as CoreResult, TableKind};
@@ -14,6 +15,7 @@ use crate::config::Settings;
 use crate::held::{Entry, Held, Key, Kind};
 use crate::registry::Registry;
 use crate::status::{Failure, FfiResult, GeepsStatus};
+use crate::{GeepsHandle, GEEPS_INVALID_HANDLE};
 
 /// One geeps instance: one worker of a data-parallel job. Opaque; create
 /// with `geeps_new`, free with `geeps_free`.
@@ -26,6 +28,10 @@ pub struct GeepsInstance {
     claim: Mutex<Option<RankClaim>>,
     declaring: Mutex<Declaring>,
     held: Mutex<Held>,
+    /// The acquisition handles its virtual calls returned, with their kind,
+    /// so that a real call names the handle the caller passed when it is
+    /// not one of them.
+    recorded: Mutex<HashMap<GeepsHandle, Kind>>,
 }
 
 /// What the instance knows before it joins.
@@ -45,7 +51,45 @@ impl GeepsInstance {
             claim: Mutex::new(None),
             declaring: Mutex::new(Declaring { settings, tables: Vec::new(), shut_down: false }),
             held: Mutex::new(Held::default()),
+            recorded: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Remembers a handle returned by a virtual acquisition.
+    pub(crate) fn recorded(&self, h: GeepsHandle, kind: Kind) {
+        self.recorded.lock().insert(h, kind);
+    }
+
+    /// Checks that `h` is a handle this instance's virtual calls returned,
+    /// of kind `want` (any kind when None), for the call `call`.
+    pub(crate) fn check_handle(&self, call: &str, h: GeepsHandle, want: Option<Kind>) -> FfiResult {
+        let fail = |message: String| Err(Failure::new(GeepsStatus::InvalidHandle, format!("{call}: {message}")));
+        if h == GEEPS_INVALID_HANDLE {
+            return fail("handle 0 is GEEPS_INVALID_HANDLE; pass a handle returned by a geeps_virtual_* call".into());
+        }
+        match (self.recorded.lock().get(&h).copied(), want) {
+            (None, _) => fail(format!(
+                "handle {h:#x} was not returned by a geeps_virtual_* call of this instance (never recorded, or \
+                 recorded by another instance)"
+            )),
+            (Some(kind), Some(want)) if kind != want => fail(format!(
+                "handle {h:#x} was recorded by geeps_virtual_{}; this call needs one from geeps_virtual_{}",
+                kind.acquired_by(),
+                want.acquired_by()
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The held buffer whose id (engine ticket) is `id`, with where it came
+    /// from.
+    pub(crate) fn held_buffer(&self, call: &str, id: u64) -> FfiResult<(Key, Entry)> {
+        self.held.lock().find(id).ok_or_else(|| {
+            Failure::new(
+                GeepsStatus::InvalidHandle,
+                format!("{call}: buffer {id} is not held by this instance (never acquired, or already released)"),
+            )
+        })
     }
 
     /// Declares a table; only before the instance joins its cluster.
@@ -173,6 +217,9 @@ impl GeepsInstance {
     ) -> FfiResult<RawBuffer> {
         let g = self.joined(call)?;
         if let Some(key) = key {
+            if let Key::Handle(h) = key {
+                self.check_handle(call, h, Some(kind))?;
+            }
             self.held.lock().check_free(key)?;
         }
         let raw = get(g)?;
@@ -190,6 +237,9 @@ impl GeepsInstance {
     /// leaves the buffer held, as the engine does.
     pub(crate) fn release(&self, call: &str, key: Key, how: ReleaseAs) -> FfiResult {
         let g = self.joined(call)?;
+        if let Key::Handle(h) = key {
+            self.check_handle(call, h, None)?;
+        }
         let entry = self.held.lock().take(key, how, call)?;
         if let Err(e) = g.release_raw(entry.ticket, how) {
             let _ = self.held.lock().insert(key, entry);
@@ -210,7 +260,10 @@ mod tests {
     }
 
     fn settings() -> Settings {
-        Settings { config: Config { row_width: 4, device_memory: 1 << 20, ..Config::default() }, cluster: None }
+        let mut config = Config::default();
+        config.row_width = 4;
+        config.device_memory = 1 << 20;
+        Settings { config, cluster: None }
     }
 
     #[test]
@@ -225,7 +278,15 @@ mod tests {
         g.virtual_post_read(h).unwrap();
         g.finish_virtual_iteration().unwrap();
 
-        let key = Key::Handle(crate::marshal::handle_to_c(h));
+        let c = crate::marshal::handle_to_c(h);
+        let key = Key::Handle(c);
+        let unknown = ps.acquire("geeps_read", Some(key), Kind::Read, |g| Ok(g.read(h)?.into_raw()));
+        let unknown = unknown.unwrap_err();
+        assert_eq!(unknown.status, GeepsStatus::InvalidHandle);
+        assert!(unknown.message.contains(&format!("handle {c:#x} was not returned")), "{}", unknown.message);
+        ps.recorded(c, Kind::Read);
+        let wrong = ps.acquire("geeps_pre_update", Some(key), Kind::Update, |g| Ok(g.pre_update(h)?.into_raw()));
+        assert!(wrong.unwrap_err().message.contains("recorded by geeps_virtual_read"));
         let raw = ps.acquire("read", Some(key), Kind::Read, |g| Ok(g.read(h)?.into_raw())).unwrap();
         assert_eq!(raw.floats, 8);
         let again = ps.acquire("read", Some(key), Kind::Read, |g| Ok(g.read(h)?.into_raw()));

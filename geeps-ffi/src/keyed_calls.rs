@@ -4,28 +4,14 @@
 
 use geeps_core::{Geeps, RawBuffer, ReleaseAs, Result as CoreResult};
 
+use crate::buffers::{hand_out, GeepsBuffer};
 use crate::guard::guard;
 use crate::held::{Key, Kind};
 use crate::instance::{GeepsInstance, INSTANCES};
-use crate::marshal::{keys, require, write_out};
+use crate::marshal::keys;
 use crate::status::{FfiResult, GeepsStatus};
 use crate::virtual_calls::slack;
 use crate::GeepsTable;
-
-/// A buffer from a keyed call.
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct GeepsBuffer {
-    /// Names the buffer in its release (`geeps_post_read_buffer`, ...);
-    /// never 0, never reused by an instance.
-    pub id: u64,
-    /// `floats` floats in device memory (host memory on the host device).
-    pub data: *mut f32,
-    /// Rows × row width.
-    pub floats: usize,
-}
-
-const EMPTY: GeepsBuffer = GeepsBuffer { id: 0, data: std::ptr::null_mut(), floats: 0 };
 
 fn acquire(
     ps: *mut GeepsInstance,
@@ -34,10 +20,7 @@ fn acquire(
     out: *mut GeepsBuffer,
     get: impl FnOnce(&Geeps) -> CoreResult<RawBuffer>,
 ) -> FfiResult {
-    require(out, "out")?;
-    write_out(out, "out", EMPTY)?;
-    let raw = INSTANCES.get(ps, "ps")?.acquire(call, None, kind, get)?;
-    write_out(out, "out", GeepsBuffer { id: raw.ticket, data: raw.ptr.0 as usize as *mut f32, floats: raw.floats })
+    hand_out(ps, out, |ps| ps.acquire(call, None, kind, get))
 }
 
 fn release(ps: *mut GeepsInstance, call: &str, id: u64, how: ReleaseAs) -> FfiResult {
@@ -58,7 +41,7 @@ pub extern "C" fn geeps_read_keys(
 ) -> GeepsStatus {
     guard(|| {
         let keys = keys(table, rows, n)?;
-        acquire(ps, "read_keys", Kind::Read, out, |g| Ok(g.read_keys(&keys, self::slack(slack))?.into_raw()))
+        acquire(ps, "geeps_read_keys", Kind::Read, out, |g| Ok(g.read_keys(&keys, self::slack(slack))?.into_raw()))
     })
 }
 
@@ -75,7 +58,7 @@ pub extern "C" fn geeps_pre_update_keys(
 ) -> GeepsStatus {
     guard(|| {
         let keys = keys(table, rows, n)?;
-        acquire(ps, "pre_update_keys", Kind::Update, out, |g| Ok(g.pre_update_keys(&keys)?.into_raw()))
+        acquire(ps, "geeps_pre_update_keys", Kind::Update, out, |g| Ok(g.pre_update_keys(&keys)?.into_raw()))
     })
 }
 
@@ -93,31 +76,31 @@ pub extern "C" fn geeps_local_access_keys(
 ) -> GeepsStatus {
     guard(|| {
         let keys = keys(table, rows, n)?;
-        acquire(ps, "local_access_keys", Kind::Local, out, |g| Ok(g.local_access_keys(&keys, fetch)?.into_raw()))
+        acquire(ps, "geeps_local_access_keys", Kind::Local, out, |g| Ok(g.local_access_keys(&keys, fetch)?.into_raw()))
     })
 }
 
 /// `post_read` of a keyed read's buffer.
 #[no_mangle]
 pub extern "C" fn geeps_post_read_buffer(ps: *mut GeepsInstance, id: u64) -> GeepsStatus {
-    guard(|| release(ps, "post_read_buffer", id, ReleaseAs::PostRead))
+    guard(|| release(ps, "geeps_post_read_buffer", id, ReleaseAs::PostRead))
 }
 
 /// `update` of a keyed pre-update's buffer: applies its deltas.
 #[no_mangle]
 pub extern "C" fn geeps_update_buffer(ps: *mut GeepsInstance, id: u64) -> GeepsStatus {
-    guard(|| release(ps, "update_buffer", id, ReleaseAs::Update))
+    guard(|| release(ps, "geeps_update_buffer", id, ReleaseAs::Update))
 }
 
 /// Gives back a keyed pre-update's buffer without applying it.
 #[no_mangle]
 pub extern "C" fn geeps_discard_buffer(ps: *mut GeepsInstance, id: u64) -> GeepsStatus {
-    guard(|| release(ps, "discard_buffer", id, ReleaseAs::Discard))
+    guard(|| release(ps, "geeps_discard_buffer", id, ReleaseAs::Discard))
 }
 
 /// `post_local_access` of a keyed local access's buffer; `save = false`
 /// does not store it back.
 #[no_mangle]
 pub extern "C" fn geeps_post_local_access_buffer(ps: *mut GeepsInstance, id: u64, save: bool) -> GeepsStatus {
-    guard(|| release(ps, "post_local_access_buffer", id, ReleaseAs::PostLocal { save: Some(save) }))
+    guard(|| release(ps, "geeps_post_local_access_buffer", id, ReleaseAs::PostLocal { save: Some(save) }))
 }

@@ -32,6 +32,8 @@ mod lifecycle;
 
 mod virtual_calls;
 
+mod buffers;
+
 mod real_calls;
 
 mod keyed_calls;
@@ -40,10 +42,10 @@ mod report;
 
 mod logging;
 
+pub use buffers::GeepsBuffer;
 pub use cluster::GeepsCluster;
 pub use config::GeepsConfig;
 pub use instance::GeepsInstance;
-pub use keyed_calls::GeepsBuffer;
 pub use net_options::GeepsNetOptions;
 pub use report::{GeepsCallKind, GeepsCallStats, GeepsPlan, GeepsStats};
 pub use status::GeepsStatus;

@@ -7,7 +7,7 @@ use std::ffi::{c_char, CStr};
 
 use geeps_core::{Handle, RowKey, TableId};
 
-use crate::status::{Failure, FfiResult};
+use crate::status::{Failure, FfiResult, GeepsStatus};
 use crate::{GeepsHandle, GeepsTable};
 
 /// Writes `value` through the out-parameter `out` (named `arg`).
@@ -130,10 +130,50 @@ pub(crate) fn handle_from_c(h: GeepsHandle) -> Handle {
     Handle::from_parts((h >> 32) as u32, h as u32)
 }
 
+/// An engine failure about the handle `h`, as C knows it: the engine names
+/// a handle by its recorded position (`handle 3`), C by its value
+/// (`handle 0x100000003`).
+pub(crate) fn name_handle(mut failure: Failure, h: GeepsHandle) -> Failure {
+    let named = format!("handle {h:#x}");
+    // Handle 0 was refused before the engine saw it, and a message that
+    // names the handle already is this crate's own.
+    if failure.status != GeepsStatus::InvalidHandle || h == 0 || failure.message.contains(&named) {
+        return failure;
+    }
+    let engine = format!("handle {}", handle_from_c(h).position());
+    let mut text = String::with_capacity(failure.message.len() + 16);
+    let mut rest = failure.message.as_str();
+    while let Some(at) = rest.find(&engine) {
+        let after = &rest[at + engine.len()..];
+        text.push_str(&rest[..at]);
+        if after.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+            // `handle 12` when looking for `handle 1`, or a hex value.
+            text.push_str(&engine);
+        } else {
+            text.push_str(&named);
+        }
+        rest = after;
+    }
+    text.push_str(rest);
+    failure.message = text;
+    failure
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::status::GeepsStatus;
+
+    #[test]
+    fn engine_handles_are_named_as_c_passed_them() {
+        let h = handle_to_c(Handle::from_parts(1, 2));
+        let f = Failure::new(GeepsStatus::InvalidHandle, "handle 2 (read) was already released; handle 23, handle 2");
+        assert_eq!(
+            name_handle(f, h).message,
+            "handle 0x100000002 (read) was already released; handle 23, handle 0x100000002"
+        );
+        let other = Failure::new(GeepsStatus::Timeout, "handle 2");
+        assert_eq!(name_handle(other, h).message, "handle 2", "only handle failures");
+    }
 
     #[test]
     fn strings_truncate_like_snprintf() {

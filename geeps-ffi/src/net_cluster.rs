@@ -180,13 +180,14 @@ mod tests {
         assert_eq!(geeps_virtual_clock(ps), GeepsStatus::Ok);
         assert_eq!(geeps_finish_virtual_iteration(ps), GeepsStatus::Ok);
         for it in 0..2 {
-            let (mut params, mut delta) = (std::ptr::null_mut(), std::ptr::null_mut());
+            let (mut params, mut delta) = (crate::buffers::EMPTY, crate::buffers::EMPTY);
             assert_eq!(geeps_read(ps, read, &mut params), GeepsStatus::Ok);
             assert_eq!(geeps_pre_update(ps, grad, &mut delta), GeepsStatus::Ok);
+            assert_eq!((params.rows, params.floats, delta.rows), (1, 4, 1));
             // SAFETY: both buffers hold one row of 4 floats until their posts.
             unsafe {
-                assert_eq!(params.read(), 2.5 * it as f32, "BSP: every earlier clock's update");
-                delta.write(2.5);
+                assert_eq!(params.data.read(), 2.5 * it as f32, "BSP: every earlier clock's update");
+                delta.data.write(2.5);
             }
             assert_eq!(geeps_update(ps, grad), GeepsStatus::Ok);
             assert_eq!(geeps_post_read(ps, read), GeepsStatus::Ok);

@@ -5,10 +5,11 @@
 
 use geeps_core::{Geeps, RawBuffer, ReleaseAs, Result as CoreResult, TableId};
 
+use crate::buffers::{hand_out, GeepsBuffer};
 use crate::guard::guard;
 use crate::held::{Key, Kind};
 use crate::instance::{GeepsInstance, INSTANCES};
-use crate::marshal::{clear_out, handle_from_c, require, write_out};
+use crate::marshal::{handle_from_c, name_handle, require, write_out};
 use crate::status::{FfiResult, GeepsStatus};
 use crate::{GeepsHandle, GeepsTable};
 
@@ -17,41 +18,39 @@ fn acquire(
     call: &str,
     h: GeepsHandle,
     kind: Kind,
-    buf: *mut *mut f32,
+    out: *mut GeepsBuffer,
     get: impl FnOnce(&Geeps) -> CoreResult<RawBuffer>,
 ) -> FfiResult {
-    clear_out(buf);
-    require(buf, "buf")?;
-    let raw = INSTANCES.get(ps, "ps")?.acquire(call, Some(Key::Handle(h)), kind, get)?;
-    write_out(buf, "buf", raw.ptr.0 as usize as *mut f32)
+    hand_out(ps, out, |ps| ps.acquire(call, Some(Key::Handle(h)), kind, get)).map_err(|f| name_handle(f, h))
 }
 
 fn release(ps: *mut GeepsInstance, call: &str, h: GeepsHandle, how: ReleaseAs) -> FfiResult {
-    INSTANCES.get(ps, "ps")?.release(call, Key::Handle(h), how)
+    INSTANCES.get(ps, "ps")?.release(call, Key::Handle(h), how).map_err(|f| name_handle(f, h))
 }
 
 /// `read` of the rows recorded by `geeps_virtual_read` as `h`: blocks until
-/// they are fresh enough for the recorded slack, then `*buf` points to them
+/// they are fresh enough for the recorded slack, then `*out` describes them
 /// (`rows × row_width` floats in device memory, which is host memory on the
-/// host device). Valid until `geeps_post_read(ps, h)`. On failure `*buf` is
-/// NULL.
+/// host device). Valid until `geeps_post_read(ps, h)`. On failure `*out` is
+/// zeroed.
 #[no_mangle]
-pub extern "C" fn geeps_read(ps: *mut GeepsInstance, h: GeepsHandle, buf: *mut *mut f32) -> GeepsStatus {
-    guard(|| acquire(ps, "read", h, Kind::Read, buf, |g| Ok(g.read(handle_from_c(h))?.into_raw())))
+pub extern "C" fn geeps_read(ps: *mut GeepsInstance, h: GeepsHandle, out: *mut GeepsBuffer) -> GeepsStatus {
+    guard(|| acquire(ps, "geeps_read", h, Kind::Read, out, |g| Ok(g.read(handle_from_c(h))?.into_raw())))
 }
 
 /// `post_read`: gives back the buffer of the read `h`.
 #[no_mangle]
 pub extern "C" fn geeps_post_read(ps: *mut GeepsInstance, h: GeepsHandle) -> GeepsStatus {
-    guard(|| release(ps, "post_read", h, ReleaseAs::PostRead))
+    guard(|| release(ps, "geeps_post_read", h, ReleaseAs::PostRead))
 }
 
 /// `pre_update` of the rows recorded by `geeps_virtual_pre_update` as `h`:
-/// `*buf` points to a zeroed buffer shaped like the rows. Write deltas into
-/// it, then call `geeps_update(ps, h)` (or `geeps_discard_update`).
+/// `*out` describes a zeroed buffer shaped like the rows. Write deltas into
+/// it, then call `geeps_update(ps, h)` (or `geeps_discard_update`). On
+/// failure `*out` is zeroed.
 #[no_mangle]
-pub extern "C" fn geeps_pre_update(ps: *mut GeepsInstance, h: GeepsHandle, buf: *mut *mut f32) -> GeepsStatus {
-    guard(|| acquire(ps, "pre_update", h, Kind::Update, buf, |g| Ok(g.pre_update(handle_from_c(h))?.into_raw())))
+pub extern "C" fn geeps_pre_update(ps: *mut GeepsInstance, h: GeepsHandle, out: *mut GeepsBuffer) -> GeepsStatus {
+    guard(|| acquire(ps, "geeps_pre_update", h, Kind::Update, out, |g| Ok(g.pre_update(handle_from_c(h))?.into_raw())))
 }
 
 /// `update`: adds the deltas of the pre-update `h` to the parameters (seen
@@ -59,39 +58,70 @@ pub extern "C" fn geeps_pre_update(ps: *mut GeepsInstance, h: GeepsHandle, buf: 
 /// gives the buffer back.
 #[no_mangle]
 pub extern "C" fn geeps_update(ps: *mut GeepsInstance, h: GeepsHandle) -> GeepsStatus {
-    guard(|| release(ps, "update", h, ReleaseAs::Update))
+    guard(|| release(ps, "geeps_update", h, ReleaseAs::Update))
 }
 
 /// Gives back the buffer of the pre-update `h` without applying it.
 #[no_mangle]
 pub extern "C" fn geeps_discard_update(ps: *mut GeepsInstance, h: GeepsHandle) -> GeepsStatus {
-    guard(|| release(ps, "discard_update", h, ReleaseAs::Discard))
+    guard(|| release(ps, "geeps_discard_update", h, ReleaseAs::Discard))
 }
 
 /// `local_access` of the local rows recorded by `geeps_virtual_local_access`
-/// as `h`: `*buf` points to them (uninitialised if recorded with
-/// `fetch = false`). Valid until `geeps_post_local_access(ps, h)`.
+/// as `h`: `*out` describes them (uninitialised if recorded with
+/// `fetch = false`). Valid until `geeps_post_local_access(ps, h)`. On
+/// failure `*out` is zeroed.
 #[no_mangle]
-pub extern "C" fn geeps_local_access(ps: *mut GeepsInstance, h: GeepsHandle, buf: *mut *mut f32) -> GeepsStatus {
-    guard(|| acquire(ps, "local_access", h, Kind::Local, buf, |g| Ok(g.local_access(handle_from_c(h))?.into_raw())))
+pub extern "C" fn geeps_local_access(ps: *mut GeepsInstance, h: GeepsHandle, out: *mut GeepsBuffer) -> GeepsStatus {
+    guard(|| {
+        acquire(ps, "geeps_local_access", h, Kind::Local, out, |g| Ok(g.local_access(handle_from_c(h))?.into_raw()))
+    })
 }
 
 /// `post_local_access`: stores the buffer of the local access `h` back
 /// (unless it was recorded with `save = false`) and gives it back.
 #[no_mangle]
 pub extern "C" fn geeps_post_local_access(ps: *mut GeepsInstance, h: GeepsHandle) -> GeepsStatus {
-    guard(|| release(ps, "post_local_access", h, ReleaseAs::PostLocal { save: None }))
+    guard(|| release(ps, "geeps_post_local_access", h, ReleaseAs::PostLocal { save: None }))
 }
 
 /// Ends this worker's clock on parameter table `table`: its updates of the
 /// clock go to the other workers.
 #[no_mangle]
 pub extern "C" fn geeps_table_clock(ps: *mut GeepsInstance, table: GeepsTable) -> GeepsStatus {
-    guard(|| Ok(INSTANCES.get(ps, "ps")?.joined("table_clock")?.table_clock(TableId(table))?))
+    guard(|| Ok(INSTANCES.get(ps, "ps")?.joined("geeps_table_clock")?.table_clock(TableId(table))?))
 }
 
 /// Ends this worker's clock on every parameter table, in declaration order.
 #[no_mangle]
 pub extern "C" fn geeps_clock(ps: *mut GeepsInstance) -> GeepsStatus {
-    guard(|| Ok(INSTANCES.get(ps, "ps")?.joined("clock")?.clock()?))
+    guard(|| Ok(INSTANCES.get(ps, "ps")?.joined("geeps_clock")?.clock()?))
+}
+
+/// This worker's clock of parameter table `table`: how many times it has
+/// called `geeps_table_clock` on it (0 before the first; `geeps_clock`
+/// counts for every parameter table). A read with slack `s` made at clock
+/// `c` sees every worker's updates of the clocks below `c - s`. From the
+/// first virtual call on (before it: `GEEPS_STATUS_INVALID_STATE`), also
+/// after shutdown.
+#[no_mangle]
+pub extern "C" fn geeps_current_table_clock(ps: *const GeepsInstance, table: GeepsTable, out: *mut u64) -> GeepsStatus {
+    guard(|| {
+        require(out, "out")?;
+        let clock =
+            INSTANCES.get(ps, "ps")?.joined("geeps_current_table_clock")?.current_table_clock(TableId(table))?;
+        write_out(out, "out", clock)
+    })
+}
+
+/// This worker's clock: the lowest clock of its parameter tables (they are
+/// all equal when it only calls `geeps_clock`); 0 without parameter
+/// tables. See `geeps_current_table_clock`.
+#[no_mangle]
+pub extern "C" fn geeps_current_clock(ps: *const GeepsInstance, out: *mut u64) -> GeepsStatus {
+    guard(|| {
+        require(out, "out")?;
+        let clock = INSTANCES.get(ps, "ps")?.joined("geeps_current_clock")?.current_clock();
+        write_out(out, "out", clock)
+    })
 }

@@ -109,7 +109,10 @@ pub struct GeepsPlan {
     pub peak_bytes: usize,
     /// Position in the recorded sequence where the peak occurs; -1 if none.
     pub peak_position: i64,
-    /// Bytes of the access buffer pool.
+    /// The most the access buffer pool may allocate, bytes: what the budget
+    /// leaves after the data placed on the device. The pool allocates on
+    /// demand, so it uses less when the iteration needs less: see
+    /// `pool_allocated_bytes`.
     pub pool_bytes: usize,
     /// False when the budget fits only one peak (no prefetch overlap).
     pub double_buffered: bool,
@@ -117,13 +120,18 @@ pub struct GeepsPlan {
     pub local_host_bytes: usize,
     pub param_device_bytes: usize,
     pub param_host_bytes: usize,
+    /// Bytes of device memory the access buffer pool has really allocated
+    /// at the time of the call: 0 right after
+    /// `geeps_finish_virtual_iteration`, then what the iteration holds at
+    /// once (prefetches included), at most `pool_bytes`.
+    pub pool_allocated_bytes: usize,
 }
 
 // SAFETY: repr(C), starts with `struct_size`, plain numbers only.
 unsafe impl Versioned for GeepsPlan {}
 
-impl From<&Plan> for GeepsPlan {
-    fn from(p: &Plan) -> Self {
+impl GeepsPlan {
+    fn new(p: &Plan, pool_allocated_bytes: usize) -> Self {
         GeepsPlan {
             struct_size: std::mem::size_of::<GeepsPlan>(),
             budget: p.budget,
@@ -135,6 +143,7 @@ impl From<&Plan> for GeepsPlan {
             local_host_bytes: p.local_host_bytes,
             param_device_bytes: p.param_device_bytes,
             param_host_bytes: p.param_host_bytes,
+            pool_allocated_bytes,
         }
     }
 }
@@ -143,8 +152,11 @@ fn stats(ps: *const GeepsInstance) -> FfiResult<Stats> {
     Ok(INSTANCES.get(ps, "ps")?.joined("stats")?.stats())
 }
 
-fn plan(ps: *const GeepsInstance) -> FfiResult<Plan> {
-    Ok(INSTANCES.get(ps, "ps")?.joined("plan")?.plan()?)
+/// The plan and the bytes the pool has allocated.
+fn plan(ps: *const GeepsInstance) -> FfiResult<(Plan, usize)> {
+    let ps = INSTANCES.get(ps, "ps")?;
+    let g = ps.joined("geeps_plan_get")?;
+    Ok((g.plan()?, g.pool_allocated_bytes()))
 }
 
 /// Fills `*out` with the instance's counters (also after shutdown).
@@ -176,14 +188,19 @@ pub extern "C" fn geeps_stats_reset(ps: *mut GeepsInstance) -> GeepsStatus {
 }
 
 /// Fills `*out` with the placement plan (after
-/// `geeps_finish_virtual_iteration`, before shutdown).
+/// `geeps_finish_virtual_iteration`, before shutdown) and the pool's
+/// allocation at the time of the call.
 #[no_mangle]
 pub extern "C" fn geeps_plan_get(ps: *const GeepsInstance, out: *mut GeepsPlan) -> GeepsStatus {
-    guard(|| write_versioned(out, "out", GeepsPlan::from(&plan(ps)?)))
+    guard(|| {
+        let (plan, allocated) = plan(ps)?;
+        write_versioned(out, "out", GeepsPlan::new(&plan, allocated))
+    })
 }
 
-/// The placement plan as text, one line per table after a summary line,
-/// written like `geeps_stats_string`.
+/// The placement plan as text, one line per table after a summary line
+/// (which ends with the bytes the pool has allocated), written like
+/// `geeps_stats_string`.
 #[no_mangle]
 pub extern "C" fn geeps_plan_string(
     ps: *const GeepsInstance,
@@ -191,5 +208,10 @@ pub extern "C" fn geeps_plan_string(
     cap: usize,
     len: *mut usize,
 ) -> GeepsStatus {
-    guard(|| write_string(&plan(ps)?.to_string(), buf, cap, len))
+    guard(|| {
+        let (plan, allocated) = plan(ps)?;
+        let text = plan.to_string();
+        let (summary, tables) = text.split_once('\n').unwrap_or((&text, ""));
+        write_string(&format!("{summary}; pool allocated {allocated} B\n{tables}"), buf, cap, len)
+    })
 }

@@ -55,6 +55,9 @@ pub enum GeepsStatus {
     Io = 16,
     /// geeps panicked; the instance may be unusable. Please report it.
     Panic = 17,
+    /// An engine failure newer than this status list; the message says
+    /// what went wrong.
+    Other = 18,
 }
 
 impl GeepsStatus {
@@ -78,10 +81,11 @@ impl GeepsStatus {
             GeepsStatus::ShutDown => "GEEPS_STATUS_SHUT_DOWN\0",
             GeepsStatus::Io => "GEEPS_STATUS_IO\0",
             GeepsStatus::Panic => "GEEPS_STATUS_PANIC\0",
+            GeepsStatus::Other => "GEEPS_STATUS_OTHER\0",
         }
     }
 
-    const ALL: [GeepsStatus; 18] = [
+    const ALL: [GeepsStatus; 19] = [
         GeepsStatus::Ok,
         GeepsStatus::NullPointer,
         GeepsStatus::InvalidArgument,
@@ -100,6 +104,7 @@ impl GeepsStatus {
         GeepsStatus::ShutDown,
         GeepsStatus::Io,
         GeepsStatus::Panic,
+        GeepsStatus::Other,
     ];
 }
 
@@ -154,6 +159,9 @@ impl From<Error> for Failure {
             Error::Mismatch(_) => GeepsStatus::Mismatch,
             Error::ShutDown(_) => GeepsStatus::ShutDown,
             Error::Io(_) => GeepsStatus::Io,
+            // `Error` is non-exhaustive: a kind of failure this version of
+            // the C ABI does not name yet.
+            _ => GeepsStatus::Other,
         };
         Failure::new(status, e.to_string())
     }

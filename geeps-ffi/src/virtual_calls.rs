@@ -5,11 +5,48 @@
 
 use geeps_core::{Slack, TableId};
 
+use geeps_core::{Geeps, Handle, Result as CoreResult, RowKey};
+
 use crate::guard::guard;
+use crate::held::Kind;
 use crate::instance::{GeepsInstance, INSTANCES};
-use crate::marshal::{handle_from_c, handle_to_c, keys, require, write_out};
-use crate::status::GeepsStatus;
+use crate::marshal::{handle_from_c, handle_to_c, keys, name_handle, require, write_out};
+use crate::status::{FfiResult, GeepsStatus};
 use crate::{GeepsHandle, GeepsTable, GEEPS_SLACK_UNBOUNDED};
+
+/// Records an acquisition of `rows[0..n]` of `table` with `record`; `*out`
+/// gets its handle, which the instance remembers as of kind `kind`.
+fn acquisition(
+    ps: *mut GeepsInstance,
+    table: GeepsTable,
+    rows: *const u32,
+    n: usize,
+    kind: Kind,
+    out: *mut GeepsHandle,
+    record: impl FnOnce(&Geeps, &[RowKey]) -> CoreResult<Handle>,
+) -> FfiResult {
+    require(out, "out")?;
+    let keys = keys(table, rows, n)?;
+    let ps = INSTANCES.get(ps, "ps")?;
+    let h = handle_to_c(record(ps.join()?, &keys)?);
+    ps.recorded(h, kind);
+    write_out(out, "out", h)
+}
+
+/// Records the release `call` of the acquisition `h` of kind `kind`.
+fn release(
+    ps: *mut GeepsInstance,
+    call: &str,
+    h: GeepsHandle,
+    kind: Kind,
+    record: impl FnOnce(&Geeps, Handle) -> CoreResult<Handle>,
+) -> FfiResult {
+    let ps = INSTANCES.get(ps, "ps")?;
+    let g = ps.join()?;
+    ps.check_handle(call, h, Some(kind))?;
+    record(g, handle_from_c(h)).map_err(|e| name_handle(e.into(), h))?;
+    Ok(())
+}
 
 pub(crate) fn slack(s: u32) -> Slack {
     if s == GEEPS_SLACK_UNBOUNDED {
@@ -31,21 +68,13 @@ pub extern "C" fn geeps_virtual_read(
     slack: u32,
     out: *mut GeepsHandle,
 ) -> GeepsStatus {
-    guard(|| {
-        require(out, "out")?;
-        let keys = keys(table, rows, n)?;
-        let h = INSTANCES.get(ps, "ps")?.join()?.virtual_read(&keys, self::slack(slack))?;
-        write_out(out, "out", handle_to_c(h))
-    })
+    guard(|| acquisition(ps, table, rows, n, Kind::Read, out, |g, k| g.virtual_read(k, self::slack(slack))))
 }
 
 /// Records the `post_read` of the read `read`.
 #[no_mangle]
 pub extern "C" fn geeps_virtual_post_read(ps: *mut GeepsInstance, read: GeepsHandle) -> GeepsStatus {
-    guard(|| {
-        INSTANCES.get(ps, "ps")?.join()?.virtual_post_read(handle_from_c(read))?;
-        Ok(())
-    })
+    guard(|| release(ps, "geeps_virtual_post_read", read, Kind::Read, |g, h| g.virtual_post_read(h)))
 }
 
 /// Records a `pre_update` of `rows[0..n]` of parameter table `table`.
@@ -58,21 +87,13 @@ pub extern "C" fn geeps_virtual_pre_update(
     n: usize,
     out: *mut GeepsHandle,
 ) -> GeepsStatus {
-    guard(|| {
-        require(out, "out")?;
-        let keys = keys(table, rows, n)?;
-        let h = INSTANCES.get(ps, "ps")?.join()?.virtual_pre_update(&keys)?;
-        write_out(out, "out", handle_to_c(h))
-    })
+    guard(|| acquisition(ps, table, rows, n, Kind::Update, out, |g, k| g.virtual_pre_update(k)))
 }
 
 /// Records the `update` of the pre-update `pre_update`.
 #[no_mangle]
 pub extern "C" fn geeps_virtual_update(ps: *mut GeepsInstance, pre_update: GeepsHandle) -> GeepsStatus {
-    guard(|| {
-        INSTANCES.get(ps, "ps")?.join()?.virtual_update(handle_from_c(pre_update))?;
-        Ok(())
-    })
+    guard(|| release(ps, "geeps_virtual_update", pre_update, Kind::Update, |g, h| g.virtual_update(h)))
 }
 
 /// Records a `local_access` of `rows[0..n]` of local table `table`;
@@ -88,12 +109,7 @@ pub extern "C" fn geeps_virtual_local_access(
     fetch: bool,
     out: *mut GeepsHandle,
 ) -> GeepsStatus {
-    guard(|| {
-        require(out, "out")?;
-        let keys = keys(table, rows, n)?;
-        let h = INSTANCES.get(ps, "ps")?.join()?.virtual_local_access(&keys, fetch)?;
-        write_out(out, "out", handle_to_c(h))
-    })
+    guard(|| acquisition(ps, table, rows, n, Kind::Local, out, |g, k| g.virtual_local_access(k, fetch)))
 }
 
 /// Records the `post_local_access` of `access`; `save = false` does not
@@ -105,8 +121,7 @@ pub extern "C" fn geeps_virtual_post_local_access(
     save: bool,
 ) -> GeepsStatus {
     guard(|| {
-        INSTANCES.get(ps, "ps")?.join()?.virtual_post_local_access(handle_from_c(access), save)?;
-        Ok(())
+        release(ps, "geeps_virtual_post_local_access", access, Kind::Local, |g, h| g.virtual_post_local_access(h, save))
     })
 }
 
@@ -117,8 +132,7 @@ pub extern "C" fn geeps_virtual_post_local_access(
 #[no_mangle]
 pub extern "C" fn geeps_virtual_discard_local_access(ps: *mut GeepsInstance, access: GeepsHandle) -> GeepsStatus {
     guard(|| {
-        INSTANCES.get(ps, "ps")?.join()?.virtual_discard_local_access(handle_from_c(access))?;
-        Ok(())
+        release(ps, "geeps_virtual_discard_local_access", access, Kind::Local, |g, h| g.virtual_discard_local_access(h))
     })
 }
 

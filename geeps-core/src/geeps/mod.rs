@@ -171,6 +171,48 @@ impl Geeps {
         self.running.get().map(|r| r.shared.stats.snapshot()).unwrap_or_default()
     }
 
+    /// Bytes of device memory the access buffer pool has allocated so far:
+    /// it grows on demand to what the iteration holds at once (prefetches
+    /// included), never above [`Plan::pool_bytes`]; 0 before
+    /// `finish_virtual_iteration`.
+    pub fn pool_allocated_bytes(&self) -> usize {
+        self.running.get().map_or(0, |r| r.shared.pool.allocated())
+    }
+
+    /// This worker's clock of parameter table `table`: how many times it has
+    /// called `table_clock` on it (0 before the first). A read with slack
+    /// `s` at clock `c` sees every worker's updates of the clocks below
+    /// `c - s`.
+    pub fn current_table_clock(&self, table: crate::TableId) -> Result<u64> {
+        self.check_param_table(table)?;
+        Ok(self.app.lock().clocks[table.0 as usize])
+    }
+
+    /// This worker's clock: the lowest clock of its parameter tables (all
+    /// equal when it only calls `clock`); 0 without parameter tables.
+    pub fn current_clock(&self) -> u64 {
+        let app = self.app.lock();
+        self.param_tables().iter().map(|t| app.clocks[t.0 as usize]).min().unwrap_or(0)
+    }
+
+    /// The data age of the read buffer released by `ticket` (see
+    /// [`RawBuffer::ticket`]): the clock its rows were read at, so every
+    /// worker's updates of the clocks below it are included (the lowest
+    /// over its tables). `None` for a buffer that is not a read, or holds no
+    /// rows; an error if `ticket` is not held.
+    pub fn data_age(&self, ticket: u64) -> Result<Option<u64>> {
+        let app = self.app.lock();
+        let Some(live) = app.live.get(&ticket) else {
+            return Err(Error::InvalidHandle(format!(
+                "buffer {ticket} is not held: it was already released, or never acquired from this instance"
+            )));
+        };
+        if live.kind != LiveKind::Read {
+            return Ok(None);
+        }
+        Ok(live.acquired.ages.iter().map(|&(_, age)| age).min())
+    }
+
     /// Zeroes the counters and restarts the stall-fraction wall clock.
     pub fn reset_stats(&self) {
         if let Some(r) = self.running.get() {
