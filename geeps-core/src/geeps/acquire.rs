@@ -109,7 +109,7 @@ impl Geeps {
         let kind = live_kind(fill);
         if sh.served_in_place(pos) {
             // No buffer to fill: only earlier writes into these rows to wait for.
-            let policy = WaitPolicy { deadline: Some(Instant::now() + self.config.wait_deadline), log: true };
+            let policy = WaitPolicy { deadline: self.deadline(), log: true };
             let acquired = access::acquire(
                 sh,
                 fill,
@@ -153,7 +153,7 @@ impl Geeps {
     /// over by the application's own post.
     pub(super) fn take_prefetched(&self, sh: &Shared, pos: usize, clocks: &[u64]) -> Result<Option<(Acquired, bool)>> {
         let mut c = sh.control.lock();
-        let policy = WaitPolicy { deadline: Some(Instant::now() + self.config.wait_deadline), log: true };
+        let policy = WaitPolicy { deadline: self.deadline(), log: true };
         let abort = || sh.failure();
         let describe = |_: &crate::engine::Control| self.diagnose(sh, pos, clocks);
         sh.wait(&mut c, &sh.control_cond, policy, |c| !c.ready.is_empty(), &abort, &describe)?;
@@ -209,7 +209,7 @@ impl Geeps {
     /// Serves an acquisition synchronously on the application's thread.
     pub(super) fn acquire_now(&self, sh: &Shared, fill: Fill, plan: &AccessPlan, clocks: &[u64]) -> Result<Acquired> {
         sh.stats.slow_path.fetch_add(1, Ordering::Relaxed);
-        let policy = WaitPolicy { deadline: Some(Instant::now() + self.config.wait_deadline), log: true };
+        let policy = WaitPolicy { deadline: self.deadline(), log: true };
         let abort = || sh.failure();
         // Pausing saves carried hand-overs, which the access must see.
         let writes = {

@@ -3,7 +3,7 @@
 //! starts no thread (that is `finish_virtual_iteration`).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crossbeam_channel::unbounded;
@@ -138,6 +138,7 @@ impl GeepsBuilder {
             live: HashMap::new(),
             next_ticket: 1,
         };
+        let wait_deadline_ns = u64::try_from(self.config.wait_deadline.as_nanos()).unwrap_or(u64::MAX);
         Ok(Geeps {
             instance: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
             config: self.config,
@@ -151,6 +152,7 @@ impl GeepsBuilder {
             pull_tx,
             reclaim_tx: Mutex::new(None),
             threads: Mutex::new(Vec::new()),
+            wait_deadline_ns: AtomicU64::new(wait_deadline_ns),
         })
     }
 }

@@ -7,8 +7,10 @@
 //! data itself; that is `engine::access`.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
@@ -106,8 +108,36 @@ pub struct Geeps {
     pull_tx: Vec<Sender<PullMsg>>,
     reclaim_tx: Mutex<Option<Lanes>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// The deadline of blocking waits, in nanoseconds (see `set_wait_deadline`).
+    wait_deadline_ns: AtomicU64,
 }
+
 impl Geeps {
+    /// How long a blocking call waits before failing with [`Error::Timeout`]
+    /// (starts as [`Config::wait_deadline`]).
+    pub fn wait_deadline(&self) -> Duration {
+        Duration::from_nanos(self.wait_deadline_ns.load(Ordering::Relaxed))
+    }
+
+    /// Changes the deadline of blocking calls that start from now on (a
+    /// long one for a slow first iteration, a short one afterwards, say).
+    /// Calls already waiting keep theirs.
+    pub fn set_wait_deadline(&self, deadline: Duration) -> Result<()> {
+        if deadline.is_zero() {
+            return Err(Error::InvalidConfig {
+                field: "wait_deadline",
+                reason: "zero; a blocking call needs time to wait".into(),
+            });
+        }
+        self.wait_deadline_ns.store(u64::try_from(deadline.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// When a wait starting now gives up (`None`: too far to represent).
+    pub(super) fn deadline(&self) -> Option<Instant> {
+        Instant::now().checked_add(self.wait_deadline())
+    }
+
     /// Starts declaring an instance.
     pub fn builder(config: Config) -> GeepsBuilder {
         GeepsBuilder::new(config)
@@ -287,5 +317,35 @@ mod tests {
     fn an_instance_can_be_shared_across_threads() {
         fn send_sync<T: Send + Sync>() {}
         send_sync::<super::Geeps>();
+    }
+
+    #[test]
+    fn the_wait_deadline_can_change_between_calls() {
+        use std::time::{Duration, Instant};
+
+        use crate::{keys, Config, Error, Geeps, InProcessCluster, Slack};
+
+        // Worker 1 never clocks, so worker 0's BSP read after its clock waits.
+        let cluster = InProcessCluster::new(2).unwrap();
+        let mut b = Geeps::builder(Config::default().with_row_width(2).with_wait_deadline(Duration::from_secs(300)));
+        let w = b.parameter_table("w", 2);
+        b.transport(cluster.transport(0).unwrap());
+        let ps = b.build().unwrap();
+        ps.finish_virtual_iteration().unwrap();
+        assert_eq!(ps.wait_deadline(), Duration::from_secs(300));
+        assert!(matches!(
+            ps.set_wait_deadline(Duration::ZERO),
+            Err(Error::InvalidConfig { field: "wait_deadline", .. })
+        ));
+        assert_eq!(ps.wait_deadline(), Duration::from_secs(300), "a refused deadline changes nothing");
+        ps.clock().unwrap();
+        ps.set_wait_deadline(Duration::from_millis(200)).unwrap();
+        let start = Instant::now();
+        match ps.read_keys(&keys(w, 0..2), Slack::BSP) {
+            Err(Error::Timeout { waited_ms, .. }) => assert!(waited_ms >= 200, "waited {waited_ms} ms"),
+            Err(other) => panic!("expected a timeout, got {other}"),
+            Ok(_) => panic!("a BSP read went through without worker 1's clock"),
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "the new deadline was not used");
     }
 }

@@ -142,7 +142,7 @@ impl Geeps {
             };
             app.writes.count(&plan);
             self.send(Release::PostLocal { plan: plan.clone(), acquired: view, save: true })?;
-            let policy = WaitPolicy { deadline: Some(Instant::now() + self.config.wait_deadline), log: true };
+            let policy = WaitPolicy { deadline: self.deadline(), log: true };
             let mut applied = sh.writes.lock();
             for &t in &plan.tables {
                 access::wait_for_writes(sh, &mut applied, t, app.writes.relevant(t, false), false, policy, &|| {
