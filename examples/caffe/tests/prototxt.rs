@@ -117,6 +117,13 @@ solver_mode: GPU
     let s = SolverParam::parse(src, Path::new("lenet_solver.prototxt")).unwrap();
     assert_eq!((s.max_iter, s.display, s.snapshot, s.test_iter), (10000, 100, 5000, 100));
     assert_eq!(s.snapshot_prefix, "examples/mnist/lenet");
+    assert_eq!(s.gpu, Some(0), "solver_mode: GPU selects GPU 0 (device_id absent)");
+    let cpu = SolverParam::parse("net: \"n\" base_lr: 0.1 max_iter: 1 solver_mode: CPU device_id: 3", Path::new("s"));
+    assert_eq!(cpu.unwrap().gpu, None);
+    let gpu3 = SolverParam::parse("net: \"n\" base_lr: 0.1 max_iter: 1 solver_mode: GPU device_id: 3", Path::new("s"));
+    assert_eq!(gpu3.unwrap().gpu, Some(3));
+    let bad = SolverParam::parse("net: \"n\" base_lr: 0.1 max_iter: 1 solver_mode: GPU device_id: -1", Path::new("s"));
+    assert!(bad.unwrap_err().to_string().contains("device_id -1"));
     let steps = "net: \"n\" base_lr: 0.1 max_iter: 9 lr_policy: \"multistep\" gamma: 0.1 stepvalue: 3 stepvalue: 6";
     let s = SolverParam::parse(steps, Path::new("s.prototxt")).unwrap();
     assert_eq!(s.lr_policy, LrPolicy::MultiStep { gamma: 0.1, stepvalues: vec![3, 6] });

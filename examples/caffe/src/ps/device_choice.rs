@@ -23,11 +23,12 @@ pub enum DeviceChoice {
 impl DeviceChoice {
     /// Parses Caffe's `--gpu` value: `0`, `0,1,3`.
     pub fn parse_gpus(text: &str) -> Result<DeviceChoice> {
-        let ordinals = text
-            .split(',')
-            .map(|t| t.trim().parse::<usize>())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|_| Error::config(format!("--gpu {text:?}: give GPU ordinals separated by commas, e.g. --gpu 0 or --gpu 0,1")))?;
+        let ordinals =
+            text.split(',').map(|t| t.trim().parse::<usize>()).collect::<Result<Vec<_>, _>>().map_err(|_| {
+                Error::config(format!(
+                    "--gpu {text:?}: give GPU ordinals separated by commas, e.g. --gpu 0 or --gpu 0,1"
+                ))
+            })?;
         if ordinals.is_empty() {
             return Err(Error::config("--gpu needs at least one GPU ordinal"));
         }
