@@ -1,0 +1,51 @@
+//! Events: a record remembers the stream's last enqueued operation at that
+//! moment; the event is complete once that operation has run. An event never
+//! recorded is complete. `cuStreamWaitEvent` captures the event's current
+//! record when it is called, as the driver does (a later re-record does not
+//! change what the stream waits for). Must never block while holding the
+//! event's lock.
+
+use std::sync::{Arc, Mutex};
+
+use crate::handles::{Kind, Registry};
+use crate::stream::Progress;
+
+pub struct Event {
+    pub context: u64,
+    last: Mutex<Option<(Arc<Progress>, u64)>>,
+}
+
+/// Live events behind their handles.
+pub static EVENTS: Registry<Arc<Event>> = Registry::new(Kind::Event);
+
+impl Event {
+    pub fn new(context: u64) -> Event {
+        Event { context, last: Mutex::new(None) }
+    }
+
+    /// Marks the current end of a stream's queue.
+    pub fn record(&self, progress: &Arc<Progress>) {
+        let mark = progress.mark();
+        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some((progress.clone(), mark));
+    }
+
+    /// What a wait on the event must wait for now (None: nothing).
+    pub fn target(&self) -> Option<(Arc<Progress>, u64)> {
+        self.last.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn is_complete(&self) -> bool {
+        self.target().is_none_or(|(p, seq)| p.done(seq))
+    }
+
+    pub fn synchronize(&self) {
+        if let Some((p, seq)) = self.target() {
+            p.wait_for(seq);
+        }
+    }
+}
+
+/// Unregisters every event of the context `handle`.
+pub fn destroy_context_events(handle: u64) {
+    EVENTS.remove_where(|e| e.context == handle);
+}

@@ -1,0 +1,23 @@
+//! The emulator's messages on stderr: refused calls when
+//! `GEEPS_CUDA_EMU_LOG=1`, and, always, faults that become sticky errors
+//! (a failed kernel or copy on a stream surfaces far from its cause). Must
+//! never write anywhere but stderr, nor fail.
+
+use crate::config::config;
+
+/// Whether refused calls are logged.
+pub fn enabled() -> bool {
+    config().log
+}
+
+/// A debug line, printed when logging is on.
+pub fn debug(message: impl FnOnce() -> String) {
+    if enabled() {
+        eprintln!("geeps-cuda-emu: {}", message());
+    }
+}
+
+/// A fault that turns into a sticky error: always printed.
+pub fn fault(message: &str) {
+    eprintln!("geeps-cuda-emu: {message}");
+}

@@ -1,0 +1,98 @@
+//! Helpers of the emulator's tests: opening the primary context through the
+//! exported functions, checking result codes by name, and running a test's
+//! body in a child process (the emulator reads its settings once per
+//! process, and some checks must crash or poison a context).
+
+#![allow(dead_code)]
+
+use std::ffi::c_void;
+use std::process::{Command, Output};
+
+use geeps_cuda_emu as emu;
+use geeps_cuda_emu::result::{label, CUresult, CUDA_SUCCESS};
+
+const CHILD: &str = "GEEPS_CUDA_EMU_TEST_CHILD";
+
+/// Whether this process is the child running `test`.
+pub fn is_child(test: &str) -> bool {
+    std::env::var(CHILD).is_ok_and(|v| v == test)
+}
+
+/// Runs `test` alone in a child of this test binary with `envs` set.
+pub fn run_child(test: &str, envs: &[(&str, &str)]) -> Output {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut cmd = Command::new(exe);
+    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"]).env(CHILD, test);
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("the test binary runs")
+}
+
+/// Runs `test` in a child and requires it to pass.
+pub fn child_passes(test: &str, envs: &[(&str, &str)]) {
+    let out = run_child(test, envs);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "child {test} failed ({}):\n{text}", out.status);
+    assert!(text.contains("1 passed"), "child {test} did not run its body:\n{text}");
+}
+
+/// Asserts `got` is `want`, naming both.
+#[track_caller]
+pub fn code(got: CUresult, want: CUresult) {
+    assert_eq!(got, want, "got {}, want {}", label(got), label(want));
+}
+
+#[track_caller]
+pub fn ok(got: CUresult) {
+    code(got, CUDA_SUCCESS)
+}
+
+/// `cuInit`, the primary context of device 0, made current on this thread.
+pub fn open() -> *mut c_void {
+    ok(emu::cuInit(0));
+    let mut ctx = std::ptr::null_mut();
+    unsafe {
+        ok(emu::cuDevicePrimaryCtxRetain(&mut ctx, 0));
+        ok(emu::cuCtxSetCurrent(ctx));
+    }
+    ctx
+}
+
+pub fn alloc(bytes: usize) -> u64 {
+    let mut p = 0u64;
+    unsafe { ok(emu::cuMemAlloc_v2(&mut p, bytes)) };
+    p
+}
+
+/// Page-locked host memory for `n` u32.
+pub fn pinned_u32(n: usize) -> &'static mut [u32] {
+    let mut p = std::ptr::null_mut();
+    unsafe {
+        ok(emu::cuMemAllocHost_v2(&mut p, n * 4));
+        std::slice::from_raw_parts_mut(p as *mut u32, n)
+    }
+}
+
+pub fn stream(flags: u32) -> *mut c_void {
+    let mut s = std::ptr::null_mut();
+    unsafe { ok(emu::cuStreamCreate(&mut s, flags)) };
+    s
+}
+
+pub fn event() -> *mut c_void {
+    let mut e = std::ptr::null_mut();
+    unsafe { ok(emu::cuEventCreate(&mut e, 2)) };
+    e
+}
+
+/// `n` u32 read from the device, synchronously.
+pub fn read_u32(ptr: u64, n: usize) -> Vec<u32> {
+    let mut out = vec![0u32; n];
+    unsafe { ok(emu::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), ptr, n * 4)) };
+    out
+}
+
+pub fn write_u32(ptr: u64, data: &[u32]) {
+    unsafe { ok(emu::cuMemcpyHtoD_v2(ptr, data.as_ptr().cast(), data.len() * 4)) };
+}
