@@ -1,0 +1,169 @@
+//! The native row kernels (`GEEPS_CUDA_EMU_KERNELS=native`) and the PTX
+//! interpreter give the same bits for every kernel of geeps-cuda's
+//! `kernels/rows.ptx`, on random rows and indexes with ragged widths and
+//! partial last blocks, and both equal a plain reference (so the comparison
+//! is not between two identical mistakes). Each engine runs in its own
+//! child process, launching through `cuLaunchKernel` with geeps' geometry.
+
+mod common;
+
+use std::ffi::c_void;
+use std::ptr::null_mut;
+
+use common::*;
+use geeps_cuda_emu as emu;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+
+const ROWS_PTX: &str = include_str!("../../../geeps-cuda/kernels/rows.ptx");
+const KERNELS: [&str; 3] = ["geeps_gather", "geeps_scatter_assign", "geeps_scatter_add"];
+const WIDTHS: [usize; 9] = [1, 3, 31, 32, 33, 128, 255, 257, 300];
+
+/// One launch: source rows, pairs, destination rows, width.
+struct Case {
+    kernel: usize,
+    width: usize,
+    src: Vec<f32>,
+    pairs: Vec<(u32, u32)>,
+    dst: Vec<f32>,
+}
+
+fn finite(rng: &mut StdRng) -> f32 {
+    loop {
+        let f = f32::from_bits(rng.gen());
+        if f.is_finite() {
+            return f;
+        }
+    }
+}
+
+fn floats(rng: &mut StdRng, n: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| match i % 5 {
+            0..=2 => rng.gen_range(-1.0e3f32..1.0e3),
+            3 => f32::from_bits(rng.gen_range(0..0x0080_0000) | (rng.gen::<u32>() & 0x8000_0000)),
+            _ => finite(rng),
+        })
+        .collect()
+}
+
+fn cases() -> Vec<Case> {
+    let mut rng = StdRng::seed_from_u64(0x6b65_726e);
+    let mut out = Vec::new();
+    for kernel in 0..3 {
+        for width in WIDTHS {
+            let block_y = 256 / width.next_power_of_two().min(256);
+            let n = 2 * block_y + 1;
+            let (buffer_rows, store_rows) = (n + rng.gen_range(0..4), n + rng.gen_range(1..20));
+            let mut b: Vec<u32> = (0..buffer_rows as u32).collect();
+            let mut s: Vec<u32> = (0..store_rows as u32).collect();
+            b.shuffle(&mut rng);
+            s.shuffle(&mut rng);
+            let pairs: Vec<(u32, u32)> = b.into_iter().zip(s).take(n).collect();
+            let (src_rows, dst_rows) = if kernel == 0 { (store_rows, buffer_rows) } else { (buffer_rows, store_rows) };
+            let src = floats(&mut rng, src_rows * width);
+            let dst = floats(&mut rng, dst_rows * width);
+            out.push(Case { kernel, width, src, pairs, dst });
+        }
+    }
+    out
+}
+
+/// What the host device computes.
+fn reference(c: &Case) -> Vec<f32> {
+    let mut dst = c.dst.clone();
+    let w = c.width;
+    for &(b, s) in &c.pairs {
+        let (from, to) = if c.kernel == 0 { (s as usize, b as usize) } else { (b as usize, s as usize) };
+        for i in 0..w {
+            let v = c.src[from * w + i];
+            dst[to * w + i] = if c.kernel == 2 { dst[to * w + i] + v } else { v };
+        }
+    }
+    dst
+}
+
+fn upload(data: &[f32]) -> u64 {
+    let p = alloc(data.len() * 4);
+    unsafe { ok(emu::cuMemcpyHtoD_v2(p, data.as_ptr().cast(), data.len() * 4)) };
+    p
+}
+
+/// Runs every case through `cuLaunchKernel`; the destinations, concatenated.
+fn run_all() -> Vec<f32> {
+    open();
+    let mut module = null_mut();
+    let image = std::ffi::CString::new(ROWS_PTX).unwrap();
+    unsafe { ok(emu::cuModuleLoadData(&mut module, image.as_ptr().cast())) };
+    let s = stream(1);
+    let mut out = Vec::new();
+    for c in cases() {
+        let mut f = null_mut();
+        let name = std::ffi::CString::new(KERNELS[c.kernel]).unwrap();
+        unsafe { ok(emu::cuModuleGetFunction(&mut f, module, name.as_ptr())) };
+        let index: Vec<f32> = c.pairs.iter().flat_map(|&(b, s)| [f32::from_bits(b), f32::from_bits(s)]).collect();
+        let (mut src, mut idx, mut dst) = (upload(&c.src), upload(&index), upload(&c.dst));
+        let (mut pairs, mut width) = (c.pairs.len() as u32, c.width as u32);
+        let block_x = (c.width.next_power_of_two().min(256)) as u32;
+        let block_y = 256 / block_x;
+        let grid = (c.pairs.len() as u32).div_ceil(block_y);
+        let mut args = [
+            &mut src as *mut u64 as *mut c_void,
+            &mut idx as *mut u64 as *mut c_void,
+            &mut pairs as *mut u32 as *mut c_void,
+            &mut dst as *mut u64 as *mut c_void,
+            &mut width as *mut u32 as *mut c_void,
+        ];
+        unsafe {
+            ok(emu::cuLaunchKernel(f, grid, 1, 1, block_x, block_y, 1, 0, s, args.as_mut_ptr(), null_mut()));
+            ok(emu::cuStreamSynchronize(s));
+        }
+        let mut got = vec![0f32; c.dst.len()];
+        unsafe { ok(emu::cuMemcpyDtoH_v2(got.as_mut_ptr().cast(), dst, got.len() * 4)) };
+        out.extend(got);
+        for p in [src, idx, dst] {
+            ok(emu::cuMemFree_v2(p));
+        }
+    }
+    out
+}
+
+/// Child: writes the results of its engine to `GEEPS_CUDA_EMU_TEST_OUT`.
+#[test]
+fn engine_results() {
+    if !is_child("engine_results") {
+        return;
+    }
+    let out = run_all();
+    let bytes: Vec<u8> = out.iter().flat_map(|f| f.to_bits().to_le_bytes()).collect();
+    std::fs::write(std::env::var("GEEPS_CUDA_EMU_TEST_OUT").unwrap(), bytes).unwrap();
+}
+
+fn engine(mode: &str) -> Vec<u32> {
+    let path = std::env::temp_dir().join(format!("geeps-cuda-emu-kernels-{mode}-{}", std::process::id()));
+    let path_text = path.to_string_lossy().into_owned();
+    let out = run_child("engine_results", &[("GEEPS_CUDA_EMU_KERNELS", mode), ("GEEPS_CUDA_EMU_TEST_OUT", &path_text)]);
+    assert!(out.status.success(), "{mode} engine failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let bytes = std::fs::read(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    bytes.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().unwrap())).collect()
+}
+
+#[test]
+fn native_kernels_match_the_interpreter_bit_for_bit() {
+    if is_child("engine_results") {
+        return;
+    }
+    let interpreted = engine("interpret");
+    let native = engine("native");
+    let want: Vec<u32> = cases().iter().flat_map(reference).map(f32::to_bits).collect();
+    assert_eq!(interpreted.len(), want.len());
+    assert_eq!(native.len(), want.len());
+    if let Some(i) = native.iter().zip(&interpreted).position(|(a, b)| a != b) {
+        panic!("float {i}: native {:#010x}, interpreter {:#010x}", native[i], interpreted[i]);
+    }
+    if let Some(i) = native.iter().zip(&want).position(|(a, b)| a != b) {
+        panic!("float {i}: both engines {:#010x}, reference {:#010x}", native[i], want[i]);
+    }
+}
