@@ -99,6 +99,9 @@ pub(crate) struct Shared {
     pub(crate) control_cond: Condvar,
     failure: Mutex<Option<Error>>,
     failed: AtomicBool,
+    /// Set by `Geeps::shutdown`: the application's blocked calls return
+    /// `Error::ShutDown` (the background threads drain on their own terms).
+    stopped: AtomicBool,
     pub(crate) stats: StatsCollector,
     pub(crate) alloc_stream: StreamId,
     pub(crate) reclaim_stream: StreamId,
@@ -175,6 +178,7 @@ impl Shared {
             control_cond: Condvar::new(),
             failure: Mutex::new(None),
             failed: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
             stats: StatsCollector::new(),
         })
     }
@@ -190,6 +194,26 @@ impl Shared {
         } else {
             None
         }
+    }
+
+    /// What ends a wait of the application's: the instance's failure, or
+    /// its shutdown (from any thread) while the call waited.
+    pub(crate) fn app_abort(&self) -> Option<Error> {
+        if let Some(e) = self.failure() {
+            return Some(e);
+        }
+        if self.stopped.load(Ordering::Acquire) {
+            return Some(Error::ShutDown("the instance was shut down while this call waited".into()));
+        }
+        None
+    }
+
+    /// Marks the instance shut down and wakes every waiter: the
+    /// application's blocked calls return `Error::ShutDown` at once.
+    pub(crate) fn stop(&self) {
+        self.control.lock().shutdown = true;
+        self.stopped.store(true, Ordering::Release);
+        self.wake_all();
     }
 
     /// Fails the instance: every waiter wakes and returns `error`.

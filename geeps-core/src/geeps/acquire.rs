@@ -117,7 +117,7 @@ impl Geeps {
                 &|t| clocks[t],
                 &writes,
                 policy,
-                &|| sh.failure(),
+                &|| sh.app_abort(),
                 &mut Staging::default(),
             )?;
             sh.stats.prefetch_hits.fetch_add(1, Ordering::Relaxed);
@@ -154,7 +154,7 @@ impl Geeps {
     pub(super) fn take_prefetched(&self, sh: &Shared, pos: usize, clocks: &[u64]) -> Result<Option<(Acquired, bool)>> {
         let mut c = sh.control.lock();
         let policy = WaitPolicy { deadline: self.deadline(), log: true };
-        let abort = || sh.failure();
+        let abort = || sh.app_abort();
         let describe = |_: &crate::engine::Control| self.diagnose(sh, pos, clocks);
         sh.wait(&mut c, &sh.control_cond, policy, |c| !c.ready.is_empty(), &abort, &describe)?;
         let Some(p) = c.ready.pop_front() else { return Ok(None) };
@@ -210,7 +210,7 @@ impl Geeps {
     pub(super) fn acquire_now(&self, sh: &Shared, fill: Fill, plan: &AccessPlan, clocks: &[u64]) -> Result<Acquired> {
         sh.stats.slow_path.fetch_add(1, Ordering::Relaxed);
         let policy = WaitPolicy { deadline: self.deadline(), log: true };
-        let abort = || sh.failure();
+        let abort = || sh.app_abort();
         // Pausing saves carried hand-overs, which the access must see.
         let writes = {
             let mut app = self.app.lock();

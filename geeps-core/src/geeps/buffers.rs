@@ -117,7 +117,7 @@ impl ReadBuffer<'_> {
 impl Drop for ReadBuffer<'_> {
     fn drop(&mut self) {
         if let Err(e) = self.ps.release_raw(self.raw.ticket, ReleaseAs::PostRead) {
-            tracing::warn!(error = %e, "post_read on drop failed");
+            self.ps.drop_failed("post_read", e);
         }
     }
 }
@@ -153,7 +153,7 @@ impl UpdateBuffer<'_> {
 impl Drop for UpdateBuffer<'_> {
     fn drop(&mut self) {
         if let Err(e) = self.ps.release_raw(self.raw.ticket, ReleaseAs::Discard) {
-            tracing::warn!(error = %e, "discarding an update buffer on drop failed");
+            self.ps.drop_failed("discarding an update buffer", e);
         }
     }
 }
@@ -200,7 +200,7 @@ impl LocalBuffer<'_> {
 impl Drop for LocalBuffer<'_> {
     fn drop(&mut self) {
         if let Err(e) = self.ps.release_raw(self.raw.ticket, ReleaseAs::PostLocal { save: None }) {
-            tracing::warn!(error = %e, "post_local_access on drop failed");
+            self.ps.drop_failed("post_local_access", e);
         }
     }
 }

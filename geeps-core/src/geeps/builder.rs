@@ -20,7 +20,7 @@ use crate::table::{TableId, TableKind, TableSpec};
 use crate::transport::InProcessCluster;
 use crate::transport::{Inbound, Inbox, Transport};
 
-use super::{AppState, Geeps, Phase};
+use super::{AppState, DropLog, Geeps, Phase};
 
 static NEXT_INSTANCE: AtomicU32 = AtomicU32::new(1);
 
@@ -153,6 +153,7 @@ impl GeepsBuilder {
             reclaim_tx: Mutex::new(None),
             threads: Mutex::new(Vec::new()),
             wait_deadline_ns: AtomicU64::new(wait_deadline_ns),
+            drop_log: Mutex::new(DropLog::default()),
         })
     }
 }

@@ -32,6 +32,8 @@ use crate::transport::Transport;
 mod acquire;
 mod buffers;
 mod builder;
+#[cfg(test)]
+mod failure_tests;
 mod release;
 mod virtual_iteration;
 
@@ -110,6 +112,21 @@ pub struct Geeps {
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// The deadline of blocking waits, in nanoseconds (see `set_wait_deadline`).
     wait_deadline_ns: AtomicU64,
+    /// Releases on drop that failed: logged once per cause, then counted.
+    drop_log: Mutex<DropLog>,
+}
+
+/// Failed releases of dropped buffers. A failure or a shutdown makes every
+/// buffer dropped afterwards fail the same way: the cause is logged once
+/// (or not at all when it is the instance's failure, which `Shared::fail`
+/// logged already), the rest are counted and summed up in one line.
+#[derive(Default)]
+struct DropLog {
+    /// The kind of the last cause logged (the same failure or shutdown
+    /// reads differently only in the call it names).
+    cause: Option<std::mem::Discriminant<Error>>,
+    /// Failed releases not logged on their own.
+    unlogged: u64,
 }
 
 impl Geeps {
@@ -272,8 +289,9 @@ impl Geeps {
         }
         if let Some(run) = self.running.get() {
             tracing::info!(rank = self.rank(), "geeps stats: {}", run.shared.stats.snapshot());
-            run.shared.control.lock().shutdown = true;
-            run.shared.wake_all();
+            // Every call blocked in the engine (from any thread) wakes and
+            // returns `Error::ShutDown`.
+            run.shared.stop();
         }
         // Closing the reclaimer's queue lets it drain, then closes the pushers'.
         self.reclaim_tx.lock().take();
@@ -298,10 +316,47 @@ impl Geeps {
     }
 }
 
+impl Geeps {
+    /// Notes that releasing a buffer on drop (`what`) failed with `error`:
+    /// logged the first time for a cause, counted afterwards.
+    pub(crate) fn drop_failed(&self, what: &'static str, error: Error) {
+        let mut log = self.drop_log.lock();
+        let kind = std::mem::discriminant(&error);
+        let already_logged =
+            log.cause == Some(kind) || self.running.get().and_then(|r| r.shared.failure()).as_ref() == Some(&error);
+        if already_logged {
+            log.unlogged += 1;
+            tracing::debug!(rank = self.rank(), %error, "{what} on drop failed");
+        } else {
+            tracing::warn!(
+                rank = self.rank(),
+                %error,
+                "{what} on drop failed; other buffers dropped for the same cause are counted, not logged"
+            );
+            log.cause = Some(kind);
+        }
+    }
+
+    /// How many failed releases on drop were counted without a log line of
+    /// their own.
+    #[cfg(test)]
+    pub(crate) fn unlogged_drop_failures(&self) -> u64 {
+        self.drop_log.lock().unlogged
+    }
+}
+
 impl Drop for Geeps {
     fn drop(&mut self) {
         if let Err(e) = self.shutdown() {
             tracing::error!(error = %e, "geeps shutdown");
+        }
+        let log = self.drop_log.get_mut();
+        if log.unlogged > 0 {
+            tracing::info!(
+                rank = self.transport.rank(),
+                buffers = log.unlogged,
+                "buffers dropped after the instance failed or shut down were not released (cause logged above)"
+            );
         }
         if let Some(run) = self.running.get() {
             for (_, live) in self.app.get_mut().live.drain() {

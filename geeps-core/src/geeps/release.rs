@@ -146,7 +146,7 @@ impl Geeps {
             let mut applied = sh.writes.lock();
             for &t in &plan.tables {
                 access::wait_for_writes(sh, &mut applied, t, app.writes.relevant(t, false), false, policy, &|| {
-                    sh.failure()
+                    sh.app_abort()
                 })?;
             }
         }
