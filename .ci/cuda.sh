@@ -47,4 +47,50 @@ step "PTX executed on the CPU, compared with the host device"
 # --workspace: the same feature set as .ci/run's test build, so nothing recompiles.
 cargo test --release --workspace --test ptx_interpreter
 
+# The whole CUDA path, run here on the emulated driver (tools/cuda-emu): a
+# separate device address space, a capacity, streams that really race,
+# page-locked copies that read their source when they run. Every device
+# suite runs on CudaDevice and may not skip it (GEEPS_REQUIRE_CUDA=1).
+# Native row kernels for speed, and one pass with the PTX interpreted.
+export GEEPS_REQUIRE_CUDA=1
+emu=scripts/with-cuda-emu
+
+step "device suites on CudaDevice under the emulated driver (native row kernels)"
+GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace \
+  --test device_contract --test semantics --test basics --test placement --test consistency \
+  --test handover --test release_lanes --test mlr --test errors --test network
+
+step "the engine's semantics on CudaDevice with the PTX interpreted (ptoxide)"
+GEEPS_CUDA_EMU_KERNELS=interpret $emu cargo test --release --workspace --test semantics
+
+step "caffe-geeps on the CUDA device: --gpu 0 trains bit for bit as the host device"
+GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace --test training gpu_device
+caffe="${CARGO_TARGET_DIR:-target}/release/caffe-geeps"
+work="$(mktemp -d)"
+trap 'rm -rf "$cubins" "$work"' EXIT
+for device in host gpu; do
+  flags=()
+  [ "$device" = gpu ] && flags=(--gpu 0)
+  GEEPS_CUDA_EMU_KERNELS=native $emu "$caffe" train --solver examples/caffe/models/lenet_solver.prototxt \
+    --workers 1 --max-iter 200 --no-progress --curve "$work/$device" "${flags[@]}" | tee "$work/$device.log"
+  cp results/caffe/lenet_iter_200.caffemodel "$work/$device.caffemodel"
+  # The curve without its wall-clock column: iteration, lr, loss, test figures.
+  cut -d, -f1,3- "$work/${device}_curve.csv" > "$work/$device.curve"
+done
+cmp "$work/host.caffemodel" "$work/gpu.caffemodel"
+diff "$work/host.curve" "$work/gpu.curve"
+echo "200 iterations: the same losses and the same weights, bit for bit, on the host and the CUDA device"
+if env -u LD_LIBRARY_PATH "$caffe" train --solver examples/caffe/models/lenet_solver.prototxt --workers 1 \
+  --max-iter 1 --gpu 0 --no-progress 2> "$work/nodriver.log"; then
+  echo "--gpu 0 without a driver trained anyway"; exit 1
+fi
+grep -q "no usable CUDA device" "$work/nodriver.log"
+echo "without a driver: $(cat "$work/nodriver.log")"
+
+step "geeps-bench quick mode on the CUDA device (functional; timings under the emulator mean nothing)"
+GEEPS_CUDA_EMU_KERNELS=native $emu "${CARGO_TARGET_DIR:-target}/release/geeps-bench" all --quick --device cuda \
+  --out "$work/bench-cuda" | tee "$work/bench.log"
+grep -q "timings are NOT meaningful" "$work/bench.log"
+"${CARGO_TARGET_DIR:-target}/release/geeps-bench" check --out "$work/bench-cuda"
+
 step "done in $((SECONDS - start)) s"

@@ -116,18 +116,15 @@ impl Layer for Conv {
             Some(d) if !d.is_empty() => d[..self.num * image].chunks_mut(group * image).map(Some).collect(),
             _ => (0..groups).map(|_| None).collect(),
         };
-        let grad = dx
+        // Each group's weight gradient on its own, summed in group order
+        // afterwards: the same bits in every run, whatever thread ran what.
+        let partials: Vec<Vec<f32>> = dx
             .into_par_iter()
             .enumerate()
-            .fold(
-                || {
-                    (
-                        vec![0.0f32; wl + if bias { o } else { 0 }],
-                        vec![0.0f32; k * group * p],
-                        vec![0.0f32; o * group * p],
-                    )
-                },
-                |(mut acc, mut col, mut dyg), (gi, dxg)| {
+            .map_init(
+                || (vec![0.0f32; k * group * p], vec![0.0f32; o * group * p]),
+                |(col, dyg), (gi, dxg)| {
+                    let mut acc = vec![0.0f32; wl + if bias { o } else { 0 }];
                     let n = (self.num - gi * group).min(group);
                     let ld = n * p;
                     for j in 0..n {
@@ -138,11 +135,11 @@ impl Layer for Conv {
                             dyg[c * ld + j * p..c * ld + (j + 1) * p].copy_from_slice(src);
                         }
                     }
-                    // dW += dY · colᵀ over the whole group.
-                    gemm(false, true, o, k, ld, 1.0, &dyg[..o * ld], &col[..k * ld], 1.0, &mut acc[..wl]);
+                    // dW = dY · colᵀ over the whole group.
+                    gemm(false, true, o, k, ld, 1.0, &dyg[..o * ld], &col[..k * ld], 0.0, &mut acc[..wl]);
                     if bias {
                         for (db, row) in acc[wl..].iter_mut().zip(dyg[..o * ld].chunks_exact(ld)) {
-                            *db += row.iter().sum::<f32>();
+                            *db = row.iter().sum::<f32>();
                         }
                     }
                     if let Some(dxg) = dxg {
@@ -153,14 +150,14 @@ impl Layer for Conv {
                             col2im(&g, &col[j * p..], ld, dxi);
                         }
                     }
-                    (acc, col, dyg)
+                    acc
                 },
             )
-            .map(|(acc, _, _)| acc)
-            .reduce_with(|mut a, b| {
-                a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
-                a
-            });
+            .collect();
+        let grad = partials.into_iter().reduce(|mut a, b| {
+            a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
+            a
+        });
         match grad {
             Some(gr) => b.param_grad[..gr.len()].copy_from_slice(&gr),
             None => b.param_grad.fill(0.0),
