@@ -188,8 +188,13 @@ typedef struct geeps_buffer {
    */
   uint64_t id;
   /**
-   * `floats` floats in device memory (host memory on the host device):
-   * `rows` rows of the row width, in the order of the access's rows.
+   * `floats` floats in the instance's device memory: `rows` rows of the
+   * row width, in the order of the access's rows. On the host device (the
+   * default) a host pointer. On a CUDA device
+   * (`geeps_config_set_cuda_device`) a CUDA device pointer: never
+   * dereference it on the host; pass it to your kernels or `cudaMemcpy`,
+   * or copy with `geeps_buffer_copy_to_host` /
+   * `geeps_buffer_copy_from_host`.
    */
   float *data;
   /**
@@ -371,6 +376,29 @@ enum geeps_status geeps_config_set_slow_wait_log_ms(struct geeps_config *config,
 enum geeps_status geeps_config_set_wait_deadline_ms(struct geeps_config *config, uint64_t ms);
 
 /**
+ * Puts instances created from this config on CUDA GPU `ordinal` (after
+ * `CUDA_VISIBLE_DEVICES` remapping): parameter cache, local data and the
+ * access buffer pool live in its memory, within the device memory budget
+ * (`geeps_config_set_device_memory`) and the GPU's free memory less a
+ * reserve for the application. `geeps_new` opens the GPU and fails with
+ * `GEEPS_STATUS_DEVICE`, saying what is missing, when there is no usable
+ * driver or no such GPU; it never falls back to the host.
+ *
+ * The `data` of every buffer of such an instance is then a CUDA device
+ * pointer (a `CUdeviceptr` as `float *`), not host memory: never
+ * dereference it on the host. Pass it to your kernels or `cudaMemcpy`, or
+ * copy with `geeps_buffer_copy_to_host` / `geeps_buffer_copy_from_host`.
+ * `geeps_host_addressable` tells which kind an instance hands out.
+ */
+enum geeps_status geeps_config_set_cuda_device(struct geeps_config *config, size_t ordinal);
+
+/**
+ * Puts instances created from this config on the host device (the
+ * default): buffers are host memory. Undoes `geeps_config_set_cuda_device`.
+ */
+enum geeps_status geeps_config_set_host_device(struct geeps_config *config);
+
+/**
  * Makes instances created from this config worker `rank` of `cluster`.
  * In-process: `0 <= rank < workers`. Network: `rank` must be this
  * process's own rank, the value of `geeps_cluster_rank` (else
@@ -380,6 +408,17 @@ enum geeps_status geeps_config_set_wait_deadline_ms(struct geeps_config *config,
 enum geeps_status geeps_config_set_cluster(struct geeps_config *config,
                                            const struct geeps_cluster *cluster,
                                            size_t rank);
+
+/**
+ * Whether CUDA GPU `ordinal` is usable by geeps, without opening it: the
+ * driver library loads and is recent enough, and the GPU exists and is
+ * recent enough. On success it writes a description ("CUDA device 0 of 1:
+ * NAME (compute capability 8.0, 81050 MiB), driver CUDA 12.4") like
+ * `snprintf` (`buf` may be NULL when `cap` is 0; `*len` gets the full
+ * length). Otherwise `GEEPS_STATUS_DEVICE`, and the message says what is
+ * missing; nothing is written to `buf`.
+ */
+enum geeps_status geeps_cuda_probe(size_t ordinal, char *buf, size_t cap, size_t *len);
 
 /**
  * Creates an in-process cluster of `workers` workers, with one keeper shard
@@ -511,7 +550,10 @@ enum geeps_status geeps_cluster_connect_with(size_t rank,
  * Creates an instance (one worker) from `config`, which is copied. Declare
  * its tables next; it joins its cluster at its first virtual call (or at
  * `geeps_finish_virtual_iteration`), and that call reports a mismatch with
- * the other workers.
+ * the other workers. A config on a CUDA device
+ * (`geeps_config_set_cuda_device`) opens the GPU here: without a usable
+ * driver or GPU this fails with `GEEPS_STATUS_DEVICE` and the message says
+ * what is missing.
  */
 enum geeps_status geeps_new(const struct geeps_config *config, struct geeps_instance **out);
 
@@ -574,6 +616,33 @@ enum geeps_status geeps_num_workers(const struct geeps_instance *ps, size_t *out
  * row in the order of the access's rows.
  */
 enum geeps_status geeps_row_width(const struct geeps_instance *ps, size_t *out);
+
+/**
+ * Changes this instance's wait deadline: a blocking call (an acquisition
+ * waiting for fresh rows or pool space) that starts from now on fails with
+ * `GEEPS_STATUS_TIMEOUT` after `ms` milliseconds. Calls already waiting
+ * keep theirs. Use it for a long first iteration and a shorter steady
+ * state; the initial value is the config's
+ * (`geeps_config_set_wait_deadline_ms`, 120000 by default). 0 is
+ * `GEEPS_STATUS_INVALID_CONFIG` and changes nothing; after
+ * `geeps_shutdown`, `GEEPS_STATUS_SHUT_DOWN`.
+ */
+enum geeps_status geeps_set_wait_deadline_ms(struct geeps_instance *ps, uint64_t ms);
+
+/**
+ * This instance's wait deadline in milliseconds (see
+ * `geeps_set_wait_deadline_ms`); also after `geeps_shutdown`.
+ */
+enum geeps_status geeps_wait_deadline_ms(const struct geeps_instance *ps, uint64_t *out);
+
+/**
+ * Whether the `data` of this instance's buffers is host memory: true on
+ * the host device (the default), false on a CUDA device, where it is a
+ * device pointer to pass to kernels, `cudaMemcpy` or
+ * `geeps_buffer_copy_to_host` / `geeps_buffer_copy_from_host`, and never
+ * to dereference on the host.
+ */
+enum geeps_status geeps_host_addressable(const struct geeps_instance *ps, bool *out);
 
 /**
  * Records a `read` of `rows[0..n]` of parameter table `table`, at most
@@ -659,6 +728,35 @@ enum geeps_status geeps_virtual_clock(struct geeps_instance *ps);
 enum geeps_status geeps_buffer_data_age(const struct geeps_instance *ps,
                                         uint64_t id,
                                         uint64_t *out);
+
+/**
+ * Copies the first `floats` floats of a held buffer to host memory at
+ * `dst` (`floats` writable floats), through the instance's device, and
+ * returns once they are there: `cudaMemcpy` for programs that do not link
+ * the CUDA runtime, and a plain copy on the host device. `buffer` is the
+ * `geeps_buffer` an acquisition filled, still held. `floats` above
+ * `buffer->floats`, or a `buffer->data` that is not the buffer's:
+ * `GEEPS_STATUS_INVALID_ARGUMENT`; a buffer not held:
+ * `GEEPS_STATUS_INVALID_HANDLE`. Works after `geeps_shutdown` for buffers
+ * still held.
+ */
+enum geeps_status geeps_buffer_copy_to_host(const struct geeps_instance *ps,
+                                            const struct geeps_buffer *buffer,
+                                            float *dst,
+                                            size_t floats);
+
+/**
+ * Copies `floats` floats from host memory at `src` into the start of a
+ * held pre-update or local buffer, through the instance's device, and
+ * returns once the copy is done (so `src` may be reused at once, and a
+ * following `geeps_update` or post sees the values). Read buffers are
+ * read-only (`GEEPS_STATUS_INVALID_ARGUMENT`); otherwise as
+ * `geeps_buffer_copy_to_host`.
+ */
+enum geeps_status geeps_buffer_copy_from_host(const struct geeps_instance *ps,
+                                              const struct geeps_buffer *buffer,
+                                              const float *src,
+                                              size_t floats);
 
 /**
  * `read` of the rows recorded by `geeps_virtual_read` as `h`: blocks until

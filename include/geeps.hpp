@@ -44,6 +44,17 @@ inline std::vector<uint32_t> rows(uint32_t first, uint32_t count) {
     return r;
 }
 
+/// What geeps_cuda_probe says of CUDA GPU `ordinal`; throws geeps::Error
+/// (GEEPS_STATUS_DEVICE) with what is missing when it is not usable.
+inline std::string cuda_probe(size_t ordinal) {
+    size_t len = 0;
+    check(geeps_cuda_probe(ordinal, nullptr, 0, &len), "geeps_cuda_probe");
+    std::string s(len + 1, '\0');
+    check(geeps_cuda_probe(ordinal, &s[0], s.size(), &len), "geeps_cuda_probe");
+    s.resize(len);
+    return s;
+}
+
 /// Owns one C object; move-only.
 template <class T, geeps_status (*Free)(T *)>
 class Owned {
@@ -156,6 +167,17 @@ public:
         check(geeps_config_set_wait_deadline_ms(p_, ms), "geeps_config_set_wait_deadline_ms");
         return *this;
     }
+    /// Instances on CUDA GPU `ordinal`: buffers' data() are then device
+    /// pointers (see Instance::host_addressable and the copy helpers).
+    Config &cuda_device(size_t ordinal) {
+        check(geeps_config_set_cuda_device(p_, ordinal), "geeps_config_set_cuda_device");
+        return *this;
+    }
+    /// Instances on the host device (the default).
+    Config &host_device() {
+        check(geeps_config_set_host_device(p_), "geeps_config_set_host_device");
+        return *this;
+    }
     Config &cluster(const Cluster &c, size_t rank) {
         check(geeps_config_set_cluster(p_, c.get(), rank), "geeps_config_set_cluster");
         return *this;
@@ -189,6 +211,19 @@ public:
     const geeps_buffer &c_buffer() const noexcept { return buf_; }
     /// Whether the buffer is still held (not yet posted).
     bool held() const noexcept { return ps_ != nullptr; }
+    /// Copies the first `floats` floats to host memory at `dst`, through
+    /// the instance's device (needed on a CUDA device, where data() is a
+    /// device pointer; a plain copy on the host device).
+    void copy_to_host(float *dst, size_t floats) const {
+        if (ps_ == nullptr) throw std::logic_error("copy_to_host: the buffer was already released");
+        check(geeps_buffer_copy_to_host(ps_, &buf_, dst, floats), "geeps_buffer_copy_to_host");
+    }
+    /// The whole buffer, copied to host memory.
+    std::vector<float> to_host() const {
+        std::vector<float> v(buf_.floats);
+        copy_to_host(v.data(), v.size());
+        return v;
+    }
 
 protected:
     Held(geeps_instance *ps, uint64_t key, bool keyed, const geeps_buffer &buf)
@@ -245,6 +280,13 @@ public:
     }
     float *data() noexcept { return buf_.data; }
     float &operator[](size_t i) noexcept { return buf_.data[i]; }
+    /// Copies `floats` floats from host memory at `src` into the start of
+    /// the buffer, through the instance's device.
+    void copy_from_host(const float *src, size_t floats) {
+        if (ps_ == nullptr) throw std::logic_error("copy_from_host: the buffer was already released");
+        check(geeps_buffer_copy_from_host(ps_, &buf_, src, floats), "geeps_buffer_copy_from_host");
+    }
+    void copy_from_host(const std::vector<float> &src) { copy_from_host(src.data(), src.size()); }
     /// Adds the deltas to the parameters.
     void update() { release(geeps_update, geeps_update_buffer, "update"); }
     /// Gives the buffer back without applying it.
@@ -266,6 +308,13 @@ public:
     }
     float *data() noexcept { return buf_.data; }
     float &operator[](size_t i) noexcept { return buf_.data[i]; }
+    /// Copies `floats` floats from host memory at `src` into the start of
+    /// the buffer, through the instance's device.
+    void copy_from_host(const float *src, size_t floats) {
+        if (ps_ == nullptr) throw std::logic_error("copy_from_host: the buffer was already released");
+        check(geeps_buffer_copy_from_host(ps_, &buf_, src, floats), "geeps_buffer_copy_from_host");
+    }
+    void copy_from_host(const std::vector<float> &src) { copy_from_host(src.data(), src.size()); }
     /// post_local_access now, reporting a failure.
     void post() { release(geeps_post_local_access, save_keyed, "post_local_access"); }
 
@@ -367,6 +416,19 @@ public:
         return c;
     }
     void shutdown() { check(geeps_shutdown(p_), "geeps_shutdown"); }
+    /// The deadline of blocking calls made from now on, in ms.
+    void set_wait_deadline_ms(uint64_t ms) { check(geeps_set_wait_deadline_ms(p_, ms), "geeps_set_wait_deadline_ms"); }
+    uint64_t wait_deadline_ms() const {
+        uint64_t ms = 0;
+        check(geeps_wait_deadline_ms(p_, &ms), "geeps_wait_deadline_ms");
+        return ms;
+    }
+    /// Whether buffers' data() are host memory (false on a CUDA device).
+    bool host_addressable() const {
+        bool on_host = false;
+        check(geeps_host_addressable(p_, &on_host), "geeps_host_addressable");
+        return on_host;
+    }
 
     geeps_stats stats() const {
         geeps_stats s;

@@ -22,9 +22,18 @@
 // after each epoch and prints the epoch's training loss, then evaluates the
 // test set; the process of rank 0 fails if the loss did not go down.
 //
+// With --gpu N every instance keeps its tables and buffers on CUDA GPU N
+// (geeps_config_set_cuda_device). The trainer still computes on the CPU, so
+// it stages each buffer through host memory with geeps_buffer_copy_to_host /
+// geeps_buffer_copy_from_host (see Staged); a program that links the CUDA
+// runtime would pass the buffers' device pointers to its kernels or to
+// cudaMemcpy instead. The arithmetic is the same, so the losses equal those
+// of the host device bit for bit. Without a usable driver it stops with one
+// message, and never falls back to the host.
+//
 //   trainer --data examples/data [--workers 2 | --net] [--epochs 5]
 //           [--batch 100] [--lr 0.1] [--momentum 0.9] [--slack 0]
-//           [--train-images N]
+//           [--train-images N] [--gpu N]
 
 #include <algorithm>
 #include <cerrno>
@@ -71,6 +80,7 @@ struct Options {
     float momentum = 0.9f;
     uint32_t slack = GEEPS_SLACK_BSP;
     size_t train_images = 0;  // 0: all
+    long gpu = -1;            // the CUDA device's ordinal; -1: the host device
 };
 
 struct Dataset {
@@ -148,6 +158,49 @@ float example(const float *w, const float *x, int label, float *grad, bool &corr
     return std::log(sum) - label_logit;
 }
 
+// The CPU's view of the first `floats` floats of a geeps buffer. On the host
+// device that is the buffer itself. On a CUDA device a buffer's `data` is a
+// device pointer the CPU must not dereference: the view is then a host copy,
+// filled by geeps_buffer_copy_to_host and written back by
+// geeps_buffer_copy_from_host (cudaMemcpy in a program with the CUDA runtime).
+class Staged {
+public:
+    Staged(geeps_instance *ps, size_t floats) : ps_(ps), floats_(floats) {
+        GEEPS(geeps_host_addressable(ps, &on_host_));
+        if (!on_host_) host_.resize(floats);
+    }
+    // The buffer's contents, to read (and to change, then store()).
+    float *load(const geeps_buffer &b) {
+        fits(b);
+        if (on_host_) return b.data;
+        GEEPS(geeps_buffer_copy_to_host(ps_, &b, host_.data(), floats_));
+        return host_.data();
+    }
+    // Zeroed memory for the contents of a pre-update buffer (which geeps
+    // hands out zeroed), to fill and then store().
+    float *zeroed(const geeps_buffer &b) {
+        fits(b);
+        if (on_host_) return b.data;
+        std::fill(host_.begin(), host_.end(), 0.0f);
+        return host_.data();
+    }
+    // Puts what load() or zeroed() returned into the buffer.
+    void store(const geeps_buffer &b) {
+        if (!on_host_) GEEPS(geeps_buffer_copy_from_host(ps_, &b, host_.data(), floats_));
+    }
+
+private:
+    void fits(const geeps_buffer &b) const {
+        if (b.floats < floats_)
+            throw std::runtime_error("a buffer of " + std::to_string(b.floats) + " floats, " +
+                                     std::to_string(floats_) + " expected");
+    }
+    geeps_instance *ps_;
+    size_t floats_;
+    bool on_host_ = true;
+    std::vector<float> host_;
+};
+
 struct Shared {
     Options opt;
     Dataset train, test;
@@ -163,8 +216,10 @@ struct Shared {
 void read_progress(geeps_instance *ps, geeps_table progress, uint32_t slack, double out[3]) {
     uint32_t row = 0;
     geeps_buffer b;
+    Staged view(ps, 3);
     GEEPS(geeps_read_keys(ps, progress, &row, 1, slack, &b));
-    for (int i = 0; i < 3; i++) out[i] = b.data[i];
+    const float *p = view.load(b);
+    for (int i = 0; i < 3; i++) out[i] = p[i];
     GEEPS(geeps_post_read_buffer(ps, b.id));
 }
 
@@ -177,6 +232,7 @@ void worker(Shared &s, int rank) {
         GEEPS(geeps_config_set_row_width(cfg, kRowWidth));
         GEEPS(geeps_config_set_device_memory(cfg, 64u << 20));
         GEEPS(geeps_config_set_cluster(cfg, s.cluster, size_t(rank)));
+        if (o.gpu >= 0) GEEPS(geeps_config_set_cuda_device(cfg, size_t(o.gpu)));
         GEEPS(geeps_new(cfg, &ps));
         GEEPS(geeps_config_free(cfg));
         cfg = nullptr;
@@ -213,6 +269,7 @@ void worker(Shared &s, int rank) {
         for (size_t i = size_t(rank); i < s.train.size(); i += size_t(o.workers)) mine.push_back(i);
         std::mt19937 rng(2016u + unsigned(rank));
         std::vector<float> grad(kParams);
+        Staged weights_view(ps, kParams), momentum_view(ps, kParams), delta_view(ps, kParams), progress_view(ps, 3);
         double before[3] = {0, 0, 0};
         const float scale = -o.lr / float(o.workers);
 
@@ -239,8 +296,8 @@ void worker(Shared &s, int rank) {
                                                  std::to_string(clock) + " exceed the slack");
                     }
                 }
-                const float *w = wb.data;
-                float *m = mb.data, *dw = dwb.data, *dp = dpb.data;
+                const float *w = weights_view.load(wb);
+                float *m = momentum_view.load(mb), *dw = delta_view.zeroed(dwb), *dp = progress_view.zeroed(dpb);
                 std::fill(grad.begin(), grad.end(), 0.0f);
                 float loss = 0;
                 int correct = 0;
@@ -257,6 +314,9 @@ void worker(Shared &s, int rank) {
                 dp[0] = loss;
                 dp[1] = float(o.batch);
                 dp[2] = float(correct);
+                momentum_view.store(mb);
+                delta_view.store(dwb);
+                progress_view.store(dpb);
                 GEEPS(geeps_update(ps, upd_w));
                 GEEPS(geeps_update(ps, upd_p));
                 GEEPS(geeps_post_local_access(ps, mom));
@@ -274,7 +334,9 @@ void worker(Shared &s, int rank) {
             if (epoch == 0) s.first_loss = epoch_loss;
             s.last_loss = epoch_loss;
             std::lock_guard<std::mutex> lock(s.print);
-            std::printf("epoch %d  train loss %.4f  train acc %.2f%%  (%.0f examples, %d workers)\n", epoch + 1,
+            // %.9g: every float prints as a different number, so runs can be
+            // compared bit for bit (host device against --gpu).
+            std::printf("epoch %d  train loss %.9g  train acc %.2f%%  (%.0f examples, %d workers)\n", epoch + 1,
                         epoch_loss, epoch_acc * 100.0f, examples, o.workers);
             std::fflush(stdout);
         }
@@ -282,10 +344,11 @@ void worker(Shared &s, int rank) {
         if (rank == 0) {
             geeps_buffer b;
             GEEPS(geeps_read_keys(ps, weights, rows.data(), rows.size(), GEEPS_SLACK_BSP, &b));
+            const float *w = weights_view.load(b);
             size_t right = 0;
             for (size_t i = 0; i < s.test.size(); i++) {
                 bool ok;
-                example(b.data, s.test.image(i), s.test.labels[i], nullptr, ok);
+                example(w, s.test.image(i), s.test.labels[i], nullptr, ok);
                 right += ok;
             }
             GEEPS(geeps_post_read_buffer(ps, b.id));
@@ -330,6 +393,11 @@ bool parse(int argc, char **argv, Options &o) {
         else if (a == "--momentum") o.momentum = std::strtof(v, nullptr);
         else if (a == "--slack") o.slack = uint32_t(std::strtoul(v, nullptr, 10));
         else if (a == "--train-images") o.train_images = std::strtoul(v, nullptr, 10);
+        else if (a == "--gpu") {
+            char *end = nullptr;
+            o.gpu = std::strtol(v, &end, 10);
+            if (end == v || *end != '\0' || o.gpu < 0) return false;
+        }
         else return false;
     }
     return o.workers > 0 && o.epochs > 0 && o.batch > 0 && o.lr > 0;
@@ -359,14 +427,28 @@ int main(int argc, char **argv) {
     if (!parse(argc, argv, s.opt)) {
         std::fprintf(stderr,
                      "usage: %s --data DIR [--workers 2 | --net] [--epochs 5] [--batch 100] [--lr 0.1] "
-                     "[--momentum 0.9] [--slack 0] [--train-images N]\n",
+                     "[--momentum 0.9] [--slack 0] [--train-images N] [--gpu N]\n",
                      argv[0]);
         return 2;
     }
     const Options &o = s.opt;
     std::vector<int> ranks;
+    std::string device = "host device";
     try {
         GEEPS(geeps_log_init(nullptr));
+        if (o.gpu >= 0) {
+            // One clear message when the GPU is not usable, before any worker
+            // starts; geeps_new would refuse it as well (never the host).
+            char what[512];
+            size_t len = 0;
+            geeps_status st = geeps_cuda_probe(size_t(o.gpu), what, sizeof what, &len);
+            if (st != GEEPS_STATUS_OK) {
+                std::fprintf(stderr, "cpp_trainer: --gpu %ld: %s: %s\n", o.gpu, geeps_status_name(st),
+                             geeps_last_error_message());
+                return 1;
+            }
+            device = what;
+        }
         ranks = start_cluster(s);
         s.train = load(o.data, "train", o.train_images);
         s.test = load(o.data, "t10k", 0);
@@ -383,9 +465,9 @@ int main(int argc, char **argv) {
     const bool has_rank0 = ranks.front() == 0;
     if (has_rank0) {
         std::printf("cpp_trainer (libgeeps %s): %zu train / %zu test images, %d workers%s x batch %d, %zu steps per "
-                    "epoch, lr %g, momentum %g, slack %u\n",
+                    "epoch, lr %g, momentum %g, slack %u, on %s\n",
                     geeps_version(), s.train.size(), s.test.size(), o.workers, o.net ? " (processes)" : "", o.batch,
-                    s.steps_per_epoch, o.lr, o.momentum, o.slack);
+                    s.steps_per_epoch, o.lr, o.momentum, o.slack, device.c_str());
         std::fflush(stdout);
     }
 
@@ -412,7 +494,7 @@ int main(int argc, char **argv) {
     }
     for (int rank : ranks) std::printf("%s\n", s.stats[size_t(rank)].c_str());
     if (!has_rank0) return 0;
-    std::printf("final: train loss %.4f (epoch 1: %.4f), test accuracy %.2f%%\n", s.last_loss, s.first_loss,
+    std::printf("final: train loss %.9g (epoch 1: %.9g), test accuracy %.2f%%\n", s.last_loss, s.first_loss,
                 s.test_accuracy * 100.0f);
     if (!(s.last_loss < s.first_loss) || !(s.test_accuracy > 0.5f)) {
         std::fprintf(stderr, "cpp_trainer: the model did not learn\n");

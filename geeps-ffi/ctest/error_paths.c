@@ -2,7 +2,8 @@
  * The error paths of the geeps C API, driven from C: NULL pointers, unknown
  * and foreign handles, double posts, wrong-kind posts, calls out of order,
  * calls after shutdown, freed objects, bad values, cluster mismatches, a
- * timeout, and network clusters (bad addresses, world 0, ranks out of
+ * timeout (after a per-instance deadline change), the wait deadline and
+ * buffer copy helpers, a CUDA device that is not there, and network clusters (bad addresses, world 0, ranks out of
  * range, a broken environment, shutdown order) on loopback. After each
  * failure the instance must still train correctly. Built and run under
  * AddressSanitizer by .ci/ffi.sh; prints "N passed, N failed" and exits
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "geeps.h"
@@ -437,11 +439,124 @@ static void handles_and_posts(void) {
     OK(geeps_config_free(cfg));
 }
 
+static double seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* The per-instance wait deadline, the buffer copy helpers on the host
+ * device (a plain copy), and a CUDA device that cannot be opened. */
+static void deadlines_copies_and_devices(void) {
+    geeps_config *cfg = small_config();
+    worker k = {0};
+    uint64_t ms = 0;
+    declare(&k, cfg);
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_set_wait_deadline_ms(NULL, 10));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_wait_deadline_ms(NULL, &ms));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_wait_deadline_ms(k.ps, NULL));
+    /* Before joining: the config's, and a change applies to the engine. */
+    OK(geeps_wait_deadline_ms(k.ps, &ms));
+    CHECK(ms == 2000);
+    EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_set_wait_deadline_ms(k.ps, 0));
+    MESSAGE_HAS("wait_deadline");
+    OK(geeps_set_wait_deadline_ms(k.ps, 3000));
+    record(&k);
+    OK(geeps_wait_deadline_ms(k.ps, &ms));
+    CHECK(ms == 3000);
+    OK(geeps_finish_virtual_iteration(k.ps));
+    /* After joining: the engine's. */
+    EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_set_wait_deadline_ms(k.ps, 0));
+    OK(geeps_wait_deadline_ms(k.ps, &ms));
+    CHECK(ms == 3000);
+    OK(geeps_set_wait_deadline_ms(k.ps, 2500));
+    OK(geeps_wait_deadline_ms(k.ps, &ms));
+    CHECK(ms == 2500);
+
+    bool on_host = false;
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_host_addressable(k.ps, NULL));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_host_addressable(NULL, &on_host));
+    OK(geeps_host_addressable(k.ps, &on_host));
+    CHECK(on_host);
+
+    iterate(&k, 0.0f);
+    geeps_buffer pb, db, lb;
+    float host[ROWS * WIDTH + 1];
+    OK(geeps_read(k.ps, k.read, &pb));
+    OK(geeps_local_access(k.ps, k.local, &lb));
+    OK(geeps_pre_update(k.ps, k.grad, &db));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_buffer_copy_to_host(NULL, &pb, host, 1));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_buffer_copy_to_host(k.ps, NULL, host, 1));
+    MESSAGE_HAS("`buffer` is NULL");
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_buffer_copy_to_host(k.ps, &pb, NULL, 1));
+    MESSAGE_HAS("`dst` is NULL");
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_buffer_copy_from_host(k.ps, &db, NULL, 1));
+    MESSAGE_HAS("`src` is NULL");
+    OK(geeps_buffer_copy_to_host(k.ps, &pb, NULL, 0));
+    /* More floats than the buffer holds. */
+    EXPECT(GEEPS_STATUS_INVALID_ARGUMENT, geeps_buffer_copy_to_host(k.ps, &pb, host, ROWS * WIDTH + 1));
+    MESSAGE_HAS("holds 32");
+    EXPECT(GEEPS_STATUS_INVALID_ARGUMENT, geeps_buffer_copy_from_host(k.ps, &db, host, ROWS * WIDTH + 1));
+    /* Read buffers are read-only; a changed data pointer is not the buffer. */
+    EXPECT(GEEPS_STATUS_INVALID_ARGUMENT, geeps_buffer_copy_from_host(k.ps, &pb, host, 1));
+    MESSAGE_HAS("read-only");
+    geeps_buffer moved = db;
+    moved.data += 1;
+    EXPECT(GEEPS_STATUS_INVALID_ARGUMENT, geeps_buffer_copy_from_host(k.ps, &moved, host, 1));
+    MESSAGE_HAS("buffer->data");
+    /* The copies: the read buffer's rows, and deltas written through it. */
+    OK(geeps_buffer_copy_to_host(k.ps, &pb, host, ROWS * WIDTH));
+    int same = 1;
+    for (int i = 0; i < ROWS * WIDTH; i++) same &= host[i] == 1.0f && pb.data[i] == 1.0f;
+    CHECK(same);
+    for (int i = 0; i < ROWS * WIDTH; i++) host[i] = 1.0f;
+    OK(geeps_buffer_copy_from_host(k.ps, &db, host, ROWS * WIDTH));
+    CHECK(db.data[0] == 1.0f && db.data[ROWS * WIDTH - 1] == 1.0f);
+    OK(geeps_update(k.ps, k.grad));
+    /* A buffer no longer held. */
+    EXPECT(GEEPS_STATUS_INVALID_HANDLE, geeps_buffer_copy_to_host(k.ps, &db, host, 1));
+    MESSAGE_HAS("not held");
+    OK(geeps_post_local_access(k.ps, k.local));
+    OK(geeps_post_read(k.ps, k.read));
+    OK(geeps_table_clock(k.ps, k.w));
+    iterate(&k, 2.0f);
+
+    /* After shutdown: the deadline is read, not changed; held buffers
+     * still copy. */
+    OK(geeps_read_keys(k.ps, k.w, ALL, 1, GEEPS_SLACK_BSP, &pb));
+    OK(geeps_shutdown(k.ps));
+    EXPECT(GEEPS_STATUS_SHUT_DOWN, geeps_set_wait_deadline_ms(k.ps, 1000));
+    OK(geeps_wait_deadline_ms(k.ps, &ms));
+    CHECK(ms == 2500);
+    OK(geeps_buffer_copy_to_host(k.ps, &pb, host, WIDTH));
+    CHECK(host[0] == 3.0f);
+    OK(geeps_free(k.ps));
+    EXPECT(GEEPS_STATUS_INVALID_ARGUMENT, geeps_wait_deadline_ms(k.ps, &ms));
+
+    /* A CUDA device that is not there: geeps_new fails, never the host. */
+    char text[256];
+    size_t len = 0;
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_config_set_cuda_device(NULL, 0));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_cuda_probe(4096, text, sizeof text, NULL));
+    EXPECT(GEEPS_STATUS_DEVICE, geeps_cuda_probe(4096, text, sizeof text, &len));
+    MESSAGE_HAS("geeps_cuda_probe(4096)");
+    OK(geeps_config_set_cuda_device(cfg, 4096));
+    geeps_instance *gpu = (geeps_instance *)&len;
+    EXPECT(GEEPS_STATUS_DEVICE, geeps_new(cfg, &gpu));
+    MESSAGE_HAS("cannot open CUDA device 4096");
+    CHECK(gpu == NULL);
+    OK(geeps_config_set_host_device(cfg));
+    OK(geeps_new(cfg, &gpu));
+    OK(geeps_free(gpu));
+    OK(geeps_config_free(cfg));
+}
+
 static void clusters(void) {
     geeps_cluster *cluster = NULL;
     OK(geeps_cluster_new(2, &cluster));
     geeps_config *cfg = small_config();
-    OK(geeps_config_set_wait_deadline_ms(cfg, 1000));
+    /* Long for the config; rank 0 shortens its own below. */
+    OK(geeps_config_set_wait_deadline_ms(cfg, 60000));
     EXPECT(GEEPS_STATUS_INVALID_CONFIG, geeps_config_set_cluster(cfg, cluster, 2));
     MESSAGE_HAS("rank 2 requested, but this in-process cluster has 2 workers: ranks 0 and 1");
     EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_config_set_cluster(cfg, NULL, 0));
@@ -479,7 +594,11 @@ static void clusters(void) {
     OK(geeps_finish_virtual_iteration(b.ps));
     iterate(&a, 0.0f);
     geeps_buffer buf = {.id = 1};
+    OK(geeps_set_wait_deadline_ms(a.ps, 300));
+    double start = seconds();
     EXPECT(GEEPS_STATUS_TIMEOUT, geeps_read(a.ps, a.read, &buf));
+    double waited = seconds() - start;
+    CHECK(waited >= 0.25 && waited < 30.0); /* its own deadline, not the config's */
     MESSAGE_HAS("worker 1");
     CHECK(buf.data == NULL && buf.id == 0);
     /* Rank 1 catches up (at clock 0 it sees no one's updates yet); rank 0
@@ -658,6 +777,7 @@ int main(void) {
     null_pointers_and_freed_objects();
     bad_values();
     handles_and_posts();
+    deadlines_copies_and_devices();
     clusters();
     network_clusters();
     printf("%d passed, %d failed\n", passed, failed);

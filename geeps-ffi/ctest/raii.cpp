@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "geeps.hpp"
 
@@ -64,6 +65,12 @@ void single_worker() {
     ps.virtual_clock();
     ps.finish_virtual_iteration();
     CHECK(ps.plan().peak_bytes > 0 && ps.plan_string().rfind("budget", 0) == 0);
+    CHECK(ps.host_addressable());
+    CHECK(ps.wait_deadline_ms() == 120000);
+    ps.set_wait_deadline_ms(30000);
+    CHECK(ps.wait_deadline_ms() == 30000);
+    THROWS(GEEPS_STATUS_INVALID_CONFIG, ps.set_wait_deadline_ms(0));
+    CHECK(ps.wait_deadline_ms() == 30000);
 
     for (int it = 0; it < 3; it++) {
         geeps::ReadBuffer params = ps.read(read);
@@ -118,6 +125,19 @@ void single_worker() {
         u.update();
         auto l = ps.local_access_keys(m, {0});
         CHECK(l[0] == 3.0f);
+    }
+    // The copy helpers, on the host device a plain copy.
+    {
+        auto r = ps.read_keys(w, {1});
+        CHECK(r.to_host() == std::vector<float>(r.data(), r.data() + r.size()));
+        THROWS(GEEPS_STATUS_INVALID_ARGUMENT, r.copy_to_host(nullptr, 0); std::vector<float> big(r.size() + 1);
+               r.copy_to_host(big.data(), big.size()));
+        auto l = ps.local_access_keys(m, {0});
+        std::vector<float> v(l.size(), 7.0f);
+        l.copy_from_host(v);
+        CHECK(l[0] == 7.0f && l.to_host() == v);
+        l.copy_from_host(std::vector<float>{3.0f});  // a prefix
+        CHECK(l[0] == 3.0f && l[1] == 7.0f);
     }
     THROWS(GEEPS_STATUS_UNKNOWN_ROW, ps.read_keys(w, {kRows}));
     THROWS(GEEPS_STATUS_INVALID_STATE, ps.virtual_clock());

@@ -6,7 +6,7 @@ use geeps_core::RawBuffer;
 
 use crate::guard::guard;
 use crate::held::{Key, Kind};
-use crate::instance::{GeepsInstance, INSTANCES};
+use crate::instance::{Direction, GeepsInstance, INSTANCES};
 use crate::marshal::{require, write_out};
 use crate::status::{Failure, FfiResult, GeepsStatus};
 
@@ -21,8 +21,13 @@ pub struct GeepsBuffer {
     /// ...); a buffer acquired by handle is released by its handle. Never
     /// 0, never reused by an instance.
     pub id: u64,
-    /// `floats` floats in device memory (host memory on the host device):
-    /// `rows` rows of the row width, in the order of the access's rows.
+    /// `floats` floats in the instance's device memory: `rows` rows of the
+    /// row width, in the order of the access's rows. On the host device (the
+    /// default) a host pointer. On a CUDA device
+    /// (`geeps_config_set_cuda_device`) a CUDA device pointer: never
+    /// dereference it on the host; pass it to your kernels or `cudaMemcpy`,
+    /// or copy with `geeps_buffer_copy_to_host` /
+    /// `geeps_buffer_copy_from_host`.
     pub data: *mut f32,
     /// Rows × row width.
     pub floats: usize,
@@ -84,4 +89,63 @@ pub extern "C" fn geeps_buffer_data_age(ps: *const GeepsInstance, id: u64, out: 
             None => Err(Failure::invalid(format!("{call}: buffer {id} ({from}) holds no rows"))),
         }
     })
+}
+
+fn copy(
+    ps: *const GeepsInstance,
+    call: &str,
+    buffer: *const GeepsBuffer,
+    host: *mut f32,
+    floats: usize,
+    direction: Direction,
+) -> FfiResult {
+    require(buffer.cast_mut(), "buffer")?;
+    let host_arg = if direction == Direction::ToHost { "dst" } else { "src" };
+    if floats > 0 && host.is_null() {
+        return Err(Failure::null(host_arg));
+    }
+    if floats.checked_mul(std::mem::size_of::<f32>()).is_none_or(|b| b > isize::MAX as usize) {
+        return Err(Failure::invalid(format!("{call}: {floats} floats are more than memory can hold")));
+    }
+    let ps = INSTANCES.get(ps, "ps")?;
+    // SAFETY: non-NULL; the caller promises a readable geeps_buffer.
+    let buffer = unsafe { buffer.read() };
+    // SAFETY: the caller promises `floats` floats at `host`, readable
+    // (from host) or writable (to host), for the duration of the call.
+    unsafe { ps.copy(call, buffer.id, buffer.data, host, floats, direction) }
+}
+
+/// Copies the first `floats` floats of a held buffer to host memory at
+/// `dst` (`floats` writable floats), through the instance's device, and
+/// returns once they are there: `cudaMemcpy` for programs that do not link
+/// the CUDA runtime, and a plain copy on the host device. `buffer` is the
+/// `geeps_buffer` an acquisition filled, still held. `floats` above
+/// `buffer->floats`, or a `buffer->data` that is not the buffer's:
+/// `GEEPS_STATUS_INVALID_ARGUMENT`; a buffer not held:
+/// `GEEPS_STATUS_INVALID_HANDLE`. Works after `geeps_shutdown` for buffers
+/// still held.
+#[no_mangle]
+pub extern "C" fn geeps_buffer_copy_to_host(
+    ps: *const GeepsInstance,
+    buffer: *const GeepsBuffer,
+    dst: *mut f32,
+    floats: usize,
+) -> GeepsStatus {
+    guard(|| copy(ps, "geeps_buffer_copy_to_host", buffer, dst, floats, Direction::ToHost))
+}
+
+/// Copies `floats` floats from host memory at `src` into the start of a
+/// held pre-update or local buffer, through the instance's device, and
+/// returns once the copy is done (so `src` may be reused at once, and a
+/// following `geeps_update` or post sees the values). Read buffers are
+/// read-only (`GEEPS_STATUS_INVALID_ARGUMENT`); otherwise as
+/// `geeps_buffer_copy_to_host`.
+#[no_mangle]
+pub extern "C" fn geeps_buffer_copy_from_host(
+    ps: *const GeepsInstance,
+    buffer: *const GeepsBuffer,
+    src: *const f32,
+    floats: usize,
+) -> GeepsStatus {
+    guard(|| copy(ps, "geeps_buffer_copy_from_host", buffer, src.cast_mut(), floats, Direction::FromHost))
 }

@@ -29,6 +29,8 @@ pub(crate) struct Settings {
     pub(crate) config: Config,
     /// The cluster and this worker's rank; None: a cluster of one.
     pub(crate) cluster: Option<(Arc<GeepsCluster>, usize)>,
+    /// The CUDA device's ordinal; None: the host device.
+    pub(crate) cuda: Option<usize>,
 }
 
 pub(crate) static CONFIGS: Registry<GeepsConfig> = Registry::new("geeps_config");
@@ -62,7 +64,7 @@ pub extern "C" fn geeps_config_new(out: *mut *mut GeepsConfig) -> GeepsStatus {
     guard(|| {
         clear_out(out);
         require(out, "out")?;
-        let settings = Settings { config: Config::default(), cluster: None };
+        let settings = Settings { config: Config::default(), cluster: None, cuda: None };
         write_out(out, "out", CONFIGS.insert(GeepsConfig { settings: Mutex::new(settings) }))
     })
 }
@@ -116,6 +118,37 @@ pub extern "C" fn geeps_config_set_wait_deadline_ms(config: *mut GeepsConfig, ms
     set(config, |c| c.wait_deadline = Duration::from_millis(ms))
 }
 
+/// Puts instances created from this config on CUDA GPU `ordinal` (after
+/// `CUDA_VISIBLE_DEVICES` remapping): parameter cache, local data and the
+/// access buffer pool live in its memory, within the device memory budget
+/// (`geeps_config_set_device_memory`) and the GPU's free memory less a
+/// reserve for the application. `geeps_new` opens the GPU and fails with
+/// `GEEPS_STATUS_DEVICE`, saying what is missing, when there is no usable
+/// driver or no such GPU; it never falls back to the host.
+///
+/// The `data` of every buffer of such an instance is then a CUDA device
+/// pointer (a `CUdeviceptr` as `float *`), not host memory: never
+/// dereference it on the host. Pass it to your kernels or `cudaMemcpy`, or
+/// copy with `geeps_buffer_copy_to_host` / `geeps_buffer_copy_from_host`.
+/// `geeps_host_addressable` tells which kind an instance hands out.
+#[no_mangle]
+pub extern "C" fn geeps_config_set_cuda_device(config: *mut GeepsConfig, ordinal: usize) -> GeepsStatus {
+    guard(|| {
+        CONFIGS.get(config, "config")?.settings.lock().cuda = Some(ordinal);
+        Ok(())
+    })
+}
+
+/// Puts instances created from this config on the host device (the
+/// default): buffers are host memory. Undoes `geeps_config_set_cuda_device`.
+#[no_mangle]
+pub extern "C" fn geeps_config_set_host_device(config: *mut GeepsConfig) -> GeepsStatus {
+    guard(|| {
+        CONFIGS.get(config, "config")?.settings.lock().cuda = None;
+        Ok(())
+    })
+}
+
 /// Makes instances created from this config worker `rank` of `cluster`.
 /// In-process: `0 <= rank < workers`. Network: `rank` must be this
 /// process's own rank, the value of `geeps_cluster_rank` (else
@@ -152,5 +185,17 @@ mod tests {
         assert_eq!(kept.config.wait_deadline, Config::default().wait_deadline);
         assert_eq!(geeps_config_free(cfg), GeepsStatus::Ok);
         assert_eq!(geeps_config_free(cfg), GeepsStatus::InvalidArgument);
+    }
+
+    #[test]
+    fn the_device_is_a_setting_until_an_instance_opens_it() {
+        let mut cfg = std::ptr::null_mut();
+        assert_eq!(geeps_config_new(&mut cfg), GeepsStatus::Ok);
+        assert_eq!(geeps_config_set_cuda_device(cfg, 3), GeepsStatus::Ok);
+        assert_eq!(CONFIGS.get(cfg, "config").unwrap().settings().cuda, Some(3));
+        assert_eq!(geeps_config_set_host_device(cfg), GeepsStatus::Ok);
+        assert_eq!(CONFIGS.get(cfg, "config").unwrap().settings().cuda, None);
+        assert_eq!(geeps_config_set_cuda_device(std::ptr::null_mut(), 0), GeepsStatus::NullPointer);
+        assert_eq!(geeps_config_free(cfg), GeepsStatus::Ok);
     }
 }

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use geeps_core::ReleaseAs;
+use geeps_core::{DevicePtr, ReleaseAs};
 
 use crate::status::{Failure, FfiResult, GeepsStatus};
 use crate::GeepsHandle;
@@ -73,11 +73,14 @@ impl Key {
     }
 }
 
-/// A buffer held by C.
+/// A buffer held by C: its ticket and kind, and where its memory is, so
+/// that the copy helpers never trust the pointer and length C passes back.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Entry {
     pub(crate) ticket: u64,
     pub(crate) kind: Kind,
+    pub(crate) ptr: DevicePtr,
+    pub(crate) floats: usize,
 }
 
 #[derive(Debug, Default)]
@@ -168,8 +171,8 @@ mod tests {
     fn posts_must_match_what_is_held() {
         let mut held = Held::default();
         let key = Key::Handle(7);
-        held.insert(key, Entry { ticket: 1, kind: Kind::Read }).unwrap();
-        let again = held.insert(key, Entry { ticket: 2, kind: Kind::Read }).unwrap_err();
+        held.insert(key, Entry { ticket: 1, kind: Kind::Read, ptr: DevicePtr(0), floats: 0 }).unwrap();
+        let again = held.insert(key, Entry { ticket: 2, kind: Kind::Read, ptr: DevicePtr(0), floats: 0 }).unwrap_err();
         assert!(again.message.contains("already holds a read buffer"), "{}", again.message);
         let wrong = held.take(key, ReleaseAs::Update, "update").unwrap_err();
         assert!(wrong.message.contains("release it with post_read"), "{}", wrong.message);
@@ -177,7 +180,7 @@ mod tests {
         let double = held.take(key, ReleaseAs::PostRead, "post_read").unwrap_err();
         assert_eq!(double.status, GeepsStatus::InvalidHandle);
         assert!(held.take(Key::Buffer(1), ReleaseAs::PostRead, "post_read").is_err(), "ids and handles differ");
-        held.insert(key, Entry { ticket: 3, kind: Kind::Update }).unwrap();
+        held.insert(key, Entry { ticket: 3, kind: Kind::Update, ptr: DevicePtr(0), floats: 0 }).unwrap();
         assert_eq!(held.find(3).map(|(k, _)| k), Some(key));
         let by_id = held.take(Key::Buffer(3), ReleaseAs::Update, "update_buffer").unwrap_err();
         assert!(by_id.message.contains("acquired with handle 0x7"), "{}", by_id.message);

@@ -5,9 +5,13 @@
 //! engine never disagree. It must never serve an access itself.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
-use geeps_core::{Geeps, RawBuffer, ReleaseAs, Result as CoreResult, TableKind};
+use geeps_core::device::StreamId;
+use geeps_core::{Device, Geeps, RawBuffer, ReleaseAs, Result as CoreResult, TableKind};
+use geeps_cuda::{CudaConfig, CudaDevice};
 use parking_lot::Mutex;
 
 use crate::cluster::RankClaim;
@@ -26,6 +30,14 @@ pub struct GeepsInstance {
     geeps: OnceLock<Geeps>,
     /// The rank this instance joined as, until it shuts down.
     claim: Mutex<Option<RankClaim>>,
+    /// The device the engine is built on; None: the engine's default, the
+    /// host device. Kept here for the copy helpers, which go through it.
+    device: Option<Arc<dyn Device>>,
+    /// The stream of the copy helpers on `device`, made at the first copy
+    /// that needs one; its lock orders the copies.
+    copy_stream: Mutex<Option<StreamId>>,
+    /// `geeps_shutdown` was called (before or after joining).
+    stopped: AtomicBool,
     declaring: Mutex<Declaring>,
     held: Mutex<Held>,
     /// The acquisition handles its virtual calls returned, with their kind,
@@ -44,14 +56,162 @@ struct Declaring {
 
 pub(crate) static INSTANCES: Registry<GeepsInstance> = Registry::new("geeps_instance");
 
+/// Which way a copy helper copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Direction {
+    ToHost,
+    FromHost,
+}
+
 impl GeepsInstance {
-    pub(crate) fn new(settings: Settings) -> Self {
-        GeepsInstance {
+    /// An instance of `settings`, on the device they name: a CUDA device is
+    /// opened here, so that `geeps_new` reports a missing driver or GPU (and
+    /// never falls back to the host).
+    pub(crate) fn new(settings: Settings) -> FfiResult<Self> {
+        let device: Option<Arc<dyn Device>> = match settings.cuda {
+            None => None,
+            Some(ordinal) => {
+                let config = CudaConfig::ordinal(ordinal).with_budget(settings.config.device_memory);
+                let gpu = CudaDevice::new(config).map_err(|e| {
+                    let e = match e {
+                        geeps_core::Error::Device(text) => text,
+                        other => other.to_string(),
+                    };
+                    Failure::new(
+                        GeepsStatus::Device,
+                        format!(
+                            "geeps_new: cannot open CUDA device {ordinal} (set by geeps_config_set_cuda_device): {e}"
+                        ),
+                    )
+                })?;
+                Some(Arc::new(gpu))
+            }
+        };
+        Ok(GeepsInstance {
             geeps: OnceLock::new(),
             claim: Mutex::new(None),
+            device,
+            copy_stream: Mutex::new(None),
+            stopped: AtomicBool::new(false),
             declaring: Mutex::new(Declaring { settings, tables: Vec::new(), shut_down: false }),
             held: Mutex::new(Held::default()),
             recorded: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Whether buffers' `data` are host pointers: true on the host device.
+    pub(crate) fn host_addressable(&self) -> bool {
+        self.device.as_ref().is_none_or(|d| d.info().host_addressable)
+    }
+
+    /// The deadline of blocking calls made from now on.
+    pub(crate) fn wait_deadline(&self) -> Duration {
+        match self.geeps.get() {
+            Some(g) => g.wait_deadline(),
+            None => self.declaring.lock().settings.config.wait_deadline,
+        }
+    }
+
+    /// Changes the deadline of blocking calls that start from now on; before
+    /// the instance joins, of the engine it will build.
+    pub(crate) fn set_wait_deadline(&self, deadline: Duration) -> FfiResult {
+        let mut d = self.declaring.lock();
+        if self.stopped.load(Ordering::Acquire) {
+            return Err(Failure::new(GeepsStatus::ShutDown, "geeps_set_wait_deadline_ms: the instance is shut down"));
+        }
+        match self.geeps.get() {
+            Some(g) => Ok(g.set_wait_deadline(deadline)?),
+            None => {
+                let mut config = d.settings.config.clone();
+                config.wait_deadline = deadline;
+                config.validate()?;
+                d.settings.config = config;
+                Ok(())
+            }
+        }
+    }
+
+    /// Copies the first `floats` floats of the held buffer `id` to or from
+    /// host memory at `host`, through the instance's device, and waits for
+    /// the copy. Holds the table of held buffers meanwhile, so that the
+    /// buffer cannot be released under the copy.
+    ///
+    /// # Safety
+    /// `host` is valid for `floats` reads (`FromHost`) or writes (`ToHost`)
+    /// and stays so during the call.
+    pub(crate) unsafe fn copy(
+        &self,
+        call: &str,
+        id: u64,
+        data: *const f32,
+        host: *mut f32,
+        floats: usize,
+        direction: Direction,
+    ) -> FfiResult {
+        let held = self.held.lock();
+        let Some((key, entry)) = held.find(id) else {
+            return Err(Failure::new(
+                GeepsStatus::InvalidHandle,
+                format!("{call}: buffer {id} is not held by this instance (never acquired, or already released)"),
+            ));
+        };
+        if data as usize as u64 != entry.ptr.0 {
+            return Err(Failure::invalid(format!(
+                "{call}: `buffer->data` ({data:p}) is not the memory of buffer {id} ({:#x}); pass the geeps_buffer \
+                 the acquisition filled",
+                entry.ptr.0
+            )));
+        }
+        if direction == Direction::FromHost && entry.kind == Kind::Read {
+            return Err(Failure::invalid(format!(
+                "{call}: buffer {id} ({}) is a read buffer, whose rows are read-only; write into a pre_update or \
+                 local_access buffer",
+                key.describe()
+            )));
+        }
+        if floats > entry.floats {
+            return Err(Failure::invalid(format!(
+                "{call}: {floats} floats asked for, but buffer {id} holds {} (rows x row width)",
+                entry.floats
+            )));
+        }
+        if floats == 0 {
+            return Ok(());
+        }
+        match self.device.as_ref().filter(|d| !d.info().host_addressable) {
+            None => {
+                let buffer = entry.ptr.0 as usize as *mut f32;
+                // SAFETY: the buffer is held (and `held` stays locked, so it
+                // is not released meanwhile) and holds at least `floats`
+                // floats of host memory; the caller promises `host`. They
+                // may overlap: `copy` is a memmove.
+                unsafe {
+                    match direction {
+                        Direction::ToHost => std::ptr::copy(buffer, host, floats),
+                        Direction::FromHost => std::ptr::copy(host, buffer, floats),
+                    }
+                }
+                Ok(())
+            }
+            Some(device) => {
+                let mut stream = self.copy_stream.lock();
+                let s = match *stream {
+                    Some(s) => s,
+                    None => *stream.insert(device.create_stream()?),
+                };
+                // SAFETY: the buffer is a live device range of at least
+                // `floats` floats while `held` is locked; the caller promises
+                // `host` until this call returns, which is after the copy
+                // completed (synchronize).
+                unsafe {
+                    match direction {
+                        Direction::ToHost => device.copy_d2h(s, entry.ptr, host, floats)?,
+                        Direction::FromHost => device.copy_h2d(s, host, entry.ptr, floats)?,
+                    }
+                }
+                device.synchronize(s)?;
+                Ok(())
+            }
         }
     }
 
@@ -135,6 +295,9 @@ impl GeepsInstance {
             return Err(Failure::new(GeepsStatus::ShutDown, "the instance was shut down before it joined its cluster"));
         }
         let mut builder = Geeps::builder(d.settings.config.clone());
+        if let Some(device) = &self.device {
+            builder.device(Arc::clone(device));
+        }
         for (name, kind, rows) in &d.tables {
             match kind {
                 TableKind::Parameter => builder.parameter_table(name, *rows),
@@ -179,6 +342,7 @@ impl GeepsInstance {
     /// Stops the instance; idempotent.
     pub(crate) fn shutdown(&self) -> FfiResult {
         let mut d = self.declaring.lock();
+        self.stopped.store(true, Ordering::Release);
         match self.geeps.get() {
             Some(g) => {
                 g.shutdown()?;
@@ -224,7 +388,8 @@ impl GeepsInstance {
         }
         let raw = get(g)?;
         let key = key.unwrap_or(Key::Buffer(raw.ticket));
-        if let Err(f) = self.held.lock().insert(key, Entry { ticket: raw.ticket, kind }) {
+        let entry = Entry { ticket: raw.ticket, kind, ptr: raw.ptr, floats: raw.floats };
+        if let Err(f) = self.held.lock().insert(key, entry) {
             // Another thread acquired the same handle meanwhile: give this
             // buffer back unchanged, the other one stays held.
             let _ = g.release_raw(raw.ticket, kind.give_back());
@@ -263,12 +428,12 @@ mod tests {
         let mut config = Config::default();
         config.row_width = 4;
         config.device_memory = 1 << 20;
-        Settings { config, cluster: None }
+        Settings { config, cluster: None, cuda: None }
     }
 
     #[test]
     fn held_buffers_follow_the_engine_through_errors() {
-        let ps = GeepsInstance::new(settings());
+        let ps = GeepsInstance::new(settings()).unwrap();
         let w = ps.declare("w", TableKind::Parameter, 2).unwrap();
         assert_eq!(status(ps.declare("w", TableKind::Local, 2)), GeepsStatus::InvalidConfig);
         assert_eq!(status(ps.joined("read")), GeepsStatus::InvalidState);
@@ -304,7 +469,7 @@ mod tests {
 
     #[test]
     fn shutdown_before_joining_refuses_everything() {
-        let ps = GeepsInstance::new(settings());
+        let ps = GeepsInstance::new(settings()).unwrap();
         ps.shutdown().unwrap();
         assert_eq!(status(ps.join()), GeepsStatus::ShutDown);
         assert_eq!(status(ps.joined("read")), GeepsStatus::ShutDown);

@@ -22,6 +22,8 @@ mod guard;
 
 mod config;
 
+mod cuda;
+
 mod cluster_calls;
 
 mod net_options;

@@ -3,6 +3,7 @@
 //! it its shape. Marshalling only; the phases are the engine's.
 
 use std::ffi::c_char;
+use std::time::Duration;
 
 use geeps_core::TableKind;
 
@@ -16,14 +17,17 @@ use crate::GeepsTable;
 /// Creates an instance (one worker) from `config`, which is copied. Declare
 /// its tables next; it joins its cluster at its first virtual call (or at
 /// `geeps_finish_virtual_iteration`), and that call reports a mismatch with
-/// the other workers.
+/// the other workers. A config on a CUDA device
+/// (`geeps_config_set_cuda_device`) opens the GPU here: without a usable
+/// driver or GPU this fails with `GEEPS_STATUS_DEVICE` and the message says
+/// what is missing.
 #[no_mangle]
 pub extern "C" fn geeps_new(config: *const crate::GeepsConfig, out: *mut *mut GeepsInstance) -> GeepsStatus {
     guard(|| {
         clear_out(out);
         require(out, "out")?;
         let settings = CONFIGS.get(config, "config")?.settings();
-        write_out(out, "out", INSTANCES.insert(GeepsInstance::new(settings)))
+        write_out(out, "out", INSTANCES.insert(GeepsInstance::new(settings)?))
     })
 }
 
@@ -111,4 +115,41 @@ pub extern "C" fn geeps_num_workers(ps: *const GeepsInstance, out: *mut usize) -
 #[no_mangle]
 pub extern "C" fn geeps_row_width(ps: *const GeepsInstance, out: *mut usize) -> GeepsStatus {
     guard(|| write_out(out, "out", INSTANCES.get(ps, "ps")?.shape().2))
+}
+
+/// Changes this instance's wait deadline: a blocking call (an acquisition
+/// waiting for fresh rows or pool space) that starts from now on fails with
+/// `GEEPS_STATUS_TIMEOUT` after `ms` milliseconds. Calls already waiting
+/// keep theirs. Use it for a long first iteration and a shorter steady
+/// state; the initial value is the config's
+/// (`geeps_config_set_wait_deadline_ms`, 120000 by default). 0 is
+/// `GEEPS_STATUS_INVALID_CONFIG` and changes nothing; after
+/// `geeps_shutdown`, `GEEPS_STATUS_SHUT_DOWN`.
+#[no_mangle]
+pub extern "C" fn geeps_set_wait_deadline_ms(ps: *mut GeepsInstance, ms: u64) -> GeepsStatus {
+    guard(|| INSTANCES.get(ps, "ps")?.set_wait_deadline(Duration::from_millis(ms)))
+}
+
+/// This instance's wait deadline in milliseconds (see
+/// `geeps_set_wait_deadline_ms`); also after `geeps_shutdown`.
+#[no_mangle]
+pub extern "C" fn geeps_wait_deadline_ms(ps: *const GeepsInstance, out: *mut u64) -> GeepsStatus {
+    guard(|| {
+        require(out, "out")?;
+        let ms = INSTANCES.get(ps, "ps")?.wait_deadline().as_millis();
+        write_out(out, "out", u64::try_from(ms).unwrap_or(u64::MAX))
+    })
+}
+
+/// Whether the `data` of this instance's buffers is host memory: true on
+/// the host device (the default), false on a CUDA device, where it is a
+/// device pointer to pass to kernels, `cudaMemcpy` or
+/// `geeps_buffer_copy_to_host` / `geeps_buffer_copy_from_host`, and never
+/// to dereference on the host.
+#[no_mangle]
+pub extern "C" fn geeps_host_addressable(ps: *const GeepsInstance, out: *mut bool) -> GeepsStatus {
+    guard(|| {
+        require(out, "out")?;
+        write_out(out, "out", INSTANCES.get(ps, "ps")?.host_addressable())
+    })
 }
