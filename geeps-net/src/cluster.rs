@@ -58,13 +58,12 @@ impl ClusterSpec {
     }
 
     /// From the environment (hosts file, `GEEPS_*`, Slurm, MPI, torchrun);
-    /// `GEEPS_TOKEN` and `GEEPS_LISTEN` override the options.
-    pub fn from_env(mut options: NetOptions) -> Result<Self> {
+    /// `GEEPS_TOKEN`, `GEEPS_HEARTBEAT_MS`, `GEEPS_PEER_TIMEOUT_MS` and
+    /// `GEEPS_LISTEN` override the options.
+    pub fn from_env(options: NetOptions) -> Result<Self> {
         let env = |k: &str| std::env::var(k).ok();
         let b = bootstrap::from_env(&env)?;
-        if let Some(token) = env("GEEPS_TOKEN") {
-            options.token = token;
-        }
+        let options = options.with_env(&env)?;
         tracing::info!(rank = b.rank, world = b.world, source = b.source, "geeps cluster bootstrap");
         Ok(ClusterSpec { rank: b.rank, world: b.world, addresses: b.addresses, listen: env("GEEPS_LISTEN"), options })
     }
@@ -111,6 +110,21 @@ fn interface_towards(server: &str) -> Result<String> {
     Ok(socket.local_addr()?.ip().to_string())
 }
 
+/// Refuses to listen beyond loopback without a token: anyone who reaches
+/// the port could otherwise join the cluster and write its parameters.
+fn require_token(opts: &NetOptions, rank: usize, what: &str, listener: &TcpListener) -> Result<()> {
+    let addr = listener.local_addr()?;
+    if opts.token.is_empty() && !addr.ip().is_loopback() {
+        return Err(Error::InvalidConfig {
+            field: "token",
+            reason: format!(
+                "rank {rank}'s {what} would listen on {addr}, beyond loopback, without a cluster token, so anyone who reaches it could join: set GEEPS_TOKEN to the same secret on every rank (for example `export GEEPS_TOKEN=$(openssl rand -hex 16)` before srun or mpirun; geeps-launch makes one per job), or listen on loopback for a one-machine job (GEEPS_LISTEN=127.0.0.1)"
+            ),
+        });
+    }
+    Ok(())
+}
+
 fn with_port(listen: &str, port: u16) -> String {
     if listen.parse::<SocketAddr>().is_ok() || (listen.contains(':') && !listen.contains("::")) {
         listen.to_string()
@@ -126,6 +140,10 @@ impl NetCluster {
     }
 
     /// Starts this rank's keeper and resolves the other keepers' addresses.
+    ///
+    /// Refuses (`Error::InvalidConfig`) options that cannot work together
+    /// ([`NetOptions::validate`]), and an empty token when the keeper (or
+    /// the rendezvous rank 0 hosts) would listen beyond loopback.
     pub fn start(spec: ClusterSpec) -> Result<Self> {
         if spec.world == 0 || spec.rank >= spec.world {
             return Err(Error::InvalidConfig {
@@ -133,6 +151,7 @@ impl NetCluster {
                 reason: format!("rank {} of world {}", spec.rank, spec.world),
             });
         }
+        spec.options.validate()?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name(format!("geeps{}-net", spec.rank))
@@ -155,6 +174,7 @@ impl NetCluster {
                         field: "listen",
                         reason: format!("rank {} cannot listen on {bind}: {e}", spec.rank),
                     })?;
+                    require_token(&opts, spec.rank, "keeper", &listener)?;
                     Ok((listener, list.clone()))
                 }
                 Addresses::Rendezvous { server, hosted_by_rank0 } => {
@@ -163,15 +183,17 @@ impl NetCluster {
                         None => interface_towards(server)?,
                     };
                     let listener = TcpListener::bind(with_port(&host, 0)).await?;
+                    require_token(&opts, spec.rank, "keeper", &listener)?;
                     let me = listener.local_addr()?.to_string();
                     if *hosted_by_rank0 && spec.rank == 0 {
                         let rv = TcpListener::bind(server.as_str()).await.map_err(|e| Error::InvalidConfig {
                             field: "MASTER_ADDR",
                             reason: format!("rank 0 hosts the rendezvous but cannot listen on {server}: {e}"),
                         })?;
-                        let (world, token, timeout) = (spec.world, opts.token.clone(), opts.connect_timeout);
+                        require_token(&opts, spec.rank, "rendezvous", &rv)?;
+                        let (world, options) = (spec.world, opts.clone());
                         tokio::spawn(async move {
-                            if let Err(e) = rendezvous::serve(rv, world, token, timeout).await {
+                            if let Err(e) = rendezvous::serve_with(rv, world, options).await {
                                 tracing::error!(error = %e, "rendezvous failed");
                             }
                         });

@@ -9,7 +9,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::wire::Header;
 
-/// Largest header accepted.
+/// Largest header accepted once a peer is authenticated.
 pub const MAX_HEADER_BYTES: usize = 1 << 20;
 
 #[derive(Debug, thiserror::Error)]
@@ -18,8 +18,8 @@ pub enum FrameError {
     Closed,
     #[error("connection closed in the middle of a frame ({0})")]
     Truncated(&'static str),
-    #[error("header of {0} bytes exceeds the limit of {MAX_HEADER_BYTES}")]
-    HeaderTooLarge(usize),
+    #[error("header of {len} bytes exceeds the limit of {limit}")]
+    HeaderTooLarge { len: usize, limit: usize },
     #[error("payload of {len} bytes exceeds the limit of {limit} (raise `max_message_bytes` on every rank if this is intended)")]
     PayloadTooLarge { len: u64, limit: u64 },
     #[error("undecodable header: {0}")]
@@ -36,8 +36,19 @@ async fn read_exact_or<R: AsyncRead + Unpin>(r: &mut R, buf: &mut [u8], what: &'
     }
 }
 
-/// Reads one frame. `Closed` only at a clean frame boundary.
+/// Reads one frame of an authenticated peer. `Closed` only at a clean frame boundary.
 pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, max_payload: u64) -> Result<(Header, Bytes), FrameError> {
+    read_frame_within(r, MAX_HEADER_BYTES, max_payload).await
+}
+
+/// Reads one frame whose header may be `max_header` bytes at most and its
+/// payload `max_payload`: both declared lengths are checked before anything
+/// is allocated for them (a peer not yet authenticated gets small limits).
+pub async fn read_frame_within<R: AsyncRead + Unpin>(
+    r: &mut R,
+    max_header: usize,
+    max_payload: u64,
+) -> Result<(Header, Bytes), FrameError> {
     let mut len = [0u8; 4];
     let mut got = 0;
     while got < 4 {
@@ -48,8 +59,8 @@ pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, max_payload: u64) -> Re
         got += n;
     }
     let header_len = u32::from_le_bytes(len) as usize;
-    if header_len > MAX_HEADER_BYTES {
-        return Err(FrameError::HeaderTooLarge(header_len));
+    if header_len > max_header {
+        return Err(FrameError::HeaderTooLarge { len: header_len, limit: max_header });
     }
     let mut head = vec![0u8; header_len];
     read_exact_or(r, &mut head, "header").await?;
@@ -118,7 +129,7 @@ mod tests {
         // A huge declared header is refused.
         let mut bad = (u32::MAX).to_le_bytes().to_vec();
         bad.extend_from_slice(&[0; 8]);
-        assert!(matches!(read_frame(&mut &bad[..], 16).await, Err(FrameError::HeaderTooLarge(_))));
+        assert!(matches!(read_frame(&mut &bad[..], 16).await, Err(FrameError::HeaderTooLarge { .. })));
         // Garbage header bytes.
         let mut bad = 3u32.to_le_bytes().to_vec();
         bad.extend_from_slice(&[0xff, 0xff, 0xff]);

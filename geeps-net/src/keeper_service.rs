@@ -8,6 +8,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use geeps_core::transport::KeeperShard;
@@ -16,12 +17,33 @@ use geeps_core::{TableKind, TableSpec};
 use parking_lot::Mutex;
 use tokio::io::BufReader;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch, Notify};
+use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit};
 
+use crate::auth::{token_matches, PendingGate};
 use crate::conn::{writer, Outgoing, Queue};
-use crate::frame::{read_frame, write_frame, FrameError};
+use crate::frame::{read_frame, read_frame_within, write_frame, FrameError};
 use crate::options::NetOptions;
 use crate::wire::{Body, Failure, Header, Hello, PublishHeader, Refused, TableDecl, Welcome, PROTOCOL_VERSION};
+
+/// Why a hello was refused.
+enum Refusal {
+    /// The token is wrong: only the peer is told (a stranger must not be
+    /// able to stop the cluster).
+    Unauthenticated(String),
+    /// An authenticated rank that cannot take part (version, rank, row
+    /// width, tables): every joined worker is told.
+    Config(String),
+}
+
+/// The lost-peer reason for a peer last heard from at `last_heard`.
+pub(crate) fn silence(last_heard: Instant, opts: &NetOptions) -> String {
+    format!(
+        "silent for {:.1} s (no data, no heartbeat; the limit is peer_timeout = {:.1} s, heartbeats every {:.1} s)",
+        last_heard.elapsed().as_secs_f64(),
+        opts.peer_timeout.as_secs_f64(),
+        opts.heartbeat.as_secs_f64()
+    )
+}
 
 #[derive(Default)]
 struct Peer {
@@ -101,14 +123,20 @@ impl KeeperService {
         })
     }
 
-    /// Accepts connections until `stop` turns true.
+    /// Accepts connections until `stop` turns true; at most
+    /// `max_pending_connections` of them wait for their handshake at once.
     pub(crate) async fn serve(self: Arc<Self>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
+        let mut gate = PendingGate::new(self.opts.max_pending_connections, "keeper");
         loop {
             tokio::select! {
                 accepted = listener.accept() => match accepted {
                     Ok((stream, addr)) => {
+                        let Some(permit) = gate.admit(addr) else {
+                            drop(stream);
+                            continue;
+                        };
                         let me = self.clone();
-                        tokio::spawn(async move { me.handle(stream, addr).await });
+                        tokio::spawn(async move { me.handle(stream, addr, permit).await });
                     }
                     Err(e) => tracing::warn!(shard = self.shard, error = %e, "accept failed"),
                 },
@@ -130,15 +158,24 @@ impl KeeperService {
         self.changed.notified().await
     }
 
-    fn check_hello(&self, st: &mut State, h: &Hello) -> Result<(), String> {
+    /// Checks a hello: the token first (a refusal before it is told to the
+    /// peer alone), then everything a rank must agree on (a refusal after it
+    /// is told to every worker: the cluster cannot run without that rank).
+    fn check_hello(&self, st: &mut State, h: &Hello) -> Result<(), Refusal> {
+        if !token_matches(&self.opts.token, &h.token) {
+            return Err(Refusal::Unauthenticated(
+                "cluster token mismatch; give every rank the same GEEPS_TOKEN".into(),
+            ));
+        }
+        self.check_config(st, h).map_err(Refusal::Config)
+    }
+
+    fn check_config(&self, st: &mut State, h: &Hello) -> Result<(), String> {
         if h.protocol != PROTOCOL_VERSION {
             return Err(format!(
                 "protocol version {} but this keeper speaks {PROTOCOL_VERSION}; run the same geeps version on every rank",
                 h.protocol
             ));
-        }
-        if h.token != self.opts.token {
-            return Err("cluster token mismatch; give every rank the same GEEPS_TOKEN".into());
         }
         if h.world as usize != self.world {
             return Err(format!("world size {} but this cluster has {} ranks", h.world, self.world));
@@ -183,12 +220,13 @@ impl KeeperService {
         }
     }
 
-    async fn handle(self: Arc<Self>, stream: TcpStream, addr: SocketAddr) {
+    async fn handle(self: Arc<Self>, stream: TcpStream, addr: SocketAddr, permit: OwnedSemaphorePermit) {
         let _ = stream.set_nodelay(true);
-        let (rd, mut wr) = stream.into_split();
-        let mut rd = BufReader::with_capacity(256 * 1024, rd);
-        let max = self.opts.max_message_bytes;
-        let hello = match tokio::time::timeout(self.opts.connect_timeout, read_frame(&mut rd, max)).await {
+        let (mut rd, mut wr) = stream.into_split();
+        // Until the token is checked: a small frame, no payload, a short
+        // deadline, and no buffer of ours (read_exact never reads past the hello).
+        let handshake = read_frame_within(&mut rd, self.opts.max_handshake_bytes as usize, 0);
+        let hello = match tokio::time::timeout(self.opts.handshake_timeout, handshake).await {
             Ok(Ok((Header { body: Some(Body::Hello(h)), .. }, _))) => h,
             Ok(Ok((h, _))) => {
                 tracing::warn!(shard = self.shard, %addr, "first frame is not a hello ({:?}); closing", h.body);
@@ -199,7 +237,12 @@ impl KeeperService {
                 return;
             }
             Err(_) => {
-                tracing::warn!(shard = self.shard, %addr, "no handshake within the connect timeout; closing");
+                tracing::warn!(
+                    shard = self.shard,
+                    %addr,
+                    "no handshake within {:?} (handshake_timeout); closing",
+                    self.opts.handshake_timeout
+                );
                 return;
             }
         };
@@ -234,22 +277,42 @@ impl KeeperService {
                 }
             }
         };
-        if let Some(reason) = refused {
-            tracing::warn!(shard = self.shard, %addr, rank, %reason, "join refused");
+        drop(permit);
+        if let Some(refusal) = refused {
+            let reason = match refusal {
+                Refusal::Unauthenticated(reason) => {
+                    tracing::warn!(shard = self.shard, %addr, claimed_rank = rank, %reason, "join refused");
+                    reason
+                }
+                Refusal::Config(reason) => {
+                    // The cluster cannot run without this rank: every worker
+                    // that joined hears why at once, instead of waiting.
+                    tracing::error!(shard = self.shard, %addr, rank, %reason, "join refused; telling every worker");
+                    let failure =
+                        Failure { kind: 2, rank: rank as u32, address: addr.to_string(), message: reason.clone() };
+                    let st = self.state.lock();
+                    self.broadcast(&st, || Outgoing::new(Body::Failure(failure.clone()), None), None);
+                    reason
+                }
+            };
             let _ = write_frame(&mut wr, Header::new(Body::Refused(Refused { reason })), None).await;
             return;
         }
+        let max = self.opts.max_message_bytes;
+        let mut rd = BufReader::with_capacity(256 * 1024, rd);
         tracing::debug!(shard = self.shard, rank, %addr, "worker joined");
         self.changed.notify_waiters();
         tokio::spawn(writer(wr, rx, self.opts.heartbeat));
 
+        let mut last_heard = Instant::now();
         let reason = loop {
             let frame = match tokio::time::timeout(self.opts.peer_timeout, read_frame(&mut rd, max)).await {
                 Ok(Ok(f)) => f,
                 Ok(Err(FrameError::Closed)) => break "connection closed without leaving".to_string(),
                 Ok(Err(e)) => break format!("bad frame: {e}"),
-                Err(_) => break format!("silent for {} s", self.opts.peer_timeout.as_secs()),
+                Err(_) => break silence(last_heard, &self.opts),
             };
+            last_heard = Instant::now();
             match frame {
                 (Header { body: Some(Body::Update(u)), .. }, payload) => self.apply(rank, u, payload),
                 (Header { body: Some(Body::Leave(_)), .. }, _) => {

@@ -9,10 +9,13 @@
 
 #![warn(missing_docs)]
 
+mod auth;
 mod bootstrap;
 mod cluster;
 mod conn;
 mod frame;
+#[cfg(test)]
+mod hardening_tests;
 mod hostlist;
 mod keeper_service;
 mod net_transport;

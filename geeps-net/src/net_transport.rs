@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 
 use crate::conn::{writer, Outgoing, Queue};
 use crate::frame::{read_frame, write_frame, FrameError};
-use crate::keeper_service::table_decls;
+use crate::keeper_service::{silence, table_decls};
 use crate::options::NetOptions;
 use crate::wire::{Body, Header, Hello, Leave, UpdateHeader, PROTOCOL_VERSION};
 
@@ -106,13 +106,15 @@ async fn reader(
     inbox: Inbox,
     closing: Arc<AtomicBool>,
 ) {
+    let mut last_heard = Instant::now();
     let failure = loop {
         let frame = match tokio::time::timeout(opts.peer_timeout, read_frame(&mut rd, opts.max_message_bytes)).await {
             Ok(Ok(f)) => f,
             Ok(Err(FrameError::Closed)) => break lost(shard, &address, "keeper closed the connection"),
             Ok(Err(e)) => break lost(shard, &address, format!("bad frame from keeper: {e}")),
-            Err(_) => break lost(shard, &address, format!("keeper silent for {} s", opts.peer_timeout.as_secs())),
+            Err(_) => break lost(shard, &address, format!("keeper {}", silence(last_heard, &opts))),
         };
+        last_heard = Instant::now();
         match frame {
             (Header { body: Some(Body::Publish(p)), .. }, rows) => inbox(Inbound::Rows(Publish {
                 table: p.table,
@@ -123,6 +125,12 @@ async fn reader(
             })),
             (Header { body: Some(Body::Failure(f)), .. }, _) if f.kind == 1 => {
                 break Error::PeerLost { rank: f.rank as usize, address: f.address, reason: f.message }
+            }
+            (Header { body: Some(Body::Failure(f)), .. }, _) if f.kind == 2 => {
+                break Error::Mismatch(format!(
+                    "rank {} (connecting from {}) was refused at join by keeper {shard}: {}; the cluster cannot run without it",
+                    f.rank, f.address, f.message
+                ))
             }
             (Header { body: Some(Body::Failure(f)), .. }, _) => {
                 break Error::Mismatch(format!("keeper {shard} at {address} rejected an update: {}", f.message))

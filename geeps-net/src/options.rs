@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use geeps_core::{Error, Result};
+
 /// Options of a networked cluster member: start from
 /// [`NetOptions::default`] and change what differs (fields may be added in a
 /// minor release).
@@ -19,17 +21,31 @@ use std::time::Duration;
 #[non_exhaustive]
 pub struct NetOptions {
     /// Shared secret: a peer with another token is refused at join.
+    /// Required (non-empty) whenever a keeper or rendezvous listens beyond
+    /// loopback; `GEEPS_TOKEN` sets it.
     pub token: String,
-    /// A peer silent for this long (no data, no heartbeat) is lost.
+    /// A peer silent for this long (no data, no heartbeat) is lost; at
+    /// least twice [`NetOptions::heartbeat`]. `GEEPS_PEER_TIMEOUT_MS` sets it.
     pub peer_timeout: Duration,
     /// How long to keep retrying to reach a peer that has not started yet.
     pub connect_timeout: Duration,
-    /// Idle connections send a heartbeat this often.
+    /// Idle connections send a heartbeat this often. `GEEPS_HEARTBEAT_MS`
+    /// sets it.
     pub heartbeat: Duration,
     /// Largest frame payload accepted, bytes.
     pub max_message_bytes: u64,
     /// How long shutdown waits for the other workers to leave.
     pub shutdown_timeout: Duration,
+    /// A connection that has not completed its handshake (hello or
+    /// rendezvous registration, token checked) within this long is dropped.
+    pub handshake_timeout: Duration,
+    /// Largest frame accepted before the handshake completes, bytes: all an
+    /// unauthenticated peer can make a keeper or rendezvous allocate. Give
+    /// every rank the same value.
+    pub max_handshake_bytes: u32,
+    /// Connections accepted but not yet through the handshake, per keeper or
+    /// rendezvous; more are closed at once (and logged once).
+    pub max_pending_connections: usize,
 }
 
 impl Default for NetOptions {
@@ -41,6 +57,9 @@ impl Default for NetOptions {
             heartbeat: Duration::from_secs(1),
             max_message_bytes: 1 << 30,
             shutdown_timeout: Duration::from_secs(60),
+            handshake_timeout: Duration::from_secs(5),
+            max_handshake_bytes: 64 << 10,
+            max_pending_connections: 64,
         }
     }
 }
@@ -80,5 +99,141 @@ impl NetOptions {
     pub fn with_shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = timeout;
         self
+    }
+
+    /// Sets [`NetOptions::handshake_timeout`].
+    pub fn with_handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.handshake_timeout = timeout;
+        self
+    }
+
+    /// Sets [`NetOptions::max_handshake_bytes`].
+    pub fn with_max_handshake_bytes(mut self, bytes: u32) -> Self {
+        self.max_handshake_bytes = bytes;
+        self
+    }
+
+    /// Sets [`NetOptions::max_pending_connections`].
+    pub fn with_max_pending_connections(mut self, connections: usize) -> Self {
+        self.max_pending_connections = connections;
+        self
+    }
+
+    /// Checks that the options can work together: every duration that
+    /// bounds a wait is non-zero, and a healthy idle peer (one heartbeat
+    /// every `heartbeat`) is never taken for lost.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use geeps_net::NetOptions;
+    ///
+    /// assert!(NetOptions::default().validate().is_ok());
+    /// let twitchy = NetOptions::default().with_heartbeat(Duration::from_secs(2)).with_peer_timeout(Duration::from_secs(3));
+    /// assert!(twitchy.validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<()> {
+        let bad = |field: &'static str, reason: String| Err(Error::InvalidConfig { field, reason });
+        for (field, d) in [
+            ("heartbeat", self.heartbeat),
+            ("peer_timeout", self.peer_timeout),
+            ("connect_timeout", self.connect_timeout),
+            ("handshake_timeout", self.handshake_timeout),
+        ] {
+            if d.is_zero() {
+                return bad(field, "zero; it bounds a wait and must be positive".into());
+            }
+        }
+        if self.peer_timeout < self.heartbeat * 2 {
+            return bad(
+                "peer_timeout",
+                format!(
+                    "{:?} is less than two heartbeats ({:?} each): a healthy idle peer would be taken for lost; raise GEEPS_PEER_TIMEOUT_MS or lower GEEPS_HEARTBEAT_MS",
+                    self.peer_timeout, self.heartbeat
+                ),
+            );
+        }
+        if self.max_message_bytes == 0 {
+            return bad("max_message_bytes", "zero; no update could be sent".into());
+        }
+        if self.max_handshake_bytes < 1024 {
+            return bad(
+                "max_handshake_bytes",
+                format!("{} bytes cannot hold a handshake; use at least 1024", self.max_handshake_bytes),
+            );
+        }
+        if self.max_pending_connections == 0 {
+            return bad("max_pending_connections", "zero; no peer could connect".into());
+        }
+        Ok(())
+    }
+
+    /// Applies the environment's overrides: `GEEPS_TOKEN`,
+    /// `GEEPS_HEARTBEAT_MS`, `GEEPS_PEER_TIMEOUT_MS` (`env` looks a variable
+    /// up). An unparsable value is an error naming the variable.
+    pub(crate) fn with_env(mut self, env: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
+        if let Some(token) = env("GEEPS_TOKEN") {
+            self.token = token;
+        }
+        let millis = |name: &'static str| -> Result<Option<Duration>> {
+            match env(name) {
+                None => Ok(None),
+                Some(v) => v.trim().parse::<u64>().map(|ms| Some(Duration::from_millis(ms))).map_err(|_| {
+                    Error::InvalidConfig { field: name, reason: format!("`{v}` is not a number of milliseconds") }
+                }),
+            }
+        };
+        if let Some(d) = millis("GEEPS_HEARTBEAT_MS")? {
+            self.heartbeat = d;
+        }
+        if let Some(d) = millis("GEEPS_PEER_TIMEOUT_MS")? {
+            self.peer_timeout = d;
+        }
+        Ok(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn env_of(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: BTreeMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn environment_sets_heartbeat_peer_timeout_and_token() {
+        let o = NetOptions::default()
+            .with_env(&env_of(&[
+                ("GEEPS_HEARTBEAT_MS", "250"),
+                ("GEEPS_PEER_TIMEOUT_MS", "4000"),
+                ("GEEPS_TOKEN", "s"),
+            ]))
+            .unwrap();
+        assert_eq!(
+            (o.heartbeat, o.peer_timeout, o.token.as_str()),
+            (Duration::from_millis(250), Duration::from_secs(4), "s")
+        );
+        o.validate().unwrap();
+        let o = NetOptions::default().with_env(&env_of(&[])).unwrap();
+        assert_eq!((o.heartbeat, o.peer_timeout), (Duration::from_secs(1), Duration::from_secs(30)));
+        let e = NetOptions::default().with_env(&env_of(&[("GEEPS_HEARTBEAT_MS", "1s")])).unwrap_err();
+        assert!(matches!(e, Error::InvalidConfig { field: "GEEPS_HEARTBEAT_MS", .. }), "{e}");
+    }
+
+    #[test]
+    fn inconsistent_options_are_refused_naming_the_field() {
+        let field = |o: NetOptions| match o.validate() {
+            Err(Error::InvalidConfig { field, .. }) => field,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(field(NetOptions::default().with_heartbeat(Duration::ZERO)), "heartbeat");
+        assert_eq!(field(NetOptions::default().with_peer_timeout(Duration::from_millis(1500))), "peer_timeout");
+        assert_eq!(field(NetOptions::default().with_handshake_timeout(Duration::ZERO)), "handshake_timeout");
+        assert_eq!(field(NetOptions::default().with_max_pending_connections(0)), "max_pending_connections");
+        assert_eq!(field(NetOptions::default().with_max_handshake_bytes(10)), "max_handshake_bytes");
+        assert_eq!(field(NetOptions::default().with_max_message_bytes(0)), "max_message_bytes");
     }
 }

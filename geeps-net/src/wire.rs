@@ -113,10 +113,11 @@ pub struct Leave {
     pub rank: u32,
 }
 
-/// Keeper to worker: a batch was rejected, or a peer was lost.
+/// Keeper to worker: a batch was rejected, a peer was lost, or a rank was
+/// refused at join.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Failure {
-    /// 0 = rejected batch, 1 = peer lost.
+    /// 0 = rejected batch, 1 = peer lost, 2 = rank refused at join.
     #[prost(uint32, tag = "1")]
     pub kind: u32,
     #[prost(uint32, tag = "2")]

@@ -84,6 +84,8 @@ fn keeper_rejects_bad_input_and_keeps_serving() {
         // Another worker with other tables is refused.
         let (_, r) = join(&addr, hello(0, "test-token", 5)).await;
         assert!(matches!(&r, Some(Body::Refused(x)) if x.reason.contains("tables")), "{r:?}");
+        // The joined worker hears of the refusal: the cluster cannot run without rank 0.
+        assert!(next_failure(&mut s).await.contains("tables"));
 
         // Unknown table, wrong payload length, out-of-order clock: failure frames.
         write_frame(&mut s, update(9, 0, false), None).await.unwrap();

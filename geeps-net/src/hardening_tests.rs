@@ -1,0 +1,401 @@
+//! The hardened wire and failure reporting, seen from a peer: frame lengths
+//! are checked before anything is allocated, a peer that has not said hello
+//! gets a small frame, a short deadline and a bounded number of pending
+//! connections, the token is required beyond loopback, a silent peer is
+//! named with its host and how long it was silent, and a rank refused at
+//! join is reported to the other ranks with the reason.
+//!
+//! (A unit test module: it speaks the wire protocol, which is internal.)
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use geeps_core::{keys, Config, Error, Geeps, Slack};
+use prost::Message;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::frame::{read_frame, read_frame_within, write_frame, FrameError};
+use crate::wire::{Body, Header, Hello, Ping, TableDecl, UpdateHeader, PROTOCOL_VERSION};
+use crate::{Addresses, ClusterSpec, NetCluster, NetOptions};
+
+/// Records the largest allocation made on a thread while it is tracking.
+struct Tracking;
+
+thread_local! {
+    static TRACKING: Cell<bool> = const { Cell::new(false) };
+    static LARGEST: Cell<usize> = const { Cell::new(0) };
+}
+
+fn note(size: usize) {
+    if TRACKING.try_with(Cell::get).unwrap_or(false) {
+        let _ = LARGEST.try_with(|l| l.set(l.get().max(size)));
+    }
+}
+
+// SAFETY: forwards every call to the system allocator unchanged.
+unsafe impl GlobalAlloc for Tracking {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note(layout.size());
+        System.alloc(layout)
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note(layout.size());
+        System.alloc_zeroed(layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note(new_size);
+        System.realloc(ptr, layout, new_size)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout)
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Tracking = Tracking;
+
+/// Runs `f` on this thread and returns its result with the largest single
+/// allocation it made.
+fn largest_allocation<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    LARGEST.with(|l| l.set(0));
+    TRACKING.with(|t| t.set(true));
+    let r = f();
+    TRACKING.with(|t| t.set(false));
+    (r, LARGEST.with(Cell::get))
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+fn free_port() -> String {
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    probe.local_addr().unwrap().to_string()
+}
+
+fn hello(rank: u32, world: u32, token: &str) -> Hello {
+    Hello {
+        protocol: PROTOCOL_VERSION,
+        token: token.into(),
+        rank,
+        world,
+        row_width: 4,
+        tables: vec![TableDecl { name: "w".into(), kind: 0, rows: 4 }],
+    }
+}
+
+fn options() -> NetOptions {
+    NetOptions::default()
+        .with_token("test-token")
+        .with_peer_timeout(Duration::from_secs(10))
+        .with_connect_timeout(Duration::from_secs(30))
+        .with_heartbeat(Duration::from_millis(200))
+        .with_shutdown_timeout(Duration::from_millis(300))
+}
+
+/// A keeper of rank 0 in a world of `world` (the other keepers never start).
+fn keeper(world: usize, options: NetOptions) -> (NetCluster, String) {
+    let addr = free_port();
+    let mut addresses = vec![addr.clone()];
+    addresses.extend((1..world).map(|_| "127.0.0.1:9".to_string()));
+    (NetCluster::start(ClusterSpec::fixed(0, addresses, options)).unwrap(), addr)
+}
+
+/// Whether the peer closes `s` within `within` without sending a frame.
+async fn closed_without_reply(s: &mut TcpStream, within: Duration) -> bool {
+    let mut byte = [0u8; 1];
+    matches!(tokio::time::timeout(within, s.read(&mut byte)).await, Ok(Ok(0)) | Ok(Err(_)))
+}
+
+#[test]
+fn declared_lengths_are_checked_before_any_allocation() {
+    let rt = runtime();
+    // A 4 GiB header declared, and a peer that would then send nothing more
+    // (the stream stays open): refused at once, nothing allocated for it.
+    let (result, largest) = largest_allocation(|| {
+        rt.block_on(async {
+            let (mut client, mut server) = tokio::io::duplex(64);
+            client.write_all(&u32::MAX.to_le_bytes()).await.unwrap();
+            let r = tokio::time::timeout(Duration::from_secs(5), read_frame_within(&mut server, 64 << 10, 0)).await;
+            drop(client);
+            r
+        })
+    });
+    let result = result.expect("the length check does not wait for the bytes it declares");
+    assert!(matches!(result, Err(FrameError::HeaderTooLarge { len, limit: 65536 }) if len == u32::MAX as usize));
+    assert!(largest < 64 << 10, "allocated {largest} bytes for a refused header");
+
+    // A small header declaring a 3 GiB payload: refused before the payload.
+    let mut header =
+        Header::new(Body::Update(UpdateHeader { table: 0, partition: 0, worker: 0, clock: 0, has_deltas: true }));
+    header.payload_len = 3 << 30;
+    let mut bytes = (header.encoded_len() as u32).to_le_bytes().to_vec();
+    header.encode(&mut bytes).unwrap();
+    let (result, largest) = largest_allocation(|| {
+        rt.block_on(async {
+            let (mut client, mut server) = tokio::io::duplex(64);
+            client.write_all(&bytes).await.unwrap();
+            let r = tokio::time::timeout(Duration::from_secs(5), read_frame(&mut server, 1 << 30)).await;
+            drop(client);
+            r
+        })
+    });
+    let result = result.expect("the length check does not wait for the payload");
+    assert!(matches!(result, Err(FrameError::PayloadTooLarge { len, limit }) if len == 3 << 30 && limit == 1 << 30));
+    assert!(largest < 64 << 10, "allocated {largest} bytes for a refused payload");
+}
+
+#[test]
+fn before_its_hello_a_peer_gets_a_small_frame_and_a_short_deadline() {
+    let (mut cluster, addr) =
+        keeper(2, options().with_handshake_timeout(Duration::from_millis(300)).with_max_handshake_bytes(64 << 10));
+    runtime().block_on(async {
+        // A well-formed hello of 100 KiB (a long token): over the handshake
+        // limit, so the keeper closes without reading it or answering.
+        let big = Hello { token: "x".repeat(100 << 10), ..hello(1, 2, "test-token") };
+        let mut s = TcpStream::connect(&addr).await.unwrap();
+        let _ = write_frame(&mut s, Header::new(Body::Hello(big)), None).await;
+        assert!(closed_without_reply(&mut s, Duration::from_secs(5)).await, "an oversized hello was answered");
+
+        // A hello carrying a payload: closed too.
+        let mut s = TcpStream::connect(&addr).await.unwrap();
+        let _ =
+            write_frame(&mut s, Header::new(Body::Hello(hello(1, 2, "test-token"))), Some(&vec![0u8; 8].into())).await;
+        assert!(closed_without_reply(&mut s, Duration::from_secs(5)).await, "a hello with a payload was answered");
+
+        // A peer that starts a frame and stalls: dropped after the handshake
+        // deadline (300 ms here), long before the connect timeout (30 s).
+        let start = Instant::now();
+        let mut s = TcpStream::connect(&addr).await.unwrap();
+        s.write_all(&[40, 0]).await.unwrap();
+        assert!(closed_without_reply(&mut s, Duration::from_secs(10)).await, "a stalled peer was kept");
+        assert!(start.elapsed() < Duration::from_secs(10), "dropped after {:?}", start.elapsed());
+
+        // The keeper still serves a worker that says hello in time.
+        let mut s = TcpStream::connect(&addr).await.unwrap();
+        write_frame(&mut s, Header::new(Body::Hello(hello(1, 2, "test-token"))), None).await.unwrap();
+        let reply = tokio::time::timeout(Duration::from_secs(5), read_frame(&mut s, 1 << 20)).await.unwrap().unwrap();
+        assert!(matches!(reply.0.body, Some(Body::Welcome(_))), "{:?}", reply.0.body);
+    });
+    let _ = cluster.shutdown();
+}
+
+#[test]
+fn pending_connections_per_keeper_are_bounded() {
+    let (mut cluster, addr) =
+        keeper(2, options().with_max_pending_connections(4).with_handshake_timeout(Duration::from_secs(30)));
+    runtime().block_on(async {
+        // Four connections that never say hello fill the keeper's pending slots.
+        let mut idle = Vec::new();
+        for _ in 0..4 {
+            idle.push(TcpStream::connect(&addr).await.unwrap());
+        }
+        // The fifth is closed at once, well before any handshake deadline.
+        let mut fifth = TcpStream::connect(&addr).await.unwrap();
+        assert!(closed_without_reply(&mut fifth, Duration::from_secs(10)).await, "a fifth pending connection was kept");
+        // The first four are still open (they have 30 s to say hello).
+        let mut byte = [0u8; 1];
+        assert!(tokio::time::timeout(Duration::from_millis(300), idle[0].read(&mut byte)).await.is_err());
+        // Once they go, a worker gets in again.
+        idle.clear();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let mut s = TcpStream::connect(&addr).await.unwrap();
+            write_frame(&mut s, Header::new(Body::Hello(hello(1, 2, "test-token"))), None).await.unwrap();
+            match tokio::time::timeout(Duration::from_secs(5), read_frame(&mut s, 1 << 20)).await {
+                Ok(Ok((Header { body: Some(Body::Welcome(_)), .. }, _))) => break,
+                other => assert!(Instant::now() < deadline, "no slot freed: {:?}", other.map(|r| r.map(|f| f.0.body))),
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    let _ = cluster.shutdown();
+}
+
+#[test]
+fn an_empty_token_is_refused_beyond_loopback() {
+    let on = |listen: &str, token: &str| {
+        let spec = ClusterSpec::fixed(0, vec![free_port()], options().with_token(token)).with_listen(listen);
+        NetCluster::start(spec)
+    };
+    match on("0.0.0.0", "") {
+        Err(Error::InvalidConfig { field: "token", reason }) => {
+            assert!(reason.contains("GEEPS_TOKEN") && reason.contains("0.0.0.0"), "{reason}")
+        }
+        Err(e) => panic!("wrong error: {e}"),
+        Ok(_) => panic!("a keeper listened on every interface without a token"),
+    }
+    // With a token, or on loopback, it starts.
+    for (listen, token) in [("0.0.0.0", "s3cret"), ("127.0.0.1", "")] {
+        let mut c = on(listen, token).unwrap_or_else(|e| panic!("{listen} with token {token:?}: {e}"));
+        let _ = c.shutdown();
+    }
+    // The rendezvous rank 0 hosts is held to the same rule.
+    let server = free_port();
+    let spec =
+        ClusterSpec::new(0, 2, Addresses::Rendezvous { server, hosted_by_rank0: true }, options().with_token(""))
+            .with_listen("0.0.0.0");
+    assert!(matches!(NetCluster::start(spec), Err(Error::InvalidConfig { field: "token", .. })));
+    // Options that cannot work together are refused before anything listens.
+    let spec = ClusterSpec::fixed(0, vec![free_port()], options().with_heartbeat(Duration::from_secs(6)));
+    assert!(matches!(NetCluster::start(spec), Err(Error::InvalidConfig { field: "peer_timeout", .. })));
+}
+
+#[test]
+fn a_silent_worker_is_named_with_its_host_and_how_long_it_was_silent() {
+    // The silence limit and heartbeat are options: 800 ms here, 30 s by default.
+    let (mut cluster, addr) =
+        keeper(2, options().with_peer_timeout(Duration::from_millis(800)).with_heartbeat(Duration::from_millis(100)));
+    runtime().block_on(async {
+        let join = |rank| {
+            let addr = addr.clone();
+            async move {
+                let mut s = TcpStream::connect(&addr).await.unwrap();
+                write_frame(&mut s, Header::new(Body::Hello(hello(rank, 2, "test-token"))), None).await.unwrap();
+                let (h, _) = read_frame(&mut s, 1 << 20).await.unwrap();
+                assert!(matches!(h.body, Some(Body::Welcome(_))), "{:?}", h.body);
+                s
+            }
+        };
+        let watcher = join(0).await;
+        let silent = join(1).await;
+        let (mut rd, mut wr) = watcher.into_split();
+        // The watcher keeps itself alive; rank 1 says nothing more.
+        let pinger = tokio::spawn(async move {
+            loop {
+                if write_frame(&mut wr, Header::new(Body::Ping(Ping {})), None).await.is_err() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+        let start = Instant::now();
+        let failure = loop {
+            let frame = tokio::time::timeout(Duration::from_secs(10), read_frame(&mut rd, 1 << 20)).await;
+            match frame.expect("no lost-peer report within 10 s").unwrap() {
+                (Header { body: Some(Body::Failure(f)), .. }, _) => break f,
+                _ => continue,
+            }
+        };
+        assert_eq!((failure.kind, failure.rank), (1, 1), "{failure:?}");
+        assert!(failure.address.starts_with("127.0.0.1:"), "names the host: {failure:?}");
+        assert!(
+            failure.message.contains("silent for 0.") || failure.message.contains("silent for 1."),
+            "says how long: {failure:?}"
+        );
+        assert!(failure.message.contains("peer_timeout = 0.8 s"), "{failure:?}");
+        assert!(start.elapsed() < Duration::from_secs(10));
+        pinger.abort();
+        drop(silent);
+    });
+    let _ = cluster.shutdown();
+}
+
+/// A loopback rendezvous for `world` ranks with `token`, on its own thread.
+fn rendezvous(world: usize, token: &str) -> String {
+    let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = std_listener.local_addr().unwrap().to_string();
+    std_listener.set_nonblocking(true).unwrap();
+    let token = token.to_string();
+    std::thread::spawn(move || {
+        runtime().block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(std_listener).unwrap();
+            let _ = crate::rendezvous::serve(listener, world, token, Duration::from_secs(30)).await;
+        })
+    });
+    addr
+}
+
+#[test]
+fn a_rank_with_the_wrong_token_is_reported_to_every_rank_at_once() {
+    let world = 3;
+    let server = rendezvous(world, "test-token");
+    let start = Instant::now();
+    let ranks: Vec<_> = (0..world)
+        .map(|rank| {
+            let server = server.clone();
+            std::thread::spawn(move || {
+                let token = if rank == 2 { "wrong" } else { "test-token" };
+                let spec = ClusterSpec::new(
+                    rank,
+                    world,
+                    Addresses::Rendezvous { server, hosted_by_rank0: false },
+                    options().with_token(token),
+                )
+                .with_listen("127.0.0.1");
+                NetCluster::start(spec).map(|_| ()).map_err(|e| (e, start.elapsed()))
+            })
+        })
+        .collect();
+    for (rank, t) in ranks.into_iter().enumerate() {
+        let (err, after) = t.join().unwrap().expect_err("the cluster started with a wrong token");
+        let text = err.to_string();
+        assert!(matches!(err, Error::Mismatch(_)), "rank {rank}: {text}");
+        assert!(text.contains("token mismatch"), "rank {rank}: {text}");
+        if rank != 2 {
+            assert!(text.contains("rank 2"), "rank {rank} is told which rank: {text}");
+        }
+        // Not the 30 s rendezvous timeout.
+        assert!(after < Duration::from_secs(20), "rank {rank} learnt it after {after:?}");
+    }
+}
+
+#[test]
+fn a_rank_refused_at_join_is_reported_to_the_ranks_that_joined() {
+    let world = 3;
+    let addresses: Vec<String> = (0..world).map(|_| free_port()).collect();
+    let (built_tx, built_rx) = mpsc::channel();
+    let mut built_rx = Some(built_rx);
+    let ranks: Vec<_> = (0..world)
+        .map(|rank| {
+            let (addresses, built_tx) = (addresses.clone(), built_tx.clone());
+            let built_rx = if rank == 2 { built_rx.take() } else { None };
+            std::thread::spawn(move || -> (usize, Error, Duration) {
+                let mut cluster = NetCluster::start(ClusterSpec::fixed(rank, addresses, options())).unwrap();
+                // Rank 2 declares another table size than ranks 0 and 1.
+                let rows = if rank == 2 { 5 } else { 4 };
+                let config = Config::default().with_row_width(4).with_wait_deadline(Duration::from_secs(30));
+                let mut b = Geeps::builder(config);
+                let w = b.parameter_table("w", rows);
+                b.transport(cluster.transport());
+                if let Some(rx) = built_rx {
+                    // Joins once the others have: every keeper knows their tables.
+                    for _ in 0..2 {
+                        rx.recv_timeout(Duration::from_secs(30)).unwrap();
+                    }
+                }
+                let ps = match b.build() {
+                    Ok(ps) => ps,
+                    Err(e) => {
+                        let _ = cluster.shutdown();
+                        return (rank, e, Duration::ZERO);
+                    }
+                };
+                let _ = built_tx.send(rank);
+                ps.finish_virtual_iteration().unwrap();
+                ps.clock().unwrap();
+                // Waits for rank 2's clock 0, which never comes.
+                let start = Instant::now();
+                let err = ps.read_keys(&keys(w, 0..4), Slack::BSP).map(drop).expect_err("rank 2 never clocks");
+                let waited = start.elapsed();
+                let _ = ps.shutdown();
+                let _ = cluster.shutdown();
+                (rank, err, waited)
+            })
+        })
+        .collect();
+    for t in ranks {
+        let (rank, err, waited) = t.join().unwrap();
+        let text = err.to_string();
+        assert!(matches!(err, Error::Mismatch(_)), "rank {rank}: {text}");
+        assert!(text.contains("tables"), "rank {rank} is told why: {text}");
+        if rank != 2 {
+            assert!(text.contains("rank 2"), "rank {rank} is told which rank: {text}");
+            // Not the 30 s wait deadline.
+            assert!(waited < Duration::from_secs(20), "rank {rank} learnt it after {waited:?}");
+        }
+    }
+}
