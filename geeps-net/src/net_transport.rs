@@ -11,6 +11,7 @@ use std::time::Instant;
 use geeps_core::transport::{Inbound, Inbox, Publish, Transport, UpdateBatch};
 use geeps_core::{Error, Result, TableSpec};
 use parking_lot::Mutex;
+use prost::Message;
 use tokio::io::BufReader;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
@@ -55,15 +56,16 @@ impl NetTransport {
         let address = &self.addresses[shard];
         let start = Instant::now();
         let mut last_log = start;
-        let stream = loop {
-            match TcpStream::connect(address.as_str()).await {
-                Ok(s) => break s,
+        loop {
+            let stream = match TcpStream::connect(address.as_str()).await {
+                Ok(s) => s,
                 Err(e) if start.elapsed() < self.opts.connect_timeout => {
                     if last_log.elapsed().as_secs() >= 5 {
                         tracing::warn!(rank = self.rank, shard, %address, error = %e, "still waiting for the keeper to accept");
                         last_log = Instant::now();
                     }
                     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
                 }
                 Err(e) => {
                     return Err(lost(
@@ -72,29 +74,39 @@ impl NetTransport {
                         format!("could not connect within {} s: {e}", self.opts.connect_timeout.as_secs()),
                     ))
                 }
+            };
+            let _ = stream.set_nodelay(true);
+            let (rd, mut wr) = stream.into_split();
+            let mut rd_buf = BufReader::with_capacity(256 * 1024, rd);
+            let sent = write_frame(&mut wr, Header::new(Body::Hello(hello.clone())), None).await;
+            let reply = match sent {
+                Ok(()) => tokio::time::timeout(self.opts.connect_timeout, read_frame(&mut rd_buf, 1 << 20)).await,
+                Err(e) => Ok(Err(e)),
+            };
+            match reply {
+                // Keep the buffered reader: publications may already sit behind the welcome.
+                Ok(Ok((Header { body: Some(Body::Welcome(_)), .. }, _))) => return Ok((rd_buf, wr)),
+                Ok(Ok((Header { body: Some(Body::Refused(r)), .. }, _))) => {
+                    return Err(Error::Mismatch(format!(
+                        "keeper {shard} at {address} refused rank {}: {}",
+                        self.rank, r.reason
+                    )))
+                }
+                Ok(Ok((h, _))) => return Err(lost(shard, address, format!("unexpected handshake reply {:?}", h.body))),
+                // Closed without an answer: the keeper had too many
+                // connections waiting for their handshake (strangers, say).
+                // Try again until the connect timeout.
+                Ok(Err(FrameError::Closed | FrameError::Io(_))) if start.elapsed() < self.opts.connect_timeout => {
+                    if last_log.elapsed().as_secs() >= 5 {
+                        tracing::warn!(rank = self.rank, shard, %address, "the keeper closed before answering the hello; retrying");
+                        last_log = Instant::now();
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                Ok(Err(e)) => return Err(lost(shard, address, format!("handshake failed: {e}"))),
+                Err(_) => return Err(lost(shard, address, "no handshake reply within the connect timeout")),
             }
-        };
-        let _ = stream.set_nodelay(true);
-        let (rd, mut wr) = stream.into_split();
-        let mut rd_buf = BufReader::with_capacity(256 * 1024, rd);
-        write_frame(&mut wr, Header::new(Body::Hello(hello.clone())), None)
-            .await
-            .map_err(|e| lost(shard, address, format!("handshake failed: {e}")))?;
-        let reply = tokio::time::timeout(self.opts.connect_timeout, read_frame(&mut rd_buf, 1 << 20)).await;
-        match reply {
-            Ok(Ok((Header { body: Some(Body::Welcome(_)), .. }, _))) => {}
-            Ok(Ok((Header { body: Some(Body::Refused(r)), .. }, _))) => {
-                return Err(Error::Mismatch(format!(
-                    "keeper {shard} at {address} refused rank {}: {}",
-                    self.rank, r.reason
-                )))
-            }
-            Ok(Ok((h, _))) => return Err(lost(shard, address, format!("unexpected handshake reply {:?}", h.body))),
-            Ok(Err(e)) => return Err(lost(shard, address, format!("handshake failed: {e}"))),
-            Err(_) => return Err(lost(shard, address, "no handshake reply within the connect timeout")),
         }
-        // Keep the buffered reader: publications may already sit behind the welcome.
-        Ok((rd_buf, wr))
     }
 }
 
@@ -166,6 +178,17 @@ impl Transport for NetTransport {
             row_width: row_width as u32,
             tables: table_decls(tables),
         };
+        let size = Header::new(Body::Hello(hello.clone())).encoded_len();
+        if size > self.opts.max_handshake_bytes as usize {
+            return Err(Error::InvalidConfig {
+                field: "max_handshake_bytes",
+                reason: format!(
+                    "this rank's hello ({} tables) takes {size} bytes, more than the {} keepers accept before the token is checked; raise max_handshake_bytes on every rank",
+                    tables.len(),
+                    self.opts.max_handshake_bytes
+                ),
+            });
+        }
         let mut queues = Vec::with_capacity(self.addresses.len());
         let mut tasks = Vec::new();
         for shard in 0..self.addresses.len() {
