@@ -1,8 +1,9 @@
 //! `geeps-launch -n N -- <program> [args]`: runs N ranks of a geeps program on
 //! this machine, like `torchrun --standalone`. It hosts the rendezvous the
 //! ranks use to find each other's keepers, prefixes every output line with
-//! the rank, forwards Ctrl-C, and if any rank fails it stops the others and
-//! exits non-zero.
+//! the rank, forwards SIGINT (Ctrl-C) and SIGTERM to every rank and waits
+//! for them to exit (a second signal kills them), and if any rank fails it
+//! stops the others and exits non-zero.
 
 use std::process::{ExitCode, Stdio};
 use std::time::Duration;
@@ -10,6 +11,7 @@ use std::time::Duration;
 use clap::Parser;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::Command;
+use tokio::signal::unix::{signal as on_signal, SignalKind};
 use tokio::sync::mpsc;
 
 #[derive(Parser, Debug)]
@@ -64,6 +66,9 @@ async fn run(args: Args) -> Result<u8, String> {
         Duration::from_secs(args.rendezvous_timeout),
     ));
 
+    // Listening before any rank starts: a signal that comes early is still forwarded.
+    let mut sigint = on_signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT handler: {e}"))?;
+    let mut sigterm = on_signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM handler: {e}"))?;
     let (done_tx, mut done_rx) = mpsc::unbounded_channel();
     let mut pids = Vec::with_capacity(world);
     for rank in 0..world {
@@ -130,14 +135,27 @@ async fn run(args: Args) -> Result<u8, String> {
                     });
                 }
             }
-            _ = tokio::signal::ctrl_c() => {
-                let sig = if interrupted { libc::SIGKILL } else { libc::SIGINT };
-                eprintln!("geeps-launch: interrupted; forwarding to {world} ranks");
+            received = async {
+                tokio::select! {
+                    _ = sigint.recv() => (libc::SIGINT, "SIGINT"),
+                    _ = sigterm.recv() => (libc::SIGTERM, "SIGTERM"),
+                }
+            } => {
+                let (sig, name) = received;
+                let forward = if interrupted { libc::SIGKILL } else { sig };
+                if interrupted {
+                    eprintln!("geeps-launch: {name} again; killing the {} ranks still running", world - finished);
+                } else {
+                    eprintln!(
+                        "geeps-launch: {name}; forwarding it to {world} ranks and waiting for them to exit (send it again to kill them)"
+                    );
+                }
                 interrupted = true;
                 for &pid in &pids {
-                    signal(pid, sig);
+                    signal(pid, forward);
                 }
-                failure.get_or_insert(130);
+                // The shell's convention: 128 + the signal's number.
+                failure.get_or_insert(128 + sig as u8);
             }
         }
     }
