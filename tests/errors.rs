@@ -1,29 +1,37 @@
 //! Every error a user can provoke returns a clear `Error` and leaves the
-//! instance usable; nothing panics.
+//! instance usable; nothing panics. On every device
+//! (`geeps_testkit::device_test!`): the errors do not depend on where the
+//! rows live, and an instance dropped with buffers held frees device memory
+//! on a GPU as well.
 
 use std::time::Duration;
 
-use geeps::{keys, Config, Error, Geeps, InProcessCluster, ReleaseAs, RowKey, Slack, TableId};
+use geeps::{keys, Config, Error, Geeps, GeepsBuilder, InProcessCluster, ReleaseAs, RowKey, Slack, TableId};
+use geeps_testkit::{device_test, Backend};
 
 fn config() -> Config {
     Config::default().with_row_width(4).with_device_memory(1 << 20).with_wait_deadline(Duration::from_secs(10))
 }
 
-fn one_table() -> (Geeps, TableId, TableId) {
-    let mut b = Geeps::builder(config());
+/// A builder for `config` on a fresh device of `backend`.
+fn builder(backend: Backend, config: Config) -> GeepsBuilder {
+    backend.builder(config).0
+}
+
+fn one_table(backend: Backend) -> (Geeps, TableId, TableId) {
+    let mut b = builder(backend, config());
     let w = b.parameter_table("w", 4);
     let a = b.local_table("act", 4);
     (b.build().unwrap(), w, a)
 }
 
-#[test]
-fn invalid_config_names_the_field() {
-    let bad = Geeps::builder(config().with_row_width(0)).build();
+device_test!(invalid_config_names_the_field, |backend| {
+    let bad = builder(backend, config().with_row_width(0)).build();
     assert!(matches!(bad, Err(Error::InvalidConfig { field: "row_width", .. })));
-    let mut b = Geeps::builder(config());
+    let mut b = builder(backend, config());
     b.parameter_table("w", 0);
     assert!(matches!(b.build(), Err(Error::InvalidConfig { field: "tables", reason }) if reason.contains("0 rows")));
-    let mut b = Geeps::builder(config());
+    let mut b = builder(backend, config());
     b.parameter_table("w", 1);
     b.local_table("w", 1);
     assert!(matches!(b.build(), Err(Error::InvalidConfig { field: "tables", reason }) if reason.contains("twice")));
@@ -36,11 +44,10 @@ fn invalid_config_names_the_field() {
     );
     drop(t);
     c.transport(0).expect("a rank is free again once its transport is gone");
-}
+});
 
-#[test]
-fn unknown_tables_rows_and_wrong_kinds() {
-    let (ps, w, a) = one_table();
+device_test!(unknown_tables_rows_and_wrong_kinds, |backend| {
+    let (ps, w, a) = one_table(backend);
     let err = ps.virtual_read(&[RowKey::new(TableId(9), 0)], Slack::BSP).unwrap_err();
     assert_eq!(err, Error::UnknownTable { table: 9, declared: 2 });
     let err = ps.virtual_read(&[RowKey::new(w, 4)], Slack::BSP).unwrap_err();
@@ -58,11 +65,10 @@ fn unknown_tables_rows_and_wrong_kinds() {
     assert!(matches!(ps.table_clock(a), Err(Error::InvalidKeys(_))));
     // Still usable.
     ps.read_keys(&keys(w, 0..4), Slack::BSP).unwrap().post().unwrap();
-}
+});
 
-#[test]
-fn calls_in_the_wrong_phase() {
-    let (ps, w, _) = one_table();
+device_test!(calls_in_the_wrong_phase, |backend| {
+    let (ps, w, _) = one_table(backend);
     let h = ps.virtual_read(&keys(w, 0..2), Slack::BSP).unwrap();
     assert!(matches!(ps.read(h), Err(Error::InvalidState { call: "read", .. })));
     assert!(matches!(ps.plan(), Err(Error::InvalidState { .. })));
@@ -78,11 +84,10 @@ fn calls_in_the_wrong_phase() {
     ps.shutdown().unwrap();
     assert!(matches!(ps.read(h), Err(Error::InvalidState { state: "shut down", .. })));
     assert!(matches!(ps.table_clock(w), Err(Error::InvalidState { .. })));
-}
+});
 
-#[test]
-fn double_release_and_wrong_release_kind() {
-    let (ps, w, a) = one_table();
+device_test!(double_release_and_wrong_release_kind, |backend| {
+    let (ps, w, a) = one_table(backend);
     ps.finish_virtual_iteration().unwrap();
     let raw = ps.read_keys(&keys(w, 0..2), Slack::BSP).unwrap().into_raw();
     // A read buffer cannot be applied as an update; it stays held.
@@ -99,11 +104,10 @@ fn double_release_and_wrong_release_kind() {
     ps.release_raw(up.ticket, ReleaseAs::Discard).unwrap();
     let l = ps.local_access_keys(&keys(a, 0..1), true).unwrap().into_raw();
     ps.release_raw(l.ticket, ReleaseAs::PostLocal { save: Some(false) }).unwrap();
-}
+});
 
-#[test]
-fn budget_too_small_names_the_bytes_needed() {
-    let mut b = Geeps::builder(config().with_row_width(128).with_device_memory(1000));
+device_test!(budget_too_small_names_the_bytes_needed, |backend| {
+    let mut b = builder(backend, config().with_row_width(128).with_device_memory(1000));
     let w = b.parameter_table("w", 4);
     let ps = b.build().unwrap();
     let r = ps.virtual_read(&keys(w, 0..4), Slack::BSP).unwrap();
@@ -111,16 +115,16 @@ fn budget_too_small_names_the_bytes_needed() {
     let err = ps.finish_virtual_iteration().unwrap_err();
     assert_eq!(err, Error::BudgetTooSmall { budget: 1000, needed: 2048, what: "one peak of access buffers" });
     assert!(err.to_string().contains("at least 2048"), "{err}");
-}
+});
 
-#[test]
-fn a_wait_past_the_deadline_names_the_worker_behind() {
+device_test!(a_wait_past_the_deadline_names_the_worker_behind, |backend| {
     let cluster = InProcessCluster::new(2).unwrap();
-    let mut b = Geeps::builder(
+    let mut b = builder(
+        backend,
         config().with_wait_deadline(Duration::from_millis(300)).with_slow_wait_log(Duration::from_millis(100)),
     );
     let w = b.parameter_table("w", 2);
-    let mut b1 = Geeps::builder(config());
+    let mut b1 = builder(backend, config());
     b1.parameter_table("w", 2);
     b1.transport(cluster.transport(1).unwrap());
     let _idle = b1.build().unwrap(); // joined, but never clocks
@@ -140,30 +144,28 @@ fn a_wait_past_the_deadline_names_the_worker_behind() {
     assert!(err.to_string().contains("worker 1 has ended 0 clocks"), "{err}");
     // Slack 1 needs nothing from worker 1 yet.
     ps.read_keys(&keys(w, 0..2), Slack::Bounded(1)).unwrap().post().unwrap();
-}
+});
 
-#[test]
-fn mismatched_tables_are_refused_at_join() {
+device_test!(mismatched_tables_are_refused_at_join, |backend| {
     let cluster = InProcessCluster::new(2).unwrap();
-    let mut a = Geeps::builder(config());
+    let mut a = builder(backend, config());
     a.parameter_table("w", 2);
     a.transport(cluster.transport(0).unwrap());
     let _a = a.build().unwrap();
-    let mut b = Geeps::builder(config());
+    let mut b = builder(backend, config());
     b.parameter_table("w", 3);
     b.transport(cluster.transport(1).unwrap());
     assert!(matches!(b.build(), Err(Error::Mismatch(m)) if m.contains("tables")));
-    let mut c = Geeps::builder(config().with_row_width(8));
+    let mut c = builder(backend, config().with_row_width(8));
     c.parameter_table("w", 2);
     c.transport(cluster.transport(1).unwrap());
     assert!(matches!(c.build(), Err(Error::Mismatch(m)) if m.contains("row width")));
-}
+});
 
-#[test]
-fn dropping_an_instance_mid_iteration_is_safe_and_frees_the_others() {
+device_test!(dropping_an_instance_mid_iteration_is_safe_and_frees_the_others, |backend| {
     let cluster = InProcessCluster::new(2).unwrap();
     let make = |rank| {
-        let mut b = Geeps::builder(config());
+        let mut b = builder(backend, config());
         let w = b.parameter_table("w", 2);
         b.transport(cluster.transport(rank).unwrap());
         let ps = b.build().unwrap();
@@ -188,4 +190,4 @@ fn dropping_an_instance_mid_iteration_is_safe_and_frees_the_others() {
         p0.table_clock(w).unwrap();
     }
     p0.shutdown().unwrap();
-}
+});

@@ -3,10 +3,14 @@
 //! tests check that the data is always what a save-then-fetch would give: at
 //! the target, at later accesses that read the store, and when the
 //! application leaves the recorded order while a hand-over is pending or held.
+//! On every device (`geeps_testkit::device_test!`): buffer contents move
+//! through the device's own copies, and a hand-over is seen as the same
+//! device address.
 
 use std::time::Duration;
 
-use geeps::{keys, Config, Geeps, Handle, RowKey};
+use geeps::{keys, Config, DevicePtr, Geeps, Handle, RowKey};
+use geeps_testkit::{device_test, Backend, Fixture};
 
 const WIDTH: usize = 8;
 const ROWS: u32 = 4;
@@ -15,6 +19,7 @@ const BLOB: usize = ROWS as usize * WIDTH * 4;
 
 struct Net {
     ps: Geeps,
+    fx: Fixture,
     a: Vec<RowKey>,
     /// layer 1 writes A; layer 2 reads A, writes B; layer 3 reads B; then A is read again.
     write_a: Handle,
@@ -24,19 +29,20 @@ struct Net {
     reread_a: Handle,
 }
 
-/// An instance with one local table of two blobs, A and B; their keys.
-fn instance(budget: usize) -> (Geeps, Vec<RowKey>, Vec<RowKey>) {
-    let mut b = Geeps::builder(
+/// An instance with one local table of two blobs, A and B, on a device of
+/// `backend`; their keys; the fixture to look into its buffers.
+fn instance(backend: Backend, budget: usize) -> (Geeps, Vec<RowKey>, Vec<RowKey>, Fixture) {
+    let (mut b, fx) = backend.builder(
         Config::default().with_row_width(WIDTH).with_device_memory(budget).with_wait_deadline(Duration::from_secs(10)),
     );
     let act = b.local_table("act", 2 * ROWS);
     let ps = b.build().unwrap();
     let (a, bk) = (keys(act, 0..ROWS), keys(act, ROWS..2 * ROWS));
-    (ps, a, bk)
+    (ps, a, bk, fx)
 }
 
-fn net(budget: usize) -> Net {
-    let (ps, a, bk) = instance(budget);
+fn net(backend: Backend, budget: usize) -> Net {
+    let (ps, a, bk, fx) = instance(backend, budget);
     let write_a = ps.virtual_local_access(&a, false).unwrap();
     ps.virtual_post_local_access(write_a, true).unwrap();
     let read_a = ps.virtual_local_access(&a, true).unwrap();
@@ -48,7 +54,7 @@ fn net(budget: usize) -> Net {
     let reread_a = ps.virtual_local_access(&a, true).unwrap();
     ps.virtual_post_local_access(reread_a, false).unwrap();
     ps.finish_virtual_iteration().unwrap();
-    Net { ps, a, write_a, read_a, write_b, read_b, reread_a }
+    Net { ps, fx, a, write_a, read_a, write_b, read_b, reread_a }
 }
 
 fn values(it: usize, blob: usize) -> Vec<f32> {
@@ -57,39 +63,38 @@ fn values(it: usize, blob: usize) -> Vec<f32> {
 
 /// Writes blob A of iteration `it` and posts it (a hand-over when planned);
 /// returns the buffer's address.
-fn write_a(n: &Net, it: usize) -> usize {
-    let mut w = n.ps.local_access(n.write_a).unwrap();
-    w.as_mut_slice().unwrap().copy_from_slice(&values(it, 0));
-    let at = w.as_slice().unwrap().as_ptr() as usize;
+fn write_a(n: &Net, it: usize) -> DevicePtr {
+    let w = n.ps.local_access(n.write_a).unwrap();
+    n.fx.set(&w, &values(it, 0));
+    let at = w.device_ptr();
     w.post().unwrap();
     at
 }
 
 /// The rest of the iteration after `write_a`, checking every value read;
 /// `handed` is the address layer 2 must get A at, when handed over.
-fn rest(n: &Net, it: usize, handed: Option<usize>) {
+fn rest(n: &Net, it: usize, handed: Option<DevicePtr>) {
     let r = n.ps.local_access(n.read_a).unwrap();
-    assert_eq!(r.as_slice().unwrap(), &values(it, 0)[..], "layer 2 reads A of iteration {it}");
+    assert_eq!(n.fx.get(&r), values(it, 0), "layer 2 reads A of iteration {it}");
     if let Some(at) = handed {
-        assert_eq!(r.as_slice().unwrap().as_ptr() as usize, at, "iteration {it}: handed over, not copied");
+        assert_eq!(r.device_ptr(), at, "iteration {it}: handed over, not copied");
     }
-    let mut w = n.ps.local_access(n.write_b).unwrap();
-    w.as_mut_slice().unwrap().copy_from_slice(&values(it, 1));
+    let w = n.ps.local_access(n.write_b).unwrap();
+    n.fx.set(&w, &values(it, 1));
     w.post().unwrap();
     r.post().unwrap();
     let r = n.ps.local_access(n.read_b).unwrap();
-    assert_eq!(r.as_slice().unwrap(), &values(it, 1)[..], "layer 3 reads B of iteration {it}");
+    assert_eq!(n.fx.get(&r), values(it, 1), "layer 3 reads B of iteration {it}");
     r.post().unwrap();
     let r = n.ps.local_access(n.reread_a).unwrap();
-    assert_eq!(r.as_slice().unwrap(), &values(it, 0)[..], "A is read back from the store in iteration {it}");
+    assert_eq!(n.fx.get(&r), values(it, 0), "A is read back from the store in iteration {it}");
     r.post().unwrap();
 }
 
-#[test]
-fn posted_blobs_are_handed_over_and_saved_at_the_end_of_the_chain() {
+device_test!(posted_blobs_are_handed_over_and_saved_at_the_end_of_the_chain, |backend| {
     // Below two peaks (A and B held at once) and too tight to pin a blob
     // beside one and a half peaks: nothing pinned, single-buffered.
-    let n = net(2 * BLOB + BLOB / 4);
+    let n = net(backend, 2 * BLOB + BLOB / 4);
     let plan = n.ps.plan().unwrap();
     assert_eq!(plan.handovers, 2, "{plan}");
     assert_eq!(plan.local_device_bytes, 0, "{plan}");
@@ -100,47 +105,44 @@ fn posted_blobs_are_handed_over_and_saved_at_the_end_of_the_chain() {
     let stats = n.ps.stats();
     assert_eq!(stats.handovers, 10, "{stats}");
     assert_eq!(stats.resyncs, 0, "{stats}");
-}
+});
 
-#[test]
-fn everything_fits_serves_in_place_and_hands_nothing_over() {
-    let n = net(1 << 20);
+device_test!(everything_fits_serves_in_place_and_hands_nothing_over, |backend| {
+    let n = net(backend, 1 << 20);
     assert_eq!(n.ps.plan().unwrap().handovers, 0);
     for it in 0..3 {
         write_a(&n, it);
         rest(&n, it, None);
     }
-}
+});
 
-#[test]
-fn leaving_the_order_with_a_hand_over_pending_saves_it_first() {
-    let n = net(2 * BLOB + BLOB / 4);
+device_test!(leaving_the_order_with_a_hand_over_pending_saves_it_first, |backend| {
+    let n = net(backend, 2 * BLOB + BLOB / 4);
     for it in 0..3 {
         write_a(&n, it);
         // Off the recorded order: a keyed access of A must see the posted data.
         let keyed = n.ps.local_access_keys(&n.a, true).unwrap();
-        assert_eq!(keyed.as_slice().unwrap(), &values(it, 0)[..], "iteration {it}");
+        assert_eq!(n.fx.get(&keyed), values(it, 0), "iteration {it}");
         keyed.post_with(false).unwrap();
         rest(&n, it, None);
     }
     let stats = n.ps.stats();
     assert!(stats.resyncs > 0, "{stats}");
-}
+});
 
-#[test]
-fn leaving_the_order_while_holding_a_hand_over_saves_it_first() {
-    let n = net(2 * BLOB + BLOB / 4);
+device_test!(leaving_the_order_while_holding_a_hand_over_saves_it_first, |backend| {
+    let n = net(backend, 2 * BLOB + BLOB / 4);
     for it in 0..3 {
         write_a(&n, it);
         let held = n.ps.local_access(n.read_a).unwrap();
-        assert_eq!(held.as_slice().unwrap(), &values(it, 0)[..]);
+        assert_eq!(n.fx.get(&held), values(it, 0));
         let keyed = n.ps.local_access_keys(&n.a, true).unwrap();
-        assert_eq!(keyed.as_slice().unwrap(), &values(it, 0)[..], "iteration {it}: held hand-over saved");
+        assert_eq!(n.fx.get(&keyed), values(it, 0), "iteration {it}: held hand-over saved");
         keyed.post_with(false).unwrap();
         held.post().unwrap();
         // Whatever happened above, the store has A.
         let again = n.ps.local_access_keys(&n.a, true).unwrap();
-        assert_eq!(again.as_slice().unwrap(), &values(it, 0)[..], "iteration {it}: after the post");
+        assert_eq!(n.fx.get(&again), values(it, 0), "iteration {it}: after the post");
         again.post_with(false).unwrap();
     }
     // Back in order, hand-overs resume.
@@ -151,13 +153,13 @@ fn leaving_the_order_while_holding_a_hand_over_saves_it_first() {
     }
     let after = n.ps.stats().handovers;
     assert!(after > before, "hand-overs resume in order: {before} -> {after}");
-}
+});
 
 /// Layer 1 writes A and B and posts them; layer 2 reads them and then
 /// declares them dead (`discard`), or posts them with `save = false`.
 /// Returns the instance and the handles (write A, write B, read A, read B).
-fn write_then_read(discard: bool) -> (Geeps, [Handle; 4]) {
-    let (ps, a, bk) = instance(2 * BLOB + BLOB / 4);
+fn write_then_read(backend: Backend, discard: bool) -> (Geeps, [Handle; 4], Fixture) {
+    let (ps, a, bk, fx) = instance(backend, 2 * BLOB + BLOB / 4);
     let wa = ps.virtual_local_access(&a, false).unwrap();
     let wb = ps.virtual_local_access(&bk, false).unwrap();
     ps.virtual_post_local_access(wa, true).unwrap();
@@ -172,34 +174,33 @@ fn write_then_read(discard: bool) -> (Geeps, [Handle; 4]) {
         }
     }
     ps.finish_virtual_iteration().unwrap();
-    (ps, [wa, wb, ra, rb])
+    (ps, [wa, wb, ra, rb], fx)
 }
 
 /// One iteration of `write_then_read`'s recording, checking what is read.
-fn write_then_read_iteration(ps: &Geeps, h: [Handle; 4], it: usize) {
-    let mut wa = ps.local_access(h[0]).unwrap();
-    let mut wb = ps.local_access(h[1]).unwrap();
-    wa.as_mut_slice().unwrap().copy_from_slice(&values(it, 0));
-    wb.as_mut_slice().unwrap().copy_from_slice(&values(it, 1));
+fn write_then_read_iteration(ps: &Geeps, fx: &Fixture, h: [Handle; 4], it: usize) {
+    let wa = ps.local_access(h[0]).unwrap();
+    let wb = ps.local_access(h[1]).unwrap();
+    fx.set(&wa, &values(it, 0));
+    fx.set(&wb, &values(it, 1));
     wa.post().unwrap();
     wb.post().unwrap();
     let ra = ps.local_access(h[2]).unwrap();
     let rb = ps.local_access(h[3]).unwrap();
-    assert_eq!(ra.as_slice().unwrap(), &values(it, 0)[..], "iteration {it}");
-    assert_eq!(rb.as_slice().unwrap(), &values(it, 1)[..], "iteration {it}");
+    assert_eq!(fx.get(&ra), values(it, 0), "iteration {it}");
+    assert_eq!(fx.get(&rb), values(it, 1), "iteration {it}");
     // Dropping posts as recorded: a discard when recorded as one.
     drop(ra);
     drop(rb);
 }
 
-#[test]
-fn a_discarding_chain_end_saves_nothing_and_a_saving_one_does() {
+device_test!(a_discarding_chain_end_saves_nothing_and_a_saving_one_does, |backend| {
     for discard in [false, true] {
-        let (ps, h) = write_then_read(discard);
+        let (ps, h, fx) = write_then_read(backend, discard);
         let plan = ps.plan().unwrap();
         assert_eq!(plan.handovers, 2, "{plan}");
         for it in 0..4 {
-            write_then_read_iteration(&ps, h, it);
+            write_then_read_iteration(&ps, &fx, h, it);
         }
         let stats = ps.stats();
         assert_eq!(stats.resyncs, 0, "{stats}");
@@ -213,40 +214,39 @@ fn a_discarding_chain_end_saves_nothing_and_a_saving_one_does() {
             assert_eq!(stats.bytes_device_to_host, 8 * BLOB as u64, "two saves per iteration: {stats}");
         }
     }
-}
+});
 
-#[test]
-fn leaving_the_order_before_a_discard_still_saves_the_hand_over() {
-    let (ps, h) = write_then_read(true);
+device_test!(leaving_the_order_before_a_discard_still_saves_the_hand_over, |backend| {
+    let (ps, h, fx) = write_then_read(backend, true);
     let a = keys(geeps::TableId(0), 0..ROWS);
     for it in 0..3 {
-        let mut wa = ps.local_access(h[0]).unwrap();
-        let mut wb = ps.local_access(h[1]).unwrap();
-        wa.as_mut_slice().unwrap().copy_from_slice(&values(it, 0));
-        wb.as_mut_slice().unwrap().copy_from_slice(&values(it, 1));
+        let wa = ps.local_access(h[0]).unwrap();
+        let wb = ps.local_access(h[1]).unwrap();
+        fx.set(&wa, &values(it, 0));
+        fx.set(&wb, &values(it, 1));
         wa.post().unwrap();
         // Off the order with A handed over and not yet read.
         let keyed = ps.local_access_keys(&a, true).unwrap();
-        assert_eq!(keyed.as_slice().unwrap(), &values(it, 0)[..], "iteration {it}");
+        assert_eq!(fx.get(&keyed), values(it, 0), "iteration {it}");
         keyed.post_with(false).unwrap();
         wb.post().unwrap();
         let ra = ps.local_access(h[2]).unwrap();
         let rb = ps.local_access(h[3]).unwrap();
-        assert_eq!(ra.as_slice().unwrap(), &values(it, 0)[..], "iteration {it}");
-        assert_eq!(rb.as_slice().unwrap(), &values(it, 1)[..], "iteration {it}");
+        assert_eq!(fx.get(&ra), values(it, 0), "iteration {it}");
+        assert_eq!(fx.get(&rb), values(it, 1), "iteration {it}");
         ra.discard().unwrap();
         rb.discard().unwrap();
     }
     // Back in the recorded order, nothing else to check than that it runs.
-    write_then_read_iteration(&ps, h, 9);
-}
+    write_then_read_iteration(&ps, &fx, h, 9);
+});
 
 /// Each iteration reads A, with B held beside it, posts both unchanged, and
 /// reads A again: the second read is served by the first one's buffer.
 /// The store's A holds `values(0, 0)`. Returns the instance, A's keys and the
 /// handles (first read of A, read of B, second read of A).
-fn read_twice() -> (Geeps, Vec<RowKey>, [Handle; 3]) {
-    let (ps, a, bk) = instance(2 * BLOB + BLOB / 4);
+fn read_twice(backend: Backend) -> (Geeps, Vec<RowKey>, [Handle; 3], Fixture) {
+    let (ps, a, bk, fx) = instance(backend, 2 * BLOB + BLOB / 4);
     let ra = ps.virtual_local_access(&a, true).unwrap();
     let rb = ps.virtual_local_access(&bk, true).unwrap();
     ps.virtual_post_local_access(rb, false).unwrap();
@@ -254,30 +254,29 @@ fn read_twice() -> (Geeps, Vec<RowKey>, [Handle; 3]) {
     let again = ps.virtual_local_access(&a, true).unwrap();
     ps.virtual_post_local_access(again, false).unwrap();
     ps.finish_virtual_iteration().unwrap();
-    let mut w = ps.local_access_keys(&a, false).unwrap();
-    w.as_mut_slice().unwrap().copy_from_slice(&values(0, 0));
+    let w = ps.local_access_keys(&a, false).unwrap();
+    fx.set(&w, &values(0, 0));
     w.post_with(true).unwrap();
     // A keyed fetch waits until the save is stored (and counted).
     ps.local_access_keys(&a, true).unwrap().post_with(false).unwrap();
-    (ps, a, [ra, rb, again])
+    (ps, a, [ra, rb, again], fx)
 }
 
-#[test]
-fn a_fetched_buffer_posted_unchanged_is_handed_over() {
-    let (ps, _, [ra, rb, again]) = read_twice();
+device_test!(a_fetched_buffer_posted_unchanged_is_handed_over, |backend| {
+    let (ps, _, [ra, rb, again], fx) = read_twice(backend);
     let plan = ps.plan().unwrap();
     assert_eq!((plan.handovers, plan.local_device_bytes), (1, 0), "{plan}");
     let before = ps.stats();
     const ITERATIONS: u64 = 8;
     for it in 0..ITERATIONS {
         let first = ps.local_access(ra).unwrap();
-        assert_eq!(first.as_slice().unwrap(), &values(0, 0)[..], "iteration {it}");
-        let at = first.as_slice().unwrap().as_ptr() as usize;
+        assert_eq!(fx.get(&first), values(0, 0), "iteration {it}");
+        let at = first.device_ptr();
         ps.local_access(rb).unwrap().post().unwrap();
         first.post().unwrap();
         let second = ps.local_access(again).unwrap();
-        assert_eq!(second.as_slice().unwrap(), &values(0, 0)[..], "iteration {it}");
-        assert_eq!(second.as_slice().unwrap().as_ptr() as usize, at, "iteration {it}: handed over, not fetched");
+        assert_eq!(fx.get(&second), values(0, 0), "iteration {it}");
+        assert_eq!(second.device_ptr(), at, "iteration {it}: handed over, not fetched");
         second.post().unwrap();
     }
     let stats = ps.stats();
@@ -289,34 +288,33 @@ fn a_fetched_buffer_posted_unchanged_is_handed_over() {
     let blobs = (stats.bytes_host_to_device - before.bytes_host_to_device) / BLOB as u64;
     assert!((2 * ITERATIONS - 2..=2 * ITERATIONS + 2).contains(&blobs), "{blobs} blobs fetched: {stats}");
     assert_eq!(stats.bytes_device_to_host, before.bytes_device_to_host, "{stats}");
-}
+});
 
-#[test]
-fn an_unchanged_hand_over_never_hides_a_later_write() {
-    let (ps, a, [ra, rb, again]) = read_twice();
+device_test!(an_unchanged_hand_over_never_hides_a_later_write, |backend| {
+    let (ps, a, [ra, rb, again], fx) = read_twice(backend);
     for it in 1..4 {
         // Off the order with A handed over: a keyed write of A must win.
         let first = ps.local_access(ra).unwrap();
         ps.local_access(rb).unwrap().post().unwrap();
         first.post().unwrap();
-        let mut w = ps.local_access_keys(&a, false).unwrap();
-        w.as_mut_slice().unwrap().copy_from_slice(&values(it, 0));
+        let w = ps.local_access_keys(&a, false).unwrap();
+        fx.set(&w, &values(it, 0));
         w.post_with(true).unwrap();
         let second = ps.local_access(again).unwrap();
-        assert_eq!(second.as_slice().unwrap(), &values(it, 0)[..], "iteration {it}: the keyed write");
+        assert_eq!(fx.get(&second), values(it, 0), "iteration {it}: the keyed write");
         second.post().unwrap();
         // The first read changes A and saves it, against the recording: the
         // second read must see the change.
-        let mut first = ps.local_access(ra).unwrap();
-        first.as_mut_slice().unwrap().copy_from_slice(&values(it, 1));
+        let first = ps.local_access(ra).unwrap();
+        fx.set(&first, &values(it, 1));
         ps.local_access(rb).unwrap().post().unwrap();
         first.post_with(true).unwrap();
         let second = ps.local_access(again).unwrap();
-        assert_eq!(second.as_slice().unwrap(), &values(it, 1)[..], "iteration {it}: the saving post");
+        assert_eq!(fx.get(&second), values(it, 1), "iteration {it}: the saving post");
         second.post().unwrap();
         // Restore A for the next round.
-        let mut w = ps.local_access_keys(&a, false).unwrap();
-        w.as_mut_slice().unwrap().copy_from_slice(&values(0, 0));
+        let w = ps.local_access_keys(&a, false).unwrap();
+        fx.set(&w, &values(0, 0));
         w.post_with(true).unwrap();
     }
-}
+});

@@ -3,6 +3,13 @@
 //! under bounded staleness, and checks that it learns and that the calls took
 //! the recorded fast path. The training code is the example's own, included
 //! by path, so the example cannot drift from what is tested here.
+//!
+//! Host device only, unlike the other engine suites: `train.rs` builds each
+//! worker's instance on the default (host) device and reads and writes its
+//! buffers as host slices (`as_slice` / `as_mut_slice`), and `TrainConfig`
+//! has no way to hand it another device. Running it on `CudaDevice` needs
+//! the example to take a device (a factory in `TrainConfig`, given to
+//! `builder.device`) and to move buffer contents through the device's copies.
 
 #[allow(dead_code)]
 #[path = "../examples/mlr/train.rs"]

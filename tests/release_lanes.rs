@@ -6,12 +6,15 @@
 //! `scatter_assign`: nothing is read into it.
 //! Nothing here is timed: a wait that should not happen fails the test
 //! through the instance's wait deadline.
+//! On every device (`geeps_testkit::device_test!`): the gate wraps the
+//! backend's device, and buffer contents move through its copies.
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use geeps::device::{EventId, IndexId, PinnedBuf, RowOp, RowPair, StreamId};
-use geeps::{keys, Config, Device, DeviceInfo, DevicePtr, Geeps, HostDevice, Result, Slack};
+use geeps::{keys, Config, Device, DeviceInfo, DevicePtr, Geeps, Result, Slack};
+use geeps_testkit::{device_test, Backend, Fixture};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Gated {
@@ -21,9 +24,10 @@ enum Gated {
     ScatterAssign,
 }
 
-/// The host device, with one kernel held until `open` is called.
+/// A backend's device, with one kernel held (before it is enqueued) until
+/// `open` is called.
 struct GatedDevice {
-    inner: HostDevice,
+    inner: Arc<dyn Device>,
     gated: Gated,
     open: Mutex<bool>,
     cond: Condvar,
@@ -31,14 +35,8 @@ struct GatedDevice {
 }
 
 impl GatedDevice {
-    fn new(gated: Gated) -> Arc<Self> {
-        Arc::new(GatedDevice {
-            inner: HostDevice::new(1 << 20),
-            gated,
-            open: Mutex::new(false),
-            cond: Condvar::new(),
-            blocked: Mutex::new(0),
-        })
+    fn new(inner: Arc<dyn Device>, gated: Gated) -> Arc<Self> {
+        Arc::new(GatedDevice { inner, gated, open: Mutex::new(false), cond: Condvar::new(), blocked: Mutex::new(0) })
     }
 
     fn hold_if(&self, kernel: Gated) {
@@ -83,6 +81,9 @@ impl Device for GatedDevice {
     }
     fn alloc(&self, floats: usize) -> Result<DevicePtr> {
         self.inner.alloc(floats)
+    }
+    fn alloc_scratch(&self, floats: usize) -> Result<DevicePtr> {
+        self.inner.alloc_scratch(floats)
     }
     unsafe fn free(&self, ptr: DevicePtr) {
         self.inner.free(ptr)
@@ -143,20 +144,21 @@ impl Device for GatedDevice {
 
 const WIDTH: usize = 4;
 
-/// A builder on a device gating `gated`, with a deadline well below the
-/// test's own patience: a wrong wait fails fast.
-fn gated_builder(gated: Gated) -> (Arc<GatedDevice>, geeps::GeepsBuilder) {
-    let device = GatedDevice::new(gated);
+/// A builder on `backend`'s device gating `gated`, with a deadline well
+/// below the test's own patience: a wrong wait fails fast; the fixture to
+/// look into its buffers.
+fn gated_builder(backend: Backend, gated: Gated) -> (Arc<GatedDevice>, geeps::GeepsBuilder, Fixture) {
+    let device = GatedDevice::new(backend.device(1 << 20), gated);
+    let fx = Fixture::wrapping(backend, device.clone());
     let config =
         Config::default().with_row_width(WIDTH).with_device_memory(1 << 20).with_wait_deadline(Duration::from_secs(3));
     let mut b = Geeps::builder(config);
     b.device(device.clone());
-    (device, b)
+    (device, b, fx)
 }
 
-#[test]
-fn local_data_does_not_wait_behind_a_held_update() {
-    let (device, mut b) = gated_builder(Gated::ScatterAdd);
+device_test!(local_data_does_not_wait_behind_a_held_update, |backend| {
+    let (device, mut b, fx) = gated_builder(backend, Gated::ScatterAdd);
     let w = b.parameter_table("w", 4);
     let act = b.local_table("act", 2);
     let ps = b.build().unwrap();
@@ -181,36 +183,36 @@ fn local_data_does_not_wait_behind_a_held_update() {
     assert_eq!(plan.param_host_bytes, 0, "{plan}");
 
     // The update goes to the parameter lane, which blocks in scatter_add.
-    let mut up = ps.pre_update(u).unwrap();
-    up.as_mut_slice().unwrap().fill(1.0);
+    let up = ps.pre_update(u).unwrap();
+    fx.fill(&up, 1.0);
     up.update().unwrap();
     device.until_held();
 
-    let mut la = ps.local_access(a).unwrap();
-    la.as_mut_slice().unwrap().copy_from_slice(&[1., 1., 1., 1., 2., 2., 2., 2.]);
+    let la = ps.local_access(a).unwrap();
+    fx.set(&la, &[1., 1., 1., 1., 2., 2., 2., 2.]);
     la.post().unwrap();
     // Copied: needs the in-place save above, counted by the local lane.
-    let mut lr = ps.local_access(r).unwrap();
-    assert_eq!(lr.as_mut_slice().unwrap(), &[2., 2., 2., 2., 1., 1., 1., 1.]);
-    lr.as_mut_slice().unwrap()[..WIDTH].fill(5.0);
+    let lr = ps.local_access(r).unwrap();
+    assert_eq!(fx.get(&lr), [2., 2., 2., 2., 1., 1., 1., 1.]);
+    fx.modify(&lr, |s| s[..WIDTH].fill(5.0));
     lr.post().unwrap();
     // In place again: needs the local lane to have moved the copy's rows back.
-    let mut la2 = ps.local_access(a2).unwrap();
-    assert_eq!(la2.as_mut_slice().unwrap(), &[1., 1., 1., 1., 5., 5., 5., 5.]);
+    let la2 = ps.local_access(a2).unwrap();
+    assert_eq!(fx.get(&la2), [1., 1., 1., 1., 5., 5., 5., 5.]);
     la2.post().unwrap();
     assert_eq!(*device.blocked.lock().unwrap(), 1, "the update should still be held in scatter_add");
 
     device.open();
     ps.table_clock(w).unwrap();
     let read = ps.read_keys(&keys(w, 0..4), Slack::BSP).unwrap();
-    assert!(read.as_slice().unwrap().iter().all(|v| *v == 1.0), "{:?}", read.as_slice());
+    let v = fx.get(&read);
+    assert!(v.iter().all(|v| *v == 1.0), "{v:?}");
     read.post().unwrap();
     ps.shutdown().unwrap();
-}
+});
 
-#[test]
-fn an_unfilled_local_buffer_does_not_wait_behind_a_held_save() {
-    let (device, mut b) = gated_builder(Gated::ScatterAssign);
+device_test!(an_unfilled_local_buffer_does_not_wait_behind_a_held_save, |backend| {
+    let (device, mut b, fx) = gated_builder(backend, Gated::ScatterAssign);
     let act = b.local_table("act", 4);
     let ps = b.build().unwrap();
     let _gate = OpenOnDrop(device.clone());
@@ -236,20 +238,20 @@ fn an_unfilled_local_buffer_does_not_wait_behind_a_held_save() {
     for h in in_order {
         ps.local_access(h).unwrap().post().unwrap();
     }
-    let mut wa = ps.local_access(write_a).unwrap();
-    wa.as_mut_slice().unwrap().copy_from_slice(&[1., 1., 1., 1., 2., 2., 2., 2.]);
+    let wa = ps.local_access(write_a).unwrap();
+    fx.set(&wa, &[1., 1., 1., 1., 2., 2., 2., 2.]);
     wa.post().unwrap();
     device.until_held();
     // The local lane is now held in A's save; B's buffer is filled with
     // nothing, so it must not wait for that save.
-    let mut wb = ps.local_access(write_b).unwrap();
-    wb.as_mut_slice().unwrap().copy_from_slice(&[3., 3., 3., 3., 4., 4., 4., 4.]);
+    let wb = ps.local_access(write_b).unwrap();
+    fx.set(&wb, &[3., 3., 3., 3., 4., 4., 4., 4.]);
     wb.post().unwrap();
     assert_eq!(*device.blocked.lock().unwrap(), 1, "A's save should still be held in scatter_assign");
 
     device.open();
     let all = ps.local_access_keys(&keys(act, 0..4), true).unwrap();
-    assert_eq!(all.as_slice().unwrap(), &[2., 2., 2., 2., 1., 1., 1., 1., 4., 4., 4., 4., 3., 3., 3., 3.]);
+    assert_eq!(fx.get(&all), [2., 2., 2., 2., 1., 1., 1., 1., 4., 4., 4., 4., 3., 3., 3., 3.]);
     all.post_with(false).unwrap();
     ps.shutdown().unwrap();
-}
+});

@@ -9,7 +9,7 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use geeps_core::{keys, Config, Error, Geeps, InProcessCluster, Plan, RowKey, Slack, Stats, TableKind};
-use geeps_testkit::{backends, Backend, Io};
+use geeps_testkit::{assert_same_bits, backends, Backend, Io};
 
 fn config(row_width: usize, device_memory: usize) -> Config {
     Config::default()
@@ -236,20 +236,20 @@ fn results_do_not_depend_on_the_budget_or_the_device() {
         assert!(roomy.tables.iter().all(|t| t.rows_on_host == 0), "{b:?}: {roomy}");
         assert_eq!(stats.slow_path_calls, 0, "{b:?}: {stats}");
         assert_eq!(roomy.peak_bytes, 32 * row, "{b:?}");
-        assert!(roomy_seen == reference, "{b:?}: everything-on-device run differs from the host device's");
+        assert_same_bits(&roomy_seen, &reference, &format!("{b:?}: everything-on-device run vs the host device's"));
 
         let (small_seen, small, small_stats) = train(b, peak0, 12);
         assert!(!small.double_buffered, "{b:?}: {small}");
         assert!(small.tables.iter().all(|t| t.rows_on_device == 0), "{b:?}: {small}");
         assert!(small_stats.bytes_host_to_device > 0, "{b:?}");
-        assert!(small_seen == reference, "{b:?}: swapped run differs");
+        assert_same_bits(&small_seen, &reference, &format!("{b:?}: swapped run"));
 
         let (mid_seen, mid, _) = train(b, 2 * peak0 + 12 * row, 12);
         assert!(mid.double_buffered, "{b:?}: {mid}");
         let local_dev = mid.tables.iter().find(|t| t.kind == TableKind::Local).unwrap().rows_on_device;
         assert!(local_dev > 0, "{b:?}: {mid}");
         assert!(mid.tables.iter().any(|t| t.rows_on_host > 0), "{b:?}: {mid}");
-        assert!(mid_seen == reference, "{b:?}: partly swapped run differs");
+        assert_same_bits(&mid_seen, &reference, &format!("{b:?}: partly swapped run"));
     }
 }
 

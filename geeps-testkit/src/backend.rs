@@ -32,8 +32,7 @@ impl Backend {
             Backend::Host => Arc::new(HostDevice::new(capacity)),
             #[cfg(feature = "cuda")]
             Backend::Cuda => {
-                let mut config = geeps_cuda::CudaConfig::ordinal(0);
-                config.budget = Some(capacity);
+                let config = geeps_cuda::CudaConfig::ordinal(0).with_budget(capacity);
                 Arc::new(geeps_cuda::CudaDevice::new(config).expect("the probe found a GPU, so it opens"))
             }
         }
@@ -55,6 +54,30 @@ impl Backend {
         assert!(!cuda_required(), "{test}: GEEPS_REQUIRE_CUDA=1 but there is no CUDA device: {reason}");
         eprintln!("{test}: CUDA variant skipped: {reason}");
         None
+    }
+
+    /// The backend named by `GEEPS_TEST_DEVICE` (`host`, the default, or
+    /// `cuda`): how a scenario run by another process (geeps-launch's
+    /// process tests) is told its device.
+    ///
+    /// # Panics
+    /// On another name, or on `cuda` without a usable CUDA device (see
+    /// [`Backend::cuda_for`]): a run asked for CUDA never falls back to the host.
+    pub fn from_env() -> Backend {
+        match std::env::var("GEEPS_TEST_DEVICE").as_deref() {
+            Err(_) | Ok("" | "host") => Backend::Host,
+            Ok("cuda") => {
+                #[cfg(feature = "cuda")]
+                let reason = match geeps_cuda::CudaDevice::probe(0) {
+                    Ok(_) => return Backend::Cuda,
+                    Err(e) => e.to_string(),
+                };
+                #[cfg(not(feature = "cuda"))]
+                let reason = "geeps-testkit was built without its `cuda` feature".to_string();
+                panic!("GEEPS_TEST_DEVICE=cuda but there is no usable CUDA device: {reason}")
+            }
+            Ok(other) => panic!("GEEPS_TEST_DEVICE={other}: expected `host` or `cuda`"),
+        }
     }
 
     /// Whether buffers of this device can be read as host slices.

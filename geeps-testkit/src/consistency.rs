@@ -6,8 +6,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use geeps_core::{keys, Config, Geeps, Slack, Transport};
+use geeps_core::{keys, Config, Slack, Transport};
 use proptest::prelude::*;
+
+use crate::Backend;
 
 const ROWS: u32 = 3;
 const WIDTH: usize = 2;
@@ -17,11 +19,11 @@ pub struct Case {
     pub workers: usize,
     pub clocks: usize,
     pub slack: Slack,
-    /// deltas[w][c][row]: small integers, so float sums are exact.
+    /// `deltas[w][c][row]`: small integers, so float sums are exact.
     pub deltas: Vec<Vec<Vec<u8>>>,
-    /// delay_us[w][c]: sleeps that shuffle the interleaving.
+    /// `delay_us[w][c]`: sleeps that shuffle the interleaving.
     pub delay_us: Vec<Vec<u16>>,
-    /// keyed[w][c]: use the slow path (keys) instead of the recorded handles.
+    /// `keyed[w][c]`: use the slow path (keys) instead of the recorded handles.
     pub keyed: Vec<Vec<bool>>,
     /// Budget in bytes: small budgets keep rows on the host side.
     pub budget: usize,
@@ -62,9 +64,17 @@ fn sum(case: &Case, worker: Option<usize>, clocks: std::ops::Range<usize>, row: 
         .sum()
 }
 
-/// Runs worker `rank` of `case` over `transport`; an error string says what broke.
+/// Runs worker `rank` of `case` over `transport` on the device named by
+/// `GEEPS_TEST_DEVICE` (see [`Backend::from_env`]; the host device by
+/// default): the form a process started by a launcher runs.
 pub fn run_rank(case: &Case, rank: usize, transport: Arc<dyn Transport>) -> Result<(), String> {
-    let mut b = Geeps::builder(
+    run_rank_on(Backend::from_env(), case, rank, transport)
+}
+
+/// Runs worker `rank` of `case` over `transport` on a fresh device of
+/// `backend` (its capacity the case's budget); an error string says what broke.
+pub fn run_rank_on(backend: Backend, case: &Case, rank: usize, transport: Arc<dyn Transport>) -> Result<(), String> {
+    let (mut b, fx) = backend.builder(
         Config::default()
             .with_row_width(WIDTH)
             .with_device_memory(case.budget)
@@ -84,7 +94,7 @@ pub fn run_rank(case: &Case, rank: usize, transport: Arc<dyn Transport>) -> Resu
         std::thread::sleep(Duration::from_micros(u64::from(case.delay_us[rank][c])));
         let keyed = case.keyed[rank][c];
         let read = if keyed { ps.read_keys(&k, case.slack) } else { ps.read(r) }.map_err(|e| e.to_string())?;
-        let seen = read.as_slice().map_err(|e| e.to_string())?.to_vec();
+        let seen = fx.get(&read);
         for row in 0..ROWS as usize {
             let floor = match case.slack.required_age(c as u64) {
                 Some(age) => sum(case, None, 0..age as usize, row) + sum(case, Some(rank), age as usize..c, row),
@@ -97,18 +107,20 @@ pub fn run_rank(case: &Case, rank: usize, transport: Arc<dyn Transport>) -> Resu
                 }
             }
         }
-        let mut up = if keyed { ps.pre_update_keys(&k) } else { ps.pre_update(u) }.map_err(|e| e.to_string())?;
-        let s = up.as_mut_slice().map_err(|e| e.to_string())?;
-        for row in 0..ROWS as usize {
-            s[row * WIDTH..(row + 1) * WIDTH].fill(f32::from(case.deltas[rank][c][row]));
+        let up = if keyed { ps.pre_update_keys(&k) } else { ps.pre_update(u) }.map_err(|e| e.to_string())?;
+        let zeroed = fx.get(&up);
+        if zeroed.iter().any(|v| *v != 0.0) {
+            return Err(format!("rank {rank} clock {c}: update buffer not zeroed: {zeroed:?}"));
         }
+        let deltas: Vec<f32> = (0..ROWS as usize * WIDTH).map(|i| f32::from(case.deltas[rank][c][i / WIDTH])).collect();
+        fx.set(&up, &deltas);
         up.update().map_err(|e| e.to_string())?;
         read.post().map_err(|e| e.to_string())?;
         ps.table_clock(w).map_err(|e| e.to_string())?;
     }
     // Everyone has ended every clock: a BSP read sees exactly the total.
     let total = ps.read_keys(&k, Slack::BSP).map_err(|e| e.to_string())?;
-    let seen = total.as_slice().map_err(|e| e.to_string())?;
+    let seen = fx.get(&total);
     for row in 0..ROWS as usize {
         let want = sum(case, None, 0..case.clocks, row);
         if seen[row * WIDTH..(row + 1) * WIDTH].iter().any(|v| *v != want) {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use geeps_core::{Config, Geeps, TableId, Transport};
 use geeps_net::{Addresses, ClusterSpec, NetCluster, NetOptions};
+use geeps_testkit::{Backend, Fixture};
 
 pub fn options() -> NetOptions {
     NetOptions::default()
@@ -60,10 +61,12 @@ pub fn run_ranks<R: Send + 'static>(
     threads.into_iter().map(|t| t.join().expect("rank thread")).collect()
 }
 
-/// A one-table instance on `transport`.
-pub fn instance(transport: Arc<dyn Transport>, rows: u32, width: usize) -> (Geeps, TableId) {
-    let mut b = Geeps::builder(Config::default().with_row_width(width).with_wait_deadline(Duration::from_secs(20)));
+/// A one-table instance on `transport` and a fresh device of `backend`; the
+/// fixture to look into its buffers.
+pub fn instance(backend: Backend, transport: Arc<dyn Transport>, rows: u32, width: usize) -> (Geeps, TableId, Fixture) {
+    let config = Config::default().with_row_width(width).with_wait_deadline(Duration::from_secs(20));
+    let (mut b, fx) = backend.builder(config);
     let t = b.parameter_table("w", rows);
     b.transport(transport);
-    (b.build().expect("build"), t)
+    (b.build().expect("build"), t, fx)
 }
