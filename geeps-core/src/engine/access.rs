@@ -307,7 +307,10 @@ pub(crate) fn save_local(
             unsafe { sh.device.rows(stream, RowOp::ScatterAssign, dev, ix.id, acq.ptr, w)? };
         }
         if !g.host_pairs.is_empty() {
-            count(&sh.stats.d2h, g.host_pairs.len() * w);
+            // On a GPU, `host_view` counted the copy that brought these rows over.
+            if sh.host_addressable {
+                count(&sh.stats.d2h, g.host_pairs.len() * w);
+            }
             // SAFETY: host pairs index this region's host part; src covers the buffer.
             unsafe { run_row_kernel(RowOp::ScatterAssign, &g.host_pairs, host.as_mut_ptr(), src, w) };
         }

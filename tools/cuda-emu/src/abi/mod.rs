@@ -1,6 +1,6 @@
 //! The exported C entry points of the driver API, with `cuda.h`'s exact
 //! signatures and symbol names (the versioned ones, e.g. `cuMemAlloc_v2`,
-//! that cudarc resolves). Every export runs inside [`guard`], so no panic
+//! that cudarc resolves). Every export runs inside `guard`, so no panic
 //! crosses the C ABI, and turns its arguments into calls on the emulator's
 //! modules. Must never dereference a handle (handles are registry keys) nor
 //! hold an emulator lock while blocking.
