@@ -75,6 +75,7 @@ fn main() -> ExitCode {
         data_dir: args.data,
         train_limit: args.train_images,
         verbose: true,
+        device: None,
     };
     if args.net {
         return match run_networked(cfg) {

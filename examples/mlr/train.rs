@@ -26,6 +26,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use flate2::read::GzDecoder;
+use geeps::device::{Device, DevicePtr, StreamId};
 use geeps::{keys, Config, Geeps, InProcessCluster, RowKey, Slack, Stats, Transport};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -65,6 +66,73 @@ pub struct TrainConfig {
     pub train_limit: Option<usize>,
     /// Rank 0 prints the plan and one line per epoch.
     pub verbose: bool,
+    /// Opens each worker's device (`None`: the default host device). On a
+    /// device whose memory is not host memory (a GPU), buffers are copied
+    /// to the host for the CPU's arithmetic and back.
+    pub device: Option<DeviceFactory>,
+}
+
+/// Opens one worker's device.
+#[derive(Clone)]
+pub struct DeviceFactory(pub Arc<dyn Fn() -> geeps::Result<Arc<dyn Device>> + Send + Sync>);
+
+impl fmt::Debug for DeviceFactory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("DeviceFactory")
+    }
+}
+
+/// A worker's way to its buffers' contents: in place on the host device,
+/// through the device's copies (on a stream of the worker's) elsewhere.
+struct Contents(Option<(Arc<dyn Device>, StreamId)>);
+
+impl Contents {
+    fn new(device: Option<Arc<dyn Device>>) -> geeps::Result<Contents> {
+        Ok(Contents(match device {
+            Some(d) if !d.info().host_addressable => {
+                let stream = d.create_stream()?;
+                Some((d, stream))
+            }
+            _ => None,
+        }))
+    }
+
+    /// The floats at `ptr`; `host` gives them in place on the host device.
+    fn read<'b>(
+        &self,
+        ptr: DevicePtr,
+        len: usize,
+        host: impl FnOnce() -> geeps::Result<&'b [f32]>,
+    ) -> geeps::Result<std::borrow::Cow<'b, [f32]>> {
+        let Some((d, s)) = &self.0 else { return Ok(std::borrow::Cow::Borrowed(host()?)) };
+        let mut out = vec![0.0; len];
+        // SAFETY: `ptr` is a buffer the worker holds, `len` floats long; the
+        // copy completes before `out` is returned.
+        unsafe { d.copy_d2h(*s, ptr, out.as_mut_ptr(), len)? };
+        d.synchronize(*s)?;
+        Ok(std::borrow::Cow::Owned(out))
+    }
+
+    /// Runs `f` on the (zeroed) floats of an update buffer at `ptr`, then
+    /// writes them back; `host` gives them in place on the host device.
+    fn write<'b>(
+        &self,
+        ptr: DevicePtr,
+        len: usize,
+        host: impl FnOnce() -> geeps::Result<&'b mut [f32]>,
+        f: impl FnOnce(&mut [f32]),
+    ) -> geeps::Result<()> {
+        let Some((d, s)) = &self.0 else {
+            f(host()?);
+            return Ok(());
+        };
+        let mut data = vec![0.0; len];
+        f(&mut data);
+        // SAFETY: `ptr` is a buffer the worker holds, `len` floats long; the
+        // copy completes before `data` is dropped.
+        unsafe { d.copy_h2d(*s, data.as_ptr(), ptr, len)? };
+        d.synchronize(*s)
+    }
 }
 
 /// Rank 0's view at the end of an epoch.
@@ -275,6 +343,11 @@ fn worker(
     let weights = builder.parameter_table("weights", WEIGHT_ROWS as u32);
     let progress = builder.parameter_table("progress", 1);
     builder.transport(transport);
+    let device = cfg.device.as_ref().map(|open| (open.0)()).transpose()?;
+    if let Some(d) = &device {
+        builder.device(d.clone());
+    }
+    let contents = Contents::new(device)?;
     let ps = builder.build()?;
 
     // One read and one update cover both tables, so the progress counters
@@ -301,18 +374,26 @@ fn worker(
             slice.shuffle(&mut rng);
         }
         let buf = ps.read(read)?;
-        let current = buf.as_slice()?;
+        let current = contents.read(buf.device_ptr(), buf.len(), || buf.as_slice())?;
         if rank == 0 && clock > 0 && clock % iters == 0 {
             // Under BSP this read holds exactly the updates of every clock so
             // far, so it closes the epoch; with slack it may lack the last few.
-            reporter.epoch_done(clock / iters - 1, current, test_set);
+            reporter.epoch_done(clock / iters - 1, &current, test_set);
         }
         let first = (clock % iters) * cfg.batch;
         let batch = &slice[first..first + cfg.batch];
         let mut delta = ps.pre_update(pre_update)?;
-        let out = delta.as_mut_slice()?;
-        let (loss, correct) = accumulate_gradient(&current[..PARAMS], train_set, batch, scale, &mut out[..PARAMS]);
-        out[PROGRESS..PROGRESS + 3].copy_from_slice(&[loss, batch.len() as f32, correct as f32]);
+        // pre_update buffers come zeroed, as the gradient needs.
+        contents.write(
+            delta.device_ptr(),
+            delta.len(),
+            || delta.as_mut_slice(),
+            |out| {
+                let (loss, correct) =
+                    accumulate_gradient(&current[..PARAMS], train_set, batch, scale, &mut out[..PARAMS]);
+                out[PROGRESS..PROGRESS + 3].copy_from_slice(&[loss, batch.len() as f32, correct as f32]);
+            },
+        )?;
         delta.update()?;
         buf.post()?;
         ps.clock()?;
@@ -322,7 +403,7 @@ fn worker(
         // read is still prefetched. With slack it could miss up to `slack`
         // clocks of the others, so wait for everything (an unrecorded read).
         let buf = if cfg.slack == 0 { ps.read(read)? } else { ps.read_keys(&rows, Slack::BSP)? };
-        reporter.epoch_done(cfg.epochs - 1, buf.as_slice()?, test_set);
+        reporter.epoch_done(cfg.epochs - 1, &contents.read(buf.device_ptr(), buf.len(), || buf.as_slice())?, test_set);
     }
     let stats = ps.stats();
     ps.shutdown()?;

@@ -40,6 +40,7 @@ fn mlr_config(workers: usize) -> train::TrainConfig {
         data_dir: data_dir(),
         train_limit: Some(4000),
         verbose: false,
+        device: None,
     }
 }
 
