@@ -60,6 +60,9 @@ GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace \
   --test device_contract --test semantics --test basics --test placement --test consistency \
   --test handover --test release_lanes --test mlr --test errors --test network
 
+step "multi-process suites (geeps-launch) with every rank on CudaDevice"
+GEEPS_TEST_DEVICE=cuda GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace --test processes
+
 step "the engine's semantics on CudaDevice with the PTX interpreted (ptoxide)"
 GEEPS_CUDA_EMU_KERNELS=interpret $emu cargo test --release --workspace --test semantics
 

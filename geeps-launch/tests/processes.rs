@@ -40,7 +40,12 @@ fn mlr_config(workers: usize) -> train::TrainConfig {
         data_dir: data_dir(),
         train_limit: Some(4000),
         verbose: false,
-        device: None,
+        // GEEPS_TEST_DEVICE=cuda: every rank keeps its rows on a CUDA device.
+        device: match geeps_testkit::Backend::from_env() {
+            geeps_testkit::Backend::Host => None,
+            #[allow(unreachable_patterns)]
+            gpu => Some(train::DeviceFactory(std::sync::Arc::new(move || Ok(gpu.device(16 << 20))))),
+        },
     }
 }
 
