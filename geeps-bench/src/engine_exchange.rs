@@ -9,7 +9,6 @@
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
-use geeps::net::{Addresses, ClusterSpec, NetCluster, NetOptions};
 use geeps::{keys, Config, Geeps, InProcessCluster, Slack, Transport};
 
 use crate::device::BenchDevice;
@@ -58,14 +57,7 @@ fn engine_loop(transport: Arc<dyn Transport>, job: &ExchangeJob) -> Result<f64> 
 /// A rank of the networked exchange.
 pub fn rank_main(env: &RankEnv) -> Result<Rate> {
     let job: ExchangeJob = env.job()?;
-    let spec = ClusterSpec::new(
-        env.rank,
-        env.world,
-        Addresses::Rendezvous { server: env.server.clone(), hosted_by_rank0: false },
-        NetOptions::default(),
-    )
-    .with_listen("127.0.0.1");
-    let mut cluster = NetCluster::start(spec)?;
+    let mut cluster = env.join_cluster()?;
     let rate = engine_loop(cluster.transport(), &job);
     cluster.shutdown()?;
     Ok(Rate { bytes_per_second: rate? })

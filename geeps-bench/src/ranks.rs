@@ -30,6 +30,15 @@ pub struct RankEnv {
 }
 
 impl RankEnv {
+    /// Joins the rank's cluster: keepers on loopback, found through the
+    /// parent's rendezvous.
+    pub fn join_cluster(&self) -> Result<geeps::net::NetCluster> {
+        use geeps::net::{Addresses, ClusterSpec, NetCluster, NetOptions};
+        let addresses = Addresses::Rendezvous { server: self.server.clone(), hosted_by_rank0: false };
+        let spec = ClusterSpec::new(self.rank, self.world, addresses, NetOptions::default()).with_listen("127.0.0.1");
+        Ok(NetCluster::start(spec)?)
+    }
+
     /// `Some` when this process was started as a rank.
     pub fn from_env() -> Option<Result<Self>> {
         let role = std::env::var(ROLE).ok()?;

@@ -5,7 +5,6 @@
 
 use std::time::{Duration, Instant};
 
-use geeps::net::{Addresses, ClusterSpec, NetCluster, NetOptions};
 use geeps::{Config, Geeps, Plan};
 use serde::{Deserialize, Serialize};
 
@@ -90,14 +89,7 @@ pub fn run(job: &TrainJob, world: usize, limit: Duration) -> Result<Vec<RankRun>
 /// The rank's side.
 pub fn rank_main(env: &RankEnv) -> Result<RankRun> {
     let job: TrainJob = env.job()?;
-    let spec = ClusterSpec::new(
-        env.rank,
-        env.world,
-        Addresses::Rendezvous { server: env.server.clone(), hosted_by_rank0: false },
-        NetOptions::default(),
-    )
-    .with_listen("127.0.0.1");
-    let mut cluster = NetCluster::start(spec)?;
+    let mut cluster = env.join_cluster()?;
     let config = Config::default().with_row_width(ROW_WIDTH).with_device_memory(job.device_memory);
     let mut b = Geeps::builder(config);
     let tables = trainer::prepare(&mut b, &job.workload, job.mode);
