@@ -13,6 +13,7 @@ use std::sync::Arc;
 use geeps_core::device::{Device, DevicePtr, RowOp, RowPair};
 use geeps_core::HostDevice;
 use geeps_cuda::{encode_index, launch_shape, RowKernel, ROWS_PTX};
+use geeps_testkit::kernel_inputs::kernel_floats;
 use ptoxide::{Argument, Context, LaunchParams};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -20,28 +21,6 @@ use rand::{Rng, SeedableRng};
 
 /// Row widths: below, at and past a warp and a block, and odd sizes between.
 const WIDTHS: [usize; 12] = [1, 3, 31, 32, 33, 100, 128, 255, 256, 257, 300, 513];
-
-/// A random finite float: any sign, any exponent but the all-ones one, so
-/// subnormals, zeros of both signs and huge values all occur.
-fn finite(rng: &mut StdRng) -> f32 {
-    loop {
-        let f = f32::from_bits(rng.gen());
-        if f.is_finite() {
-            return f;
-        }
-    }
-}
-
-fn floats(rng: &mut StdRng, n: usize) -> Vec<f32> {
-    (0..n)
-        .map(|i| match i % 7 {
-            // Values of like magnitude, so adds round rather than absorb.
-            0..=3 => rng.gen_range(-1.0e3f32..1.0e3),
-            4 => f32::from_bits(rng.gen_range(0..0x0080_0000) | (rng.gen::<u32>() & 0x8000_0000)),
-            _ => finite(rng),
-        })
-        .collect()
-}
 
 /// `n` pairs with distinct buffer rows below `buffer_rows` and distinct store
 /// rows below `store_rows`, in random order.
@@ -129,8 +108,8 @@ fn check(kernel: RowKernel, width: usize, rng: &mut StdRng) {
             RowKernel::Gather => (store_rows, buffer_rows),
             RowKernel::ScatterAssign | RowKernel::ScatterAdd => (buffer_rows, store_rows),
         };
-        let src = floats(rng, src_rows * width);
-        let dst = floats(rng, dst_rows * width);
+        let src = kernel_floats(rng, src_rows * width);
+        let dst = kernel_floats(rng, dst_rows * width);
         let got = interpret(kernel, &src, &pairs, &dst, width);
         let want = reference(kernel, &src, &pairs, &dst, width);
         assert_same_bits(kernel, width, n, &got, &want);
@@ -168,7 +147,7 @@ fn the_comparison_catches_a_wrong_kernel() {
     let mut rng = StdRng::seed_from_u64(7);
     let width = 33;
     let pairs = pairs(&mut rng, 20, 20, 30);
-    let (src, dst) = (floats(&mut rng, 20 * width), floats(&mut rng, 30 * width));
+    let (src, dst) = (kernel_floats(&mut rng, 20 * width), kernel_floats(&mut rng, 30 * width));
     let wrong = interpret(RowKernel::ScatterAssign, &src, &pairs, &dst, width);
     let want = reference(RowKernel::ScatterAdd, &src, &pairs, &dst, width);
     assert!(wrong.iter().zip(&want).any(|(a, b)| a.to_bits() != b.to_bits()));

@@ -18,6 +18,7 @@ mod backend;
 pub mod consistency;
 mod fixture;
 mod io;
+pub mod kernel_inputs;
 
 pub use backend::{backends, Backend};
 pub use fixture::{assert_same_bits, DeviceBuffer, Fixture};

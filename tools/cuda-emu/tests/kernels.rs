@@ -12,6 +12,7 @@ use std::ptr::null_mut;
 
 use common::*;
 use geeps_cuda_emu as emu;
+use geeps_testkit::kernel_inputs::kernel_floats;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -29,25 +30,6 @@ struct Case {
     dst: Vec<f32>,
 }
 
-fn finite(rng: &mut StdRng) -> f32 {
-    loop {
-        let f = f32::from_bits(rng.gen());
-        if f.is_finite() {
-            return f;
-        }
-    }
-}
-
-fn floats(rng: &mut StdRng, n: usize) -> Vec<f32> {
-    (0..n)
-        .map(|i| match i % 5 {
-            0..=2 => rng.gen_range(-1.0e3f32..1.0e3),
-            3 => f32::from_bits(rng.gen_range(0..0x0080_0000) | (rng.gen::<u32>() & 0x8000_0000)),
-            _ => finite(rng),
-        })
-        .collect()
-}
-
 fn cases() -> Vec<Case> {
     let mut rng = StdRng::seed_from_u64(0x6b65_726e);
     let mut out = Vec::new();
@@ -62,8 +44,8 @@ fn cases() -> Vec<Case> {
             s.shuffle(&mut rng);
             let pairs: Vec<(u32, u32)> = b.into_iter().zip(s).take(n).collect();
             let (src_rows, dst_rows) = if kernel == 0 { (store_rows, buffer_rows) } else { (buffer_rows, store_rows) };
-            let src = floats(&mut rng, src_rows * width);
-            let dst = floats(&mut rng, dst_rows * width);
+            let src = kernel_floats(&mut rng, src_rows * width);
+            let dst = kernel_floats(&mut rng, dst_rows * width);
             out.push(Case { kernel, width, src, pairs, dst });
         }
     }
