@@ -56,7 +56,7 @@ export GEEPS_REQUIRE_CUDA=1
 emu=scripts/with-cuda-emu
 
 step "device suites on CudaDevice under the emulated driver (native row kernels)"
-GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace \
+GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace --exclude geeps-cuda-emu \
   --test device_contract --test semantics --test basics --test placement --test consistency \
   --test handover --test release_lanes --test mlr --test errors --test network
 

@@ -23,6 +23,10 @@ pub fn run_child(test: &str, envs: &[(&str, &str)]) -> Output {
     let exe = std::env::current_exe().expect("the test binary's path");
     let mut cmd = Command::new(exe);
     cmd.args([test, "--exact", "--nocapture", "--test-threads=1"]).env(CHILD, test);
+    // Hermetic: the child sees the emulator settings the test gives, not the caller's.
+    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("GEEPS_CUDA_EMU")) {
+        cmd.env_remove(k);
+    }
     for (k, v) in envs {
         cmd.env(k, v);
     }
