@@ -54,6 +54,8 @@ cargo test --release --workspace --test ptx_interpreter
 # Native row kernels for speed, and one pass with the PTX interpreted.
 export GEEPS_REQUIRE_CUDA=1
 emu=scripts/with-cuda-emu
+# The binaries run below (caffe-geeps, geeps-bench), with the test build's features.
+cargo build --release --workspace --lib --bins --tests
 
 step "device suites on CudaDevice under the emulated driver (native row kernels)"
 GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace --exclude geeps-cuda-emu \
