@@ -14,6 +14,9 @@ mod bootstrap;
 mod cluster;
 mod conn;
 mod frame;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 #[cfg(test)]
 mod hardening_tests;
 mod hostlist;
