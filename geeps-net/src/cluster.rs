@@ -18,6 +18,7 @@ use crate::keeper_service::KeeperService;
 use crate::net_transport::NetTransport;
 use crate::options::NetOptions;
 use crate::rendezvous;
+use crate::tls;
 
 /// Who this process is in the cluster and where everyone listens.
 ///
@@ -152,6 +153,7 @@ impl NetCluster {
             });
         }
         spec.options.validate()?;
+        let tls = tls::load(spec.options.tls.as_ref())?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name(format!("geeps{}-net", spec.rank))
@@ -206,11 +208,11 @@ impl NetCluster {
             }
         })?;
         tracing::info!(rank = spec.rank, listen = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "keeper listening");
-        let service = KeeperService::new(spec.rank, spec.world, opts.clone());
+        let service = KeeperService::new(spec.rank, spec.world, opts.clone(), tls.clone());
         let (stop, stop_rx) = watch::channel(false);
         runtime.spawn(service.clone().serve(listener, stop_rx));
         let transport =
-            Arc::new(NetTransport::new(spec.rank, addresses.clone(), opts.clone(), runtime.handle().clone()));
+            Arc::new(NetTransport::new(spec.rank, addresses.clone(), opts.clone(), tls, runtime.handle().clone()));
         Ok(NetCluster { rank: spec.rank, addresses, options: opts, runtime: Some(runtime), service, stop, transport })
     }
 

@@ -271,7 +271,7 @@ pub fn keeper(data: &[u8]) {
     runtime().block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("address");
-        let service = KeeperService::new(shard, world, opts);
+        let service = KeeperService::new(shard, world, opts, None);
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let server = tokio::spawn(service.serve(listener, stopped));
         let mut sessions = tokio::task::JoinSet::new();

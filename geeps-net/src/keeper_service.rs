@@ -23,6 +23,8 @@ use crate::auth::{token_matches, PendingGate};
 use crate::conn::{writer, Outgoing, Queue};
 use crate::frame::{read_frame, read_frame_within, write_frame, FrameError};
 use crate::options::NetOptions;
+use crate::peer_stream;
+use crate::tls::Tls;
 use crate::wire::{Body, Failure, Header, Hello, PublishHeader, Refused, TableDecl, Welcome, PROTOCOL_VERSION};
 
 /// Why a hello was refused.
@@ -64,6 +66,8 @@ pub(crate) struct KeeperService {
     shard: usize,
     world: usize,
     opts: NetOptions,
+    /// Set when connections must be TLS.
+    tls: Option<Arc<Tls>>,
     state: Mutex<State>,
     changed: Notify,
 }
@@ -109,11 +113,12 @@ pub(crate) fn publish_frame(p: &Publish) -> Outgoing {
 }
 
 impl KeeperService {
-    pub(crate) fn new(shard: usize, world: usize, opts: NetOptions) -> Arc<Self> {
+    pub(crate) fn new(shard: usize, world: usize, opts: NetOptions, tls: Option<Arc<Tls>>) -> Arc<Self> {
         Arc::new(KeeperService {
             shard,
             world,
             opts,
+            tls,
             state: Mutex::new(State {
                 keeper: None,
                 declared: None,
@@ -222,7 +227,21 @@ impl KeeperService {
 
     async fn handle(self: Arc<Self>, stream: TcpStream, addr: SocketAddr, permit: OwnedSemaphorePermit) {
         let _ = stream.set_nodelay(true);
-        let (mut rd, mut wr) = stream.into_split();
+        let (mut rd, mut wr) = match &self.tls {
+            None => peer_stream::plain(stream),
+            // The TLS handshake counts against the same short deadline as the hello.
+            Some(tls) => match tokio::time::timeout(self.opts.handshake_timeout, tls.accept(stream)).await {
+                Ok(Ok(sides)) => sides,
+                Ok(Err(e)) => {
+                    tracing::warn!(shard = self.shard, %addr, error = %e, "TLS handshake refused; closing");
+                    return;
+                }
+                Err(_) => {
+                    tracing::warn!(shard = self.shard, %addr, "no TLS handshake within the handshake timeout; closing");
+                    return;
+                }
+            },
+        };
         // Until the token is checked: a small frame, no payload, a short
         // deadline, and no buffer of ours (read_exact never reads past the hello).
         let handshake = read_frame_within(&mut rd, self.opts.max_handshake_bytes as usize, 0);

@@ -6,6 +6,8 @@
 //! rows. Start with [`NetCluster::from_env`] (or [`NetCluster::start`] with an
 //! explicit [`ClusterSpec`]), give [`NetCluster::transport`] to the
 //! `GeepsBuilder`, and shut the `Geeps` instance down before the cluster.
+//! With the `tls` feature, keeper connections can use mutual TLS
+//! ([`NetOptions::with_tls`]).
 
 #![warn(missing_docs)]
 
@@ -23,7 +25,11 @@ mod hostlist;
 mod keeper_service;
 mod net_transport;
 mod options;
+mod peer_stream;
 pub mod rendezvous;
+mod tls;
+#[cfg(all(test, feature = "tls"))]
+mod tls_tests;
 mod wire;
 #[cfg(test)]
 mod wire_errors_tests;
@@ -32,3 +38,4 @@ pub use bootstrap::{from_env as bootstrap_from_env, parse_hostfile, Addresses, B
 pub use cluster::{ClusterSpec, NetCluster};
 pub use hostlist::{expand_hostlist, expand_tasks_per_node};
 pub use options::NetOptions;
+pub use tls::TlsFiles;

@@ -13,8 +13,10 @@ use geeps_core::{Error, Result, TableSpec};
 use parking_lot::Mutex;
 use prost::Message;
 use tokio::io::BufReader;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
+
+use crate::peer_stream::{self, ReadSide, WriteSide};
+use crate::tls::Tls;
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -29,6 +31,8 @@ pub(crate) struct NetTransport {
     rank: usize,
     addresses: Vec<String>,
     opts: NetOptions,
+    /// Set when keeper connections use TLS.
+    tls: Option<Arc<Tls>>,
     runtime: Handle,
     queues: Mutex<Vec<Option<Queue>>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
@@ -40,11 +44,18 @@ fn lost(rank: usize, address: &str, reason: impl Into<String>) -> Error {
 }
 
 impl NetTransport {
-    pub(crate) fn new(rank: usize, addresses: Vec<String>, opts: NetOptions, runtime: Handle) -> Self {
+    pub(crate) fn new(
+        rank: usize,
+        addresses: Vec<String>,
+        opts: NetOptions,
+        tls: Option<Arc<Tls>>,
+        runtime: Handle,
+    ) -> Self {
         NetTransport {
             rank,
             addresses,
             opts,
+            tls,
             runtime,
             queues: Mutex::new(Vec::new()),
             tasks: Mutex::new(Vec::new()),
@@ -52,7 +63,7 @@ impl NetTransport {
         }
     }
 
-    async fn connect(&self, shard: usize, hello: &Hello) -> Result<(BufReader<OwnedReadHalf>, OwnedWriteHalf)> {
+    async fn connect(&self, shard: usize, hello: &Hello) -> Result<(BufReader<ReadSide>, WriteSide)> {
         let address = &self.addresses[shard];
         let start = Instant::now();
         let mut last_log = start;
@@ -76,7 +87,23 @@ impl NetTransport {
                 }
             };
             let _ = stream.set_nodelay(true);
-            let (rd, mut wr) = stream.into_split();
+            let (rd, mut wr) = match &self.tls {
+                None => peer_stream::plain(stream),
+                Some(tls) => {
+                    match tokio::time::timeout(self.opts.handshake_timeout, tls.connect(stream, address)).await {
+                        Ok(Ok(sides)) => sides,
+                        // A certificate problem does not go away by retrying.
+                        Ok(Err(e)) => {
+                            return Err(Error::Mismatch(format!(
+                            "TLS handshake of rank {} with keeper {shard} at {address} failed: {e}; give every rank \
+                             a certificate signed by the same CA (GEEPS_TLS_CA) that names its host",
+                            self.rank
+                        )))
+                        }
+                        Err(_) => return Err(lost(shard, address, "no TLS handshake within the handshake timeout")),
+                    }
+                }
+            };
             let mut rd_buf = BufReader::with_capacity(256 * 1024, rd);
             let sent = write_frame(&mut wr, Header::new(Body::Hello(hello.clone())), None).await;
             let reply = match sent {
@@ -111,7 +138,7 @@ impl NetTransport {
 }
 
 async fn reader(
-    mut rd: BufReader<OwnedReadHalf>,
+    mut rd: BufReader<ReadSide>,
     shard: usize,
     address: String,
     opts: NetOptions,
