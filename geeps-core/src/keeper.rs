@@ -129,6 +129,12 @@ impl KeeperShard {
         self.tables.get(table as usize).and_then(|t| t.clock.slowest())
     }
 
+    /// Every worker's clock of a table as this shard has counted it
+    /// (`None` for a table it does not know).
+    pub fn worker_clocks(&self, table: u32) -> Option<Vec<u64>> {
+        self.tables.get(table as usize).map(|t| t.clock.entries().to_vec())
+    }
+
     /// Floats per row.
     pub fn row_width(&self) -> usize {
         self.row_width

@@ -99,6 +99,35 @@ pub struct NetCluster {
     service: Arc<KeeperService>,
     stop: watch::Sender<bool>,
     transport: Arc<NetTransport>,
+    admin: Option<std::net::SocketAddr>,
+}
+
+/// Starts rank 0's admin endpoint, or says why it cannot run.
+fn start_admin(
+    runtime: &Runtime,
+    listen: &str,
+    service: &Arc<KeeperService>,
+    world: usize,
+    token: &str,
+    stop: &watch::Sender<bool>,
+) -> Result<std::net::SocketAddr> {
+    let listen = crate::options::admin_listen(listen);
+    #[cfg(feature = "admin")]
+    {
+        let (service, token, stop) = (service.clone(), token.to_string(), stop.subscribe());
+        runtime.block_on(crate::admin::start(&listen, service, world, &token, stop))
+    }
+    #[cfg(not(feature = "admin"))]
+    {
+        let _ = (runtime, service, world, token, stop);
+        Err(Error::InvalidConfig {
+            field: "admin",
+            reason: format!(
+                "an admin endpoint on {listen} was asked for (GEEPS_ADMIN), but geeps-net was built without its \
+                 `admin` feature; enable geeps' `admin` feature"
+            ),
+        })
+    }
 }
 
 /// The local interface used to reach `server` (no packet is sent).
@@ -210,10 +239,23 @@ impl NetCluster {
         tracing::info!(rank = spec.rank, listen = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "keeper listening");
         let service = KeeperService::new(spec.rank, spec.world, opts.clone(), tls.clone());
         let (stop, stop_rx) = watch::channel(false);
+        let admin = match (&opts.admin, spec.rank) {
+            (Some(listen), 0) => Some(start_admin(&runtime, listen, &service, spec.world, &opts.token, &stop)?),
+            _ => None,
+        };
         runtime.spawn(service.clone().serve(listener, stop_rx));
         let transport =
             Arc::new(NetTransport::new(spec.rank, addresses.clone(), opts.clone(), tls, runtime.handle().clone()));
-        Ok(NetCluster { rank: spec.rank, addresses, options: opts, runtime: Some(runtime), service, stop, transport })
+        Ok(NetCluster {
+            rank: spec.rank,
+            addresses,
+            options: opts,
+            runtime: Some(runtime),
+            service,
+            stop,
+            transport,
+            admin,
+        })
     }
 
     /// The transport to give this rank's `GeepsBuilder`.
@@ -234,6 +276,12 @@ impl NetCluster {
     /// Every rank's keeper address.
     pub fn addresses(&self) -> &[String] {
         &self.addresses
+    }
+
+    /// Where this rank serves the admin endpoint (rank 0 with
+    /// [`NetOptions::admin`] set), as bound (a port 0 resolved).
+    pub fn admin_address(&self) -> Option<std::net::SocketAddr> {
+        self.admin
     }
 
     /// Waits (up to the shutdown timeout) until every worker has left this

@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
-use crate::peer_stream::WriteSide;
 use bytes::Bytes;
 use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 use crate::frame::write_frame;
+use crate::peer_stream::WriteSide;
 use crate::wire::{Body, Header, Ping};
 
 /// A frame waiting to be written.

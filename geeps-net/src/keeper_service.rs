@@ -7,8 +7,9 @@
 //! every other worker as lost.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use geeps_core::transport::KeeperShard;
@@ -25,7 +26,9 @@ use crate::frame::{read_frame, read_frame_within, write_frame, FrameError};
 use crate::options::NetOptions;
 use crate::peer_stream;
 use crate::tls::Tls;
-use crate::wire::{Body, Failure, Header, Hello, PublishHeader, Refused, TableDecl, Welcome, PROTOCOL_VERSION};
+use crate::wire::{
+    Body, Drain, Failure, Header, Hello, PublishHeader, Refused, TableDecl, Welcome, WorkerStatus, PROTOCOL_VERSION,
+};
 
 /// Why a hello was refused.
 enum Refusal {
@@ -47,6 +50,29 @@ pub(crate) fn silence(last_heard: Instant, opts: &NetOptions) -> String {
     )
 }
 
+/// One rank as keeper 0 sees it (the admin endpoint's status).
+#[cfg_attr(not(feature = "admin"), allow(dead_code))]
+pub(crate) struct RankReport {
+    pub rank: usize,
+    pub address: String,
+    pub state: &'static str,
+    /// The rank's clock of every parameter table, in [`ClusterReport::tables`] order.
+    pub table_clocks: Vec<u64>,
+    /// The rank's last report and how long ago it came.
+    pub status: Option<(WorkerStatus, Duration)>,
+    pub bytes_received: u64,
+    pub bytes_sent: u64,
+}
+
+/// The cluster as keeper 0 sees it.
+#[cfg_attr(not(feature = "admin"), allow(dead_code))]
+pub(crate) struct ClusterReport {
+    /// Parameter tables, in declaration order.
+    pub tables: Vec<String>,
+    pub ranks: Vec<RankReport>,
+    pub draining: bool,
+}
+
 #[derive(Default)]
 struct Peer {
     queue: Option<Queue>,
@@ -54,12 +80,20 @@ struct Peer {
     joined: bool,
     left: bool,
     lost: bool,
+    /// The rank's last status report, and when it came.
+    status: Option<(WorkerStatus, Instant)>,
+    /// Payload bytes of the updates this keeper received from the rank.
+    bytes_in: u64,
+    /// Payload bytes of the publications this keeper queued for the rank.
+    bytes_out: AtomicU64,
 }
 
 struct State {
     keeper: Option<KeeperShard>,
     declared: Option<(u32, Vec<TableDecl>)>,
     peers: Vec<Peer>,
+    /// An operator asked the cluster to drain; told to ranks that join later too.
+    draining: bool,
 }
 
 pub(crate) struct KeeperService {
@@ -123,6 +157,7 @@ impl KeeperService {
                 keeper: None,
                 declared: None,
                 peers: (0..world).map(|_| Peer::default()).collect(),
+                draining: false,
             }),
             changed: Notify::new(),
         })
@@ -219,10 +254,61 @@ impl KeeperService {
         for (r, p) in st.peers.iter().enumerate() {
             if Some(r) != except {
                 if let Some(q) = &p.queue {
-                    let _ = q.send(out());
+                    let o = out();
+                    p.bytes_out.fetch_add(o.payload.as_ref().map_or(0, |b| b.len() as u64), Ordering::Relaxed);
+                    let _ = q.send(o);
                 }
             }
         }
+    }
+
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
+    /// What this keeper knows of every rank, for the admin endpoint: state,
+    /// last report, bytes, and each rank's clock of every parameter table.
+    pub(crate) fn report(&self) -> ClusterReport {
+        let st = self.state.lock();
+        let tables: Vec<(u32, String)> = st
+            .declared
+            .as_ref()
+            .map(|(_, t)| {
+                t.iter().enumerate().filter(|(_, d)| d.kind == 0).map(|(i, d)| (i as u32, d.name.clone())).collect()
+            })
+            .unwrap_or_default();
+        let clocks: Vec<Vec<u64>> = tables
+            .iter()
+            .map(|(i, _)| st.keeper.as_ref().and_then(|k| k.worker_clocks(*i)).unwrap_or_default())
+            .collect();
+        let ranks = st
+            .peers
+            .iter()
+            .enumerate()
+            .map(|(r, p)| RankReport {
+                rank: r,
+                address: p.address.clone(),
+                state: match (p.joined, p.left, p.lost) {
+                    (false, _, _) => "not joined",
+                    (true, _, true) => "lost",
+                    (true, true, _) => "left",
+                    (true, false, false) => "running",
+                },
+                table_clocks: clocks.iter().map(|c| c.get(r).copied().unwrap_or(0)).collect(),
+                status: p.status.as_ref().map(|(s, at)| (s.clone(), at.elapsed())),
+                bytes_received: p.bytes_in,
+                bytes_sent: p.bytes_out.load(Ordering::Relaxed),
+            })
+            .collect();
+        ClusterReport { tables: tables.into_iter().map(|(_, n)| n).collect(), ranks, draining: st.draining }
+    }
+
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
+    /// Tells every rank (and every rank that joins later) to drain; returns
+    /// how many were told now.
+    pub(crate) fn drain(&self) -> usize {
+        let mut st = self.state.lock();
+        st.draining = true;
+        let told = st.peers.iter().filter(|p| p.queue.is_some()).count();
+        self.broadcast(&st, || Outgoing::new(Body::Drain(Drain {}), None), None);
+        told
     }
 
     async fn handle(self: Arc<Self>, stream: TcpStream, addr: SocketAddr, permit: OwnedSemaphorePermit) {
@@ -290,8 +376,17 @@ impl KeeperService {
                             let _ = tx.send(publish_frame(&p));
                         }
                     }
-                    st.peers[rank] =
-                        Peer { queue: Some(tx), address: addr.to_string(), joined: true, left: false, lost: false };
+                    if st.draining {
+                        let _ = tx.send(Outgoing::new(Body::Drain(Drain {}), None));
+                    }
+                    st.peers[rank] = Peer {
+                        queue: Some(tx),
+                        address: addr.to_string(),
+                        joined: true,
+                        left: false,
+                        lost: false,
+                        ..Peer::default()
+                    };
                     None
                 }
             }
@@ -348,6 +443,9 @@ impl KeeperService {
                     return;
                 }
                 (Header { body: Some(Body::Ping(_)), .. }, _) => {}
+                (Header { body: Some(Body::Status(s)), .. }, _) => {
+                    self.state.lock().peers[rank].status = Some((s, Instant::now()));
+                }
                 (h, _) => break format!("unexpected frame {:?}", h.body),
             }
         };
@@ -365,6 +463,7 @@ impl KeeperService {
 
     fn apply(&self, rank: usize, u: crate::wire::UpdateHeader, payload: Bytes) {
         let mut st = self.state.lock();
+        st.peers[rank].bytes_in += payload.len() as u64;
         let result = if u.worker as usize != rank {
             Err(format!("connection of rank {rank} sent a batch of worker {}", u.worker))
         } else if !u.has_deltas && !payload.is_empty() {

@@ -11,6 +11,10 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "admin")]
+mod admin;
+#[cfg(all(test, feature = "admin"))]
+mod admin_tests;
 mod auth;
 mod bootstrap;
 mod cluster;

@@ -8,15 +8,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use geeps_core::transport::{Inbound, Inbox, Publish, Transport, UpdateBatch};
+use geeps_core::transport::{Inbound, Inbox, Publish, StatsSource, Transport, UpdateBatch};
 use geeps_core::{Error, Result, TableSpec};
 use parking_lot::Mutex;
 use prost::Message;
 use tokio::io::BufReader;
 use tokio::net::TcpStream;
-
-use crate::peer_stream::{self, ReadSide, WriteSide};
-use crate::tls::Tls;
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -25,7 +22,9 @@ use crate::conn::{writer, Outgoing, Queue};
 use crate::frame::{read_frame, write_frame, FrameError};
 use crate::keeper_service::{silence, table_decls};
 use crate::options::NetOptions;
-use crate::wire::{Body, Header, Hello, Leave, UpdateHeader, PROTOCOL_VERSION};
+use crate::peer_stream::{self, ReadSide, WriteSide};
+use crate::tls::Tls;
+use crate::wire::{Body, Header, Hello, Leave, UpdateHeader, WorkerStatus, PROTOCOL_VERSION};
 
 pub(crate) struct NetTransport {
     rank: usize,
@@ -33,6 +32,10 @@ pub(crate) struct NetTransport {
     opts: NetOptions,
     /// Set when keeper connections use TLS.
     tls: Option<Arc<Tls>>,
+    /// The instance's statistics, reported to keeper 0 (the admin endpoint).
+    stats: Arc<Mutex<Option<StatsSource>>>,
+    /// Set when a keeper relays an operator's drain.
+    drain: Arc<AtomicBool>,
     runtime: Handle,
     queues: Mutex<Vec<Option<Queue>>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
@@ -56,6 +59,8 @@ impl NetTransport {
             addresses,
             opts,
             tls,
+            stats: Arc::new(Mutex::new(None)),
+            drain: Arc::new(AtomicBool::new(false)),
             runtime,
             queues: Mutex::new(Vec::new()),
             tasks: Mutex::new(Vec::new()),
@@ -137,6 +142,28 @@ impl NetTransport {
     }
 }
 
+/// Reports this worker's statistics to keeper 0 once a heartbeat interval,
+/// until the connection's queue closes.
+async fn reporter(queue: Queue, stats: Arc<Mutex<Option<StatsSource>>>, every: std::time::Duration) {
+    loop {
+        tokio::time::sleep(every).await;
+        let Some(source) = stats.lock().clone() else { continue };
+        let s = source();
+        let status = WorkerStatus {
+            wall_seconds: s.wall.as_secs_f64(),
+            blocked_seconds: s.blocked.as_secs_f64(),
+            stall_fraction: s.stall_fraction,
+            bytes_host_to_device: s.bytes_host_to_device,
+            bytes_device_to_host: s.bytes_device_to_host,
+            slow_path_calls: s.slow_path_calls,
+        };
+        if queue.send(Outgoing::new(Body::Status(status), None)).is_err() {
+            return;
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 async fn reader(
     mut rd: BufReader<ReadSide>,
     shard: usize,
@@ -144,6 +171,7 @@ async fn reader(
     opts: NetOptions,
     inbox: Inbox,
     closing: Arc<AtomicBool>,
+    drain: Arc<AtomicBool>,
 ) {
     let mut last_heard = Instant::now();
     let failure = loop {
@@ -175,6 +203,11 @@ async fn reader(
                 break Error::Mismatch(format!("keeper {shard} at {address} rejected an update: {}", f.message))
             }
             (Header { body: Some(Body::Ping(_)), .. }, _) => {}
+            (Header { body: Some(Body::Drain(_)), .. }, _) => {
+                if !drain.swap(true, Ordering::AcqRel) {
+                    tracing::warn!(shard, "the cluster is asked to drain: stopping at the next clock boundary");
+                }
+            }
             (h, _) => break lost(shard, &address, format!("unexpected frame {:?}", h.body)),
         }
     };
@@ -221,11 +254,20 @@ impl Transport for NetTransport {
         for shard in 0..self.addresses.len() {
             let (rd, wr) = self.runtime.block_on(self.connect(shard, &hello))?;
             let (tx, rx) = mpsc::unbounded_channel();
+            if shard == 0 {
+                // Dropped with the queue's other senders at leave; never waited for.
+                self.runtime.spawn(reporter(tx.clone(), self.stats.clone(), self.opts.heartbeat));
+            }
             queues.push(Some(tx));
             tasks.push(self.runtime.spawn(writer(wr, rx, self.opts.heartbeat)));
-            let (address, opts, inbox, closing) =
-                (self.addresses[shard].clone(), self.opts.clone(), inbox.clone(), self.closing.clone());
-            tasks.push(self.runtime.spawn(reader(rd, shard, address, opts, inbox, closing)));
+            let (address, opts, inbox, closing, drain) = (
+                self.addresses[shard].clone(),
+                self.opts.clone(),
+                inbox.clone(),
+                self.closing.clone(),
+                self.drain.clone(),
+            );
+            tasks.push(self.runtime.spawn(reader(rd, shard, address, opts, inbox, closing, drain)));
         }
         *self.queues.lock() = queues;
         self.tasks.lock().extend(tasks);
@@ -251,6 +293,14 @@ impl Transport for NetTransport {
 
     fn push_only_queues(&self) -> bool {
         true
+    }
+
+    fn attach_stats(&self, stats: StatsSource) {
+        *self.stats.lock() = Some(stats);
+    }
+
+    fn drain_requested(&self) -> bool {
+        self.drain.load(Ordering::Acquire)
     }
 
     fn leave(&self) {

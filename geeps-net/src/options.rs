@@ -52,6 +52,10 @@ pub struct NetOptions {
     /// the `tls` feature; `GEEPS_TLS_CERT`, `GEEPS_TLS_KEY` and
     /// `GEEPS_TLS_CA` set it. Give every rank the same choice.
     pub tls: Option<TlsFiles>,
+    /// Where rank 0 serves the admin endpoint (`host:port`, or a port on
+    /// 127.0.0.1): gRPC status and drain; needs the `admin` feature.
+    /// `GEEPS_ADMIN` sets it. Other ranks ignore it.
+    pub admin: Option<String>,
 }
 
 impl Default for NetOptions {
@@ -67,7 +71,17 @@ impl Default for NetOptions {
             max_handshake_bytes: 64 << 10,
             max_pending_connections: 64,
             tls: None,
+            admin: None,
         }
+    }
+}
+
+/// An admin listen address as given (`host:port`), or a bare port on loopback.
+pub(crate) fn admin_listen(given: &str) -> String {
+    if given.parse::<u16>().is_ok() {
+        format!("127.0.0.1:{given}")
+    } else {
+        given.to_string()
     }
 }
 
@@ -132,6 +146,12 @@ impl NetOptions {
         self
     }
 
+    /// Sets [`NetOptions::admin`]: rank 0 serves the admin endpoint there.
+    pub fn with_admin(mut self, listen: impl Into<String>) -> Self {
+        self.admin = Some(listen.into());
+        self
+    }
+
     /// Checks that the options can work together: every duration that
     /// bounds a wait is non-zero, and a healthy idle peer (one heartbeat
     /// every `heartbeat`) is never taken for lost.
@@ -181,7 +201,7 @@ impl NetOptions {
     }
 
     /// Applies the environment's overrides: `GEEPS_TOKEN`,
-    /// `GEEPS_HEARTBEAT_MS`, `GEEPS_PEER_TIMEOUT_MS`, and `GEEPS_TLS_CERT`,
+    /// `GEEPS_HEARTBEAT_MS`, `GEEPS_PEER_TIMEOUT_MS`, `GEEPS_ADMIN`, and `GEEPS_TLS_CERT`,
     /// `GEEPS_TLS_KEY`, `GEEPS_TLS_CA` (all three or none) (`env` looks a
     /// variable up). An unparsable value is an error naming the variable.
     pub(crate) fn with_env(mut self, env: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
@@ -201,6 +221,9 @@ impl NetOptions {
         }
         if let Some(d) = millis("GEEPS_PEER_TIMEOUT_MS")? {
             self.peer_timeout = d;
+        }
+        if let Some(admin) = env("GEEPS_ADMIN") {
+            self.admin = Some(admin);
         }
         match (env("GEEPS_TLS_CERT"), env("GEEPS_TLS_KEY"), env("GEEPS_TLS_CA")) {
             (None, None, None) => {}
