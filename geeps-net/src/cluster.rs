@@ -286,8 +286,28 @@ impl NetCluster {
 
     /// Waits (up to the shutdown timeout) until every worker has left this
     /// rank's keeper, then stops it. Shut this rank's `Geeps` down first.
+    /// If this rank's worker never joined the cluster (it failed first), the
+    /// other ranks are told at once (`PeerLost` naming this rank) and the
+    /// keeper stops without waiting: they could never finish without it.
     pub fn shutdown(&mut self) -> Result<()> {
         let Some(runtime) = self.runtime.take() else { return Ok(()) };
+        if !self.transport.has_joined() {
+            // This rank's worker never joined (its process failed before,
+            // or never built an instance): the others would wait for its
+            // clocks forever. Tell them at once and stop.
+            let own = self.addresses.get(self.rank).cloned().unwrap_or_default();
+            let reason = format!(
+                "rank {} stopped before its worker joined the cluster (see that rank's log for why)",
+                self.rank
+            );
+            tracing::warn!(rank = self.rank, "stopping before this rank's worker joined; telling the other ranks");
+            self.service.abort(&own, &reason);
+            // Let the writers flush the news before the runtime goes.
+            runtime.block_on(async { tokio::time::sleep(Duration::from_millis(200)).await });
+            let _ = self.stop.send(true);
+            runtime.shutdown_timeout(Duration::from_secs(2));
+            return Ok(());
+        }
         let service = self.service.clone();
         let timeout = self.options.shutdown_timeout;
         let rank = self.rank;

@@ -185,6 +185,16 @@ impl KeeperService {
         }
     }
 
+    /// Tells every worker connected to this keeper that this rank is gone
+    /// (`PeerLost` naming it, with `reason`): its worker will never clock,
+    /// so nobody should wait for it.
+    pub(crate) fn abort(&self, address: &str, reason: &str) {
+        let st = self.state.lock();
+        let failure =
+            Failure { kind: 1, rank: self.shard as u32, address: address.to_string(), message: reason.to_string() };
+        self.broadcast(&st, || Outgoing::new(Body::Failure(failure.clone()), None), None);
+    }
+
     /// Ranks that joined and have neither left nor been lost, and ranks not yet joined.
     pub(crate) fn pending(&self) -> (Vec<usize>, Vec<usize>) {
         let st = self.state.lock();

@@ -36,6 +36,8 @@ pub(crate) struct NetTransport {
     stats: Arc<Mutex<Option<StatsSource>>>,
     /// Set when a keeper relays an operator's drain.
     drain: Arc<AtomicBool>,
+    /// Set once this worker has joined every keeper.
+    joined: AtomicBool,
     runtime: Handle,
     queues: Mutex<Vec<Option<Queue>>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
@@ -61,6 +63,7 @@ impl NetTransport {
             tls,
             stats: Arc::new(Mutex::new(None)),
             drain: Arc::new(AtomicBool::new(false)),
+            joined: AtomicBool::new(false),
             runtime,
             queues: Mutex::new(Vec::new()),
             tasks: Mutex::new(Vec::new()),
@@ -216,6 +219,13 @@ async fn reader(
     }
 }
 
+impl NetTransport {
+    /// Whether this worker joined the cluster (every keeper welcomed it).
+    pub(crate) fn has_joined(&self) -> bool {
+        self.joined.load(Ordering::Acquire)
+    }
+}
+
 impl Transport for NetTransport {
     fn rank(&self) -> usize {
         self.rank
@@ -271,6 +281,7 @@ impl Transport for NetTransport {
         }
         *self.queues.lock() = queues;
         self.tasks.lock().extend(tasks);
+        self.joined.store(true, Ordering::Release);
         Ok(())
     }
 
