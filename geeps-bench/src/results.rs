@@ -214,6 +214,31 @@ pub struct TransportFigure {
     pub rows: Vec<TransportRow>,
 }
 
+/// One system at one rank count in the sync scenario.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SyncRow {
+    pub workers: usize,
+    pub system: String,
+    /// Median over repeats of each run's median clock (slowest rank per clock).
+    pub ms_per_clock: f64,
+    pub samples_ms: Vec<f64>,
+    /// The engine's time per clock over this system's (1 for the engine).
+    pub engine_over_this: f64,
+    /// TCP bytes each rank received (= sent, over all ranks) per clock,
+    /// counted by the kernel, where the system's runner counts them.
+    pub bytes_per_rank_per_clock: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SyncFigure {
+    pub meta: Meta,
+    pub table_bytes: usize,
+    pub clocks: usize,
+    pub rows: Vec<SyncRow>,
+    /// Baselines not run here, and why.
+    pub skipped: Vec<String>,
+}
+
 /// Where each figure's files go.
 pub struct Paths {
     pub dir: PathBuf,

@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
+use crate::profile;
 use crate::raw_tcp::ExchangeJob;
+use crate::sync_job::SyncJob;
 
 /// Worker processes of every multi-process figure, unless told otherwise.
 pub const WORKERS: usize = 4;
@@ -29,6 +31,8 @@ pub struct Settings {
     pub calibration: ExchangeJob,
     /// Clock exchange of the transport figure.
     pub exchange: ExchangeJob,
+    /// The sync scenario (GoogLeNet's full-size table unless told otherwise).
+    pub sync: SyncJob,
     pub adamlike_bytes: f64,
     pub googlenet_bytes: f64,
     pub warmup: usize,
@@ -55,6 +59,7 @@ impl Settings {
                 repeats: 1,
                 calibration: ExchangeJob { bytes: 2 << 20, rounds: 10 },
                 exchange: ExchangeJob { bytes: 2 << 20, rounds: 10 },
+                sync: SyncJob { bytes: 4 << 20, clocks: 3 },
                 adamlike_bytes: 1.0 / 256.0,
                 googlenet_bytes: 1.0 / 32.0,
                 warmup: 2,
@@ -74,6 +79,7 @@ impl Settings {
                 repeats: 3,
                 calibration: ExchangeJob { bytes: 8 << 20, rounds: 30 },
                 exchange: ExchangeJob { bytes: 8 << 20, rounds: 30 },
+                sync: SyncJob { bytes: profile::googlenet().param_bytes() as usize, clocks: 8 },
                 adamlike_bytes: 1.0 / 32.0,
                 googlenet_bytes: 1.0 / 4.0,
                 warmup: 3,

@@ -4,7 +4,7 @@
 
 use crate::large::worst_large;
 use crate::memory::at_target;
-use crate::results::{LargeFigure, MemoryFigure, StallFigure, TransportFigure};
+use crate::results::{LargeFigure, MemoryFigure, StallFigure, SyncFigure, TransportFigure};
 use crate::trainer::Mode;
 
 fn verdict(met: bool) -> &'static str {
@@ -73,5 +73,25 @@ pub fn transport(f: &TransportFigure) {
             r.ratio,
             r.baseline
         );
+    }
+}
+
+pub fn sync(f: &SyncFigure) {
+    let mb = f.table_bytes as f64 / 1e6;
+    for r in &f.rows {
+        let bytes = r.bytes_per_rank_per_clock.map_or(String::new(), |b| {
+            format!(
+                ", {:.2}x the table per rank (a ring: {:.2}x)",
+                b / f.table_bytes as f64,
+                crate::sync::ring_bytes(r.workers, f.table_bytes) / f.table_bytes as f64
+            )
+        });
+        println!(
+            "  sync of {mb:.1} MB, {} ranks, {}: {:.1} ms per clock; engine / this {:.2}x{bytes}",
+            r.workers, r.system, r.ms_per_clock, r.engine_over_this
+        );
+    }
+    for line in &f.skipped {
+        println!("  sync: {line}");
     }
 }
