@@ -21,8 +21,9 @@ use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit};
 
 use crate::auth::{token_matches, PendingGate};
 use crate::conn::{writer, Outgoing, Queue};
-use crate::frame::{read_frame, read_frame_within, write_frame, FrameError};
+use crate::frame::{read_frame_pooled, read_frame_within, write_frame, FrameError};
 use crate::options::NetOptions;
+use crate::recv_pool::RecvPool;
 use crate::wire::{Body, Failure, Header, Hello, PublishHeader, Refused, TableDecl, Welcome, PROTOCOL_VERSION};
 
 /// Why a hello was refused.
@@ -305,8 +306,11 @@ impl KeeperService {
         tokio::spawn(writer(wr, rx, self.opts.heartbeat));
 
         let mut last_heard = Instant::now();
+        // Update batches return once applied (or once a held batch is).
+        let pool = RecvPool::new(2);
         let reason = loop {
-            let frame = match tokio::time::timeout(self.opts.peer_timeout, read_frame(&mut rd, max)).await {
+            let frame = match tokio::time::timeout(self.opts.peer_timeout, read_frame_pooled(&mut rd, max, &pool)).await
+            {
                 Ok(Ok(f)) => f,
                 Ok(Err(FrameError::Closed)) => break "connection closed without leaving".to_string(),
                 Ok(Err(e)) => break format!("bad frame: {e}"),

@@ -20,6 +20,7 @@ mod hostlist;
 mod keeper_service;
 mod net_transport;
 mod options;
+mod recv_pool;
 pub mod rendezvous;
 mod wire;
 #[cfg(test)]

@@ -20,9 +20,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::conn::{writer, Outgoing, Queue};
-use crate::frame::{read_frame, write_frame, FrameError};
+use crate::frame::{read_frame, read_frame_pooled, write_frame, FrameError};
 use crate::keeper_service::{silence, table_decls};
 use crate::options::NetOptions;
+use crate::recv_pool::RecvPool;
 use crate::wire::{Body, Header, Hello, Leave, UpdateHeader, PROTOCOL_VERSION};
 
 pub(crate) struct NetTransport {
@@ -119,8 +120,11 @@ async fn reader(
     closing: Arc<AtomicBool>,
 ) {
     let mut last_heard = Instant::now();
+    // Publications are held until the puller has merged them: two in flight per keeper at most.
+    let pool = RecvPool::new(2);
     let failure = loop {
-        let frame = match tokio::time::timeout(opts.peer_timeout, read_frame(&mut rd, opts.max_message_bytes)).await {
+        let read = read_frame_pooled(&mut rd, opts.max_message_bytes, &pool);
+        let frame = match tokio::time::timeout(opts.peer_timeout, read).await {
             Ok(Ok(f)) => f,
             Ok(Err(FrameError::Closed)) => break lost(shard, &address, "keeper closed the connection"),
             Ok(Err(e)) => break lost(shard, &address, format!("bad frame from keeper: {e}")),
