@@ -209,14 +209,25 @@ impl NetCluster {
         let service = KeeperService::new(spec.rank, spec.world, opts.clone());
         let (stop, stop_rx) = watch::channel(false);
         runtime.spawn(service.clone().serve(listener, stop_rx));
-        let transport =
-            Arc::new(NetTransport::new(spec.rank, addresses.clone(), opts.clone(), runtime.handle().clone()));
+        let transport = Arc::new(NetTransport::new(
+            spec.rank,
+            addresses.clone(),
+            opts.clone(),
+            runtime.handle().clone(),
+            Some(service.clone()),
+        ));
         Ok(NetCluster { rank: spec.rank, addresses, options: opts, runtime: Some(runtime), service, stop, transport })
     }
 
     /// The transport to give this rank's `GeepsBuilder`.
     pub fn transport(&self) -> Arc<dyn Transport> {
         self.transport.clone()
+    }
+
+    /// Update batches this rank's keeper received over sockets.
+    #[cfg(test)]
+    pub(crate) fn keeper_socket_batches(&self) -> u64 {
+        self.service.socket_batches()
     }
 
     /// This process's rank.

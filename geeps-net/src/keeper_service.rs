@@ -4,15 +4,18 @@
 //! rows to every connected worker when a data age advances. Bad input is
 //! rejected with a log line and a `Failure` frame; it never panics and never
 //! stops the keeper. A worker that vanishes without leaving is reported to
-//! every other worker as lost.
+//! every other worker as lost. The worker of this same process may be
+//! attached: its publications then go to its inbox in process, not through
+//! its socket (its updates come through `apply`, in order, likewise).
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
 use geeps_core::transport::KeeperShard;
-use geeps_core::transport::{Publish, UpdateBatch};
+use geeps_core::transport::{Inbound, Inbox, Publish, UpdateBatch};
 use geeps_core::{TableKind, TableSpec};
 use parking_lot::Mutex;
 use tokio::io::BufReader;
@@ -59,6 +62,8 @@ struct State {
     keeper: Option<KeeperShard>,
     declared: Option<(u32, Vec<TableDecl>)>,
     peers: Vec<Peer>,
+    /// The rank and inbox of this process's own worker, once attached.
+    local: Option<(usize, Inbox)>,
 }
 
 pub(crate) struct KeeperService {
@@ -67,6 +72,8 @@ pub(crate) struct KeeperService {
     opts: NetOptions,
     state: Mutex<State>,
     changed: Notify,
+    /// Update batches that came over sockets (the attached worker's do not).
+    socket_batches: AtomicU64,
 }
 
 pub(crate) fn table_decls(tables: &[TableSpec]) -> Vec<TableDecl> {
@@ -119,8 +126,10 @@ impl KeeperService {
                 keeper: None,
                 declared: None,
                 peers: (0..world).map(|_| Peer::default()).collect(),
+                local: None,
             }),
             changed: Notify::new(),
+            socket_batches: AtomicU64::new(0),
         })
     }
 
@@ -153,6 +162,12 @@ impl KeeperService {
             st.peers.iter().enumerate().filter(|(_, p)| p.joined && !p.left && !p.lost).map(|(r, _)| r).collect();
         let absent = st.peers.iter().enumerate().filter(|(_, p)| !p.joined).map(|(r, _)| r).collect();
         (active, absent)
+    }
+
+    /// Update batches received over sockets so far.
+    #[cfg(test)]
+    pub(crate) fn socket_batches(&self) -> u64 {
+        self.socket_batches.load(Ordering::Relaxed)
     }
 
     pub(crate) async fn changed(&self) {
@@ -209,6 +224,25 @@ impl KeeperService {
             Some(_) => {}
         }
         Ok(())
+    }
+
+    /// Publications for `rank` go to `inbox` in process while that rank is
+    /// connected (joined over its socket, not left, not lost).
+    pub(crate) fn attach_local(&self, rank: usize, inbox: Inbox) {
+        self.state.lock().local = Some((rank, inbox));
+    }
+
+    /// Sends `p` to every connected worker: the attached one in process.
+    fn publish(&self, st: &State, p: &Publish) {
+        for (r, peer) in st.peers.iter().enumerate() {
+            let Some(q) = &peer.queue else { continue };
+            match &st.local {
+                Some((local, inbox)) if *local == r => inbox(Inbound::Rows(p.clone())),
+                _ => {
+                    let _ = q.send(publish_frame(p));
+                }
+            }
+        }
     }
 
     fn broadcast(&self, st: &State, out: impl Fn() -> Outgoing, except: Option<usize>) {
@@ -318,14 +352,17 @@ impl KeeperService {
             };
             last_heard = Instant::now();
             match frame {
-                (Header { body: Some(Body::Update(u)), .. }, payload) => self.apply(rank, u, payload),
+                (Header { body: Some(Body::Update(u)), .. }, payload) => {
+                    self.socket_batches.fetch_add(1, Ordering::Relaxed);
+                    self.apply(rank, u, payload)
+                }
                 (Header { body: Some(Body::Leave(_)), .. }, _) => {
                     let mut st = self.state.lock();
                     st.peers[rank].left = true;
                     st.peers[rank].queue = None;
                     let pubs = st.keeper.as_mut().map(|k| k.depart(rank)).unwrap_or_default();
                     for p in &pubs {
-                        self.broadcast(&st, || publish_frame(p), None);
+                        self.publish(&st, p);
                     }
                     drop(st);
                     tracing::debug!(shard = self.shard, rank, "worker left");
@@ -348,7 +385,9 @@ impl KeeperService {
         self.changed.notify_waiters();
     }
 
-    fn apply(&self, rank: usize, u: crate::wire::UpdateHeader, payload: Bytes) {
+    /// Applies a batch that came from `rank`'s connection (or, in process,
+    /// from the attached worker, in push order).
+    pub(crate) fn apply(&self, rank: usize, u: crate::wire::UpdateHeader, payload: Bytes) {
         let mut st = self.state.lock();
         let result = if u.worker as usize != rank {
             Err(format!("connection of rank {rank} sent a batch of worker {}", u.worker))
@@ -368,7 +407,7 @@ impl KeeperService {
             }
         };
         match result {
-            Ok(Some(p)) => self.broadcast(&st, || publish_frame(&p), None),
+            Ok(Some(p)) => self.publish(&st, &p),
             Ok(None) => {}
             Err(message) => {
                 tracing::warn!(shard = self.shard, rank, table = u.table, clock = u.clock, %message, "update batch rejected");

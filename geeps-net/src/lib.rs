@@ -18,6 +18,8 @@ mod frame;
 mod hardening_tests;
 mod hostlist;
 mod keeper_service;
+#[cfg(test)]
+mod local_shard_tests;
 mod net_transport;
 mod options;
 mod recv_pool;
