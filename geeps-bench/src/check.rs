@@ -65,6 +65,16 @@ fn stall(p: &mut Problems, f: &StallFigure) {
     }
 }
 
+fn stall_sweep(p: &mut Problems, f: &StallFigure) {
+    for x in &f.sweep {
+        let what = format!("stall sweep: {} at host factor {}", x.model, x.host_factor);
+        p.positive(&format!("{what} host factor"), x.host_factor);
+        p.positive(&format!("{what} compute_ms"), x.compute_ms);
+        p.fraction(&format!("{what} stall_fraction"), x.stall_fraction);
+        p.require(x.stall_fraction_samples.len() == f.meta.repeats, || format!("{what}: sample count"));
+    }
+}
+
 fn memory(p: &mut Problems, f: &MemoryFigure) {
     meta(p, "memory", &f.meta);
     p.require(f.points.len() >= 3, || format!("memory: {} budgets, expected at least 3", f.points.len()));
@@ -144,7 +154,10 @@ pub fn run(dir: &Path) -> Result<()> {
         png(&mut p, &paths.png(figure));
     }
     match results::read(&paths.json("stall")) {
-        Ok(f) => stall(&mut p, &f),
+        Ok(f) => {
+            stall(&mut p, &f);
+            stall_sweep(&mut p, &f);
+        }
         Err(e) => p.0.push(e.to_string()),
     }
     match results::read(&paths.json("memory")) {

@@ -128,13 +128,31 @@ pub struct StallModel {
     pub rows: Vec<StallRow>,
 }
 
+/// GeePS under BSP at a host factor other than the run's calibration.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StallSweepPoint {
+    pub model: String,
+    pub host_factor: f64,
+    /// The host factor over the run's calibrated one.
+    pub of_calibrated: f64,
+    pub compute_ms: f64,
+    pub stall_ms: f64,
+    pub stall_fraction: f64,
+    pub stall_fraction_samples: Vec<f64>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StallFigure {
     pub meta: Meta,
     pub iterations: usize,
     pub target_stall_fraction: f64,
     pub paper_stall_fraction: f64,
+    /// At the run's calibrated host factor (the headline).
     pub models: Vec<StallModel>,
+    /// GeePS under BSP at other host factors: how the stall depends on the
+    /// emulated compute the calibration sets.
+    #[serde(default)]
+    pub sweep: Vec<StallSweepPoint>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

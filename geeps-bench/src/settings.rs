@@ -37,6 +37,9 @@ pub struct Settings {
     pub googlenet_bytes: f64,
     pub warmup: usize,
     pub iterations: usize,
+    /// Host factors, as multiples of the calibrated one, at which GeePS
+    /// under BSP also runs (the stall figure's sweep).
+    pub host_factor_sweep: Vec<f64>,
     /// Memory budgets as fractions of "everything fits" (the planner's
     /// minimum is always added).
     pub memory_fractions: Vec<f64>,
@@ -64,6 +67,7 @@ impl Settings {
                 googlenet_bytes: 1.0 / 32.0,
                 warmup: 2,
                 iterations: 6,
+                host_factor_sweep: vec![2.0],
                 memory_fractions: vec![1.0, 0.6, 0.35],
                 large_bytes: 1.0 / 1024.0,
                 large_layers: vec![1, 4, 32],
@@ -84,6 +88,7 @@ impl Settings {
                 googlenet_bytes: 1.0 / 4.0,
                 warmup: 3,
                 iterations: 12,
+                host_factor_sweep: vec![0.5, 2.0, 4.0],
                 memory_fractions: vec![1.0, 0.8, 0.6, 0.5, 0.45, 0.4, 0.35, 0.3, 0.25, 0.2],
                 large_bytes: 1.0 / 256.0,
                 large_layers: vec![1, 2, 4, 8, 16, 32, 56],

@@ -66,6 +66,28 @@ fn stall(out: &mut String, f: &StallFigure) {
         }
         let _ = writeln!(out);
     }
+    if !f.sweep.is_empty() {
+        let _ = writeln!(
+            out,
+            "GeePS under BSP at other host factors (the headline above is at this run's calibration, {:.2}):\n",
+            f.meta.calibration.host_factor
+        );
+        let _ = writeln!(out, "| model | host factor | of the calibrated | compute ms | stall ms | stall |");
+        let _ = writeln!(out, "|---|---|---|---|---|---|");
+        for p in &f.sweep {
+            let _ = writeln!(
+                out,
+                "| {} | {:.2} | {}× | {:.0} | {:.0} | **{:.1}%** |",
+                p.model,
+                p.host_factor,
+                p.of_calibrated,
+                p.compute_ms,
+                p.stall_ms,
+                p.stall_fraction * 100.0
+            );
+        }
+        let _ = writeln!(out);
+    }
 }
 
 fn memory(out: &mut String, f: &MemoryFigure) {
