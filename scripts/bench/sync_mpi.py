@@ -1,6 +1,7 @@
 """geeps-bench's sync scenario on MPI (mpi4py): one Allreduce (sum) of a
 float32 table per clock, timed, on each rank started by mpirun. Prints one
-JSON line per rank: the seconds of each timed clock."""
+JSON line per rank (all from rank 0, so mpirun's merged output keeps
+lines whole): the seconds of each timed clock."""
 import json
 import sys
 import time
@@ -24,4 +25,6 @@ for clock in range(clocks + 1):
             sys.exit(f"mpi: element {i} holds {t[i]}, expected {want}")
     if clock > 0:
         seconds.append(took)
-print(json.dumps({"seconds": seconds}), flush=True)
+every = comm.gather(seconds, root=0)
+if rank == 0:
+    print("\n".join(json.dumps({"seconds": s}) for s in every), flush=True)
