@@ -244,8 +244,14 @@ impl NetCluster {
             _ => None,
         };
         runtime.spawn(service.clone().serve(listener, stop_rx));
-        let transport =
-            Arc::new(NetTransport::new(spec.rank, addresses.clone(), opts.clone(), tls, runtime.handle().clone()));
+        let transport = Arc::new(NetTransport::new(
+            spec.rank,
+            addresses.clone(),
+            opts.clone(),
+            tls,
+            runtime.handle().clone(),
+            Some(service.clone()),
+        ));
         Ok(NetCluster {
             rank: spec.rank,
             addresses,
@@ -261,6 +267,12 @@ impl NetCluster {
     /// The transport to give this rank's `GeepsBuilder`.
     pub fn transport(&self) -> Arc<dyn Transport> {
         self.transport.clone()
+    }
+
+    /// Update batches this rank's keeper received over sockets.
+    #[cfg(test)]
+    pub(crate) fn keeper_socket_batches(&self) -> u64 {
+        self.service.socket_batches()
     }
 
     /// This process's rank.

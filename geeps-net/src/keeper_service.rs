@@ -4,7 +4,9 @@
 //! rows to every connected worker when a data age advances. Bad input is
 //! rejected with a log line and a `Failure` frame; it never panics and never
 //! stops the keeper. A worker that vanishes without leaving is reported to
-//! every other worker as lost.
+//! every other worker as lost. The worker of this same process may be
+//! attached: its publications then go to its inbox in process, not through
+//! its socket (its updates come through `apply`, in order, likewise).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use geeps_core::transport::KeeperShard;
-use geeps_core::transport::{Publish, UpdateBatch};
+use geeps_core::transport::{Inbound, Inbox, Publish, UpdateBatch};
 use geeps_core::{TableKind, TableSpec};
 use parking_lot::Mutex;
 use tokio::io::BufReader;
@@ -22,9 +24,10 @@ use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit};
 
 use crate::auth::{token_matches, PendingGate};
 use crate::conn::{writer, Outgoing, Queue};
-use crate::frame::{read_frame, read_frame_within, write_frame, FrameError};
+use crate::frame::{read_frame_pooled, read_frame_within, write_frame, FrameError};
 use crate::options::NetOptions;
 use crate::peer_stream;
+use crate::recv_pool::RecvPool;
 use crate::tls::Tls;
 use crate::wire::{
     Body, Drain, Failure, Header, Hello, PublishHeader, Refused, TableDecl, Welcome, WorkerStatus, PROTOCOL_VERSION,
@@ -94,6 +97,8 @@ struct State {
     peers: Vec<Peer>,
     /// An operator asked the cluster to drain; told to ranks that join later too.
     draining: bool,
+    /// The rank and inbox of this process's own worker, once attached.
+    local: Option<(usize, Inbox)>,
 }
 
 pub(crate) struct KeeperService {
@@ -104,6 +109,8 @@ pub(crate) struct KeeperService {
     tls: Option<Arc<Tls>>,
     state: Mutex<State>,
     changed: Notify,
+    /// Update batches that came over sockets (the attached worker's do not).
+    socket_batches: AtomicU64,
 }
 
 pub(crate) fn table_decls(tables: &[TableSpec]) -> Vec<TableDecl> {
@@ -158,8 +165,10 @@ impl KeeperService {
                 declared: None,
                 peers: (0..world).map(|_| Peer::default()).collect(),
                 draining: false,
+                local: None,
             }),
             changed: Notify::new(),
+            socket_batches: AtomicU64::new(0),
         })
     }
 
@@ -202,6 +211,12 @@ impl KeeperService {
             st.peers.iter().enumerate().filter(|(_, p)| p.joined && !p.left && !p.lost).map(|(r, _)| r).collect();
         let absent = st.peers.iter().enumerate().filter(|(_, p)| !p.joined).map(|(r, _)| r).collect();
         (active, absent)
+    }
+
+    /// Update batches received over sockets so far.
+    #[cfg(test)]
+    pub(crate) fn socket_batches(&self) -> u64 {
+        self.socket_batches.load(Ordering::Relaxed)
     }
 
     pub(crate) async fn changed(&self) {
@@ -258,6 +273,25 @@ impl KeeperService {
             Some(_) => {}
         }
         Ok(())
+    }
+
+    /// Publications for `rank` go to `inbox` in process while that rank is
+    /// connected (joined over its socket, not left, not lost).
+    pub(crate) fn attach_local(&self, rank: usize, inbox: Inbox) {
+        self.state.lock().local = Some((rank, inbox));
+    }
+
+    /// Sends `p` to every connected worker: the attached one in process.
+    fn publish(&self, st: &State, p: &Publish) {
+        for (r, peer) in st.peers.iter().enumerate() {
+            let Some(q) = &peer.queue else { continue };
+            match &st.local {
+                Some((local, inbox)) if *local == r => inbox(Inbound::Rows(p.clone())),
+                _ => {
+                    let _ = q.send(publish_frame(p));
+                }
+            }
+        }
     }
 
     fn broadcast(&self, st: &State, out: impl Fn() -> Outgoing, except: Option<usize>) {
@@ -429,8 +463,11 @@ impl KeeperService {
         tokio::spawn(writer(wr, rx, self.opts.heartbeat));
 
         let mut last_heard = Instant::now();
+        // Update batches return once applied (or once a held batch is).
+        let pool = RecvPool::new(2);
         let reason = loop {
-            let frame = match tokio::time::timeout(self.opts.peer_timeout, read_frame(&mut rd, max)).await {
+            let frame = match tokio::time::timeout(self.opts.peer_timeout, read_frame_pooled(&mut rd, max, &pool)).await
+            {
                 Ok(Ok(f)) => f,
                 Ok(Err(FrameError::Closed)) => break "connection closed without leaving".to_string(),
                 Ok(Err(e)) => break format!("bad frame: {e}"),
@@ -438,14 +475,17 @@ impl KeeperService {
             };
             last_heard = Instant::now();
             match frame {
-                (Header { body: Some(Body::Update(u)), .. }, payload) => self.apply(rank, u, payload),
+                (Header { body: Some(Body::Update(u)), .. }, payload) => {
+                    self.socket_batches.fetch_add(1, Ordering::Relaxed);
+                    self.apply(rank, u, payload)
+                }
                 (Header { body: Some(Body::Leave(_)), .. }, _) => {
                     let mut st = self.state.lock();
                     st.peers[rank].left = true;
                     st.peers[rank].queue = None;
                     let pubs = st.keeper.as_mut().map(|k| k.depart(rank)).unwrap_or_default();
                     for p in &pubs {
-                        self.broadcast(&st, || publish_frame(p), None);
+                        self.publish(&st, p);
                     }
                     drop(st);
                     tracing::debug!(shard = self.shard, rank, "worker left");
@@ -471,7 +511,9 @@ impl KeeperService {
         self.changed.notify_waiters();
     }
 
-    fn apply(&self, rank: usize, u: crate::wire::UpdateHeader, payload: Bytes) {
+    /// Applies a batch that came from `rank`'s connection (or, in process,
+    /// from the attached worker, in push order).
+    pub(crate) fn apply(&self, rank: usize, u: crate::wire::UpdateHeader, payload: Bytes) {
         let mut st = self.state.lock();
         st.peers[rank].bytes_in += payload.len() as u64;
         let result = if u.worker as usize != rank {
@@ -492,7 +534,7 @@ impl KeeperService {
             }
         };
         match result {
-            Ok(Some(p)) => self.broadcast(&st, || publish_frame(&p), None),
+            Ok(Some(p)) => self.publish(&st, &p),
             Ok(None) => {}
             Err(message) => {
                 tracing::warn!(shard = self.shard, rank, table = u.table, clock = u.clock, %message, "update batch rejected");

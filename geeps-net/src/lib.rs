@@ -27,9 +27,12 @@ pub mod fuzzing;
 mod hardening_tests;
 mod hostlist;
 mod keeper_service;
+#[cfg(test)]
+mod local_shard_tests;
 mod net_transport;
 mod options;
 mod peer_stream;
+mod recv_pool;
 pub mod rendezvous;
 mod tls;
 #[cfg(all(test, feature = "tls"))]

@@ -2,7 +2,10 @@
 //! shard (its own process's included), over which pushers send update
 //! batches and keepers publish rows. Connecting retries until the connect
 //! timeout (peers may start later); a keeper that refuses the handshake, goes
-//! silent or disconnects fails the worker with an error naming it.
+//! silent or disconnects fails the worker with an error naming it. The
+//! keeper of this same process is still joined over its socket (handshake,
+//! heartbeats, failures, leave), but update batches reach it in process and
+//! its publications come back in process: those bytes never cross a socket.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -19,12 +22,56 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::conn::{writer, Outgoing, Queue};
-use crate::frame::{read_frame, write_frame, FrameError};
+use crate::frame::{read_frame, read_frame_pooled, write_frame, FrameError};
+use crate::keeper_service::KeeperService;
 use crate::keeper_service::{silence, table_decls};
 use crate::options::NetOptions;
 use crate::peer_stream::{self, ReadSide, WriteSide};
+use crate::recv_pool::RecvPool;
 use crate::tls::Tls;
 use crate::wire::{Body, Header, Hello, Leave, UpdateHeader, WorkerStatus, PROTOCOL_VERSION};
+
+/// What a batch or leave for one shard travels through.
+enum Route {
+    Socket(Queue),
+    /// The shard kept by this process: an in-order task applies batches
+    /// and forwards the leave to the socket after every earlier batch.
+    InProcess(mpsc::UnboundedSender<Local>),
+}
+
+enum Local {
+    Update(UpdateHeader, Option<bytes::Bytes>),
+    Forward(Outgoing),
+}
+
+impl Route {
+    fn send(&self, header: UpdateHeader, deltas: Option<bytes::Bytes>) -> bool {
+        match self {
+            Route::Socket(q) => q.send(Outgoing::new(Body::Update(header), deltas)).is_ok(),
+            Route::InProcess(tx) => tx.send(Local::Update(header, deltas)).is_ok(),
+        }
+    }
+
+    fn forward(&self, o: Outgoing) {
+        let _ = match self {
+            Route::Socket(q) => q.send(o).map_err(drop),
+            Route::InProcess(tx) => tx.send(Local::Forward(o)).map_err(drop),
+        };
+    }
+}
+
+/// Applies this process's own batches in push order; the leave (and
+/// anything else forwarded) goes to the socket once every earlier batch is in.
+async fn apply_local(service: Arc<KeeperService>, rank: usize, mut rx: mpsc::UnboundedReceiver<Local>, socket: Queue) {
+    while let Some(m) = rx.recv().await {
+        match m {
+            Local::Update(header, deltas) => service.apply(rank, header, deltas.unwrap_or_default()),
+            Local::Forward(o) => {
+                let _ = socket.send(o);
+            }
+        }
+    }
+}
 
 pub(crate) struct NetTransport {
     rank: usize,
@@ -39,7 +86,9 @@ pub(crate) struct NetTransport {
     /// Set once this worker has joined every keeper.
     joined: AtomicBool,
     runtime: Handle,
-    queues: Mutex<Vec<Option<Queue>>>,
+    /// This process's keeper (shard `rank`), reached in process.
+    local_keeper: Option<Arc<KeeperService>>,
+    queues: Mutex<Vec<Option<Route>>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     closing: Arc<AtomicBool>,
 }
@@ -55,6 +104,7 @@ impl NetTransport {
         opts: NetOptions,
         tls: Option<Arc<Tls>>,
         runtime: Handle,
+        local_keeper: Option<Arc<KeeperService>>,
     ) -> Self {
         NetTransport {
             rank,
@@ -65,6 +115,7 @@ impl NetTransport {
             drain: Arc::new(AtomicBool::new(false)),
             joined: AtomicBool::new(false),
             runtime,
+            local_keeper,
             queues: Mutex::new(Vec::new()),
             tasks: Mutex::new(Vec::new()),
             closing: Arc::new(AtomicBool::new(false)),
@@ -177,8 +228,11 @@ async fn reader(
     drain: Arc<AtomicBool>,
 ) {
     let mut last_heard = Instant::now();
+    // Publications are held until the puller has merged them: two in flight per keeper at most.
+    let pool = RecvPool::new(2);
     let failure = loop {
-        let frame = match tokio::time::timeout(opts.peer_timeout, read_frame(&mut rd, opts.max_message_bytes)).await {
+        let read = read_frame_pooled(&mut rd, opts.max_message_bytes, &pool);
+        let frame = match tokio::time::timeout(opts.peer_timeout, read).await {
             Ok(Ok(f)) => f,
             Ok(Err(FrameError::Closed)) => break lost(shard, &address, "keeper closed the connection"),
             Ok(Err(e)) => break lost(shard, &address, format!("bad frame from keeper: {e}")),
@@ -259,16 +313,27 @@ impl Transport for NetTransport {
                 ),
             });
         }
+        if let Some(k) = &self.local_keeper {
+            k.attach_local(self.rank, inbox.clone());
+        }
         let mut queues = Vec::with_capacity(self.addresses.len());
         let mut tasks = Vec::new();
         for shard in 0..self.addresses.len() {
             let (rd, wr) = self.runtime.block_on(self.connect(shard, &hello))?;
             let (tx, rx) = mpsc::unbounded_channel();
             if shard == 0 {
-                // Dropped with the queue's other senders at leave; never waited for.
+                // Status goes on the socket even to this process's own keeper
+                // (control frames do); it ends with the queue at leave.
                 self.runtime.spawn(reporter(tx.clone(), self.stats.clone(), self.opts.heartbeat));
             }
-            queues.push(Some(tx));
+            match self.local_keeper.as_ref().filter(|_| shard == self.rank) {
+                Some(k) => {
+                    let (ltx, lrx) = mpsc::unbounded_channel();
+                    tasks.push(self.runtime.spawn(apply_local(k.clone(), self.rank, lrx, tx)));
+                    queues.push(Some(Route::InProcess(ltx)));
+                }
+                None => queues.push(Some(Route::Socket(tx))),
+            }
             tasks.push(self.runtime.spawn(writer(wr, rx, self.opts.heartbeat)));
             let (address, opts, inbox, closing, drain) = (
                 self.addresses[shard].clone(),
@@ -298,8 +363,11 @@ impl Transport for NetTransport {
             clock: batch.clock,
             has_deltas: batch.deltas.is_some(),
         };
-        q.send(Outgoing::new(Body::Update(header), batch.deltas))
-            .map_err(|_| lost(shard, &self.addresses[shard], "connection to the keeper is closed"))
+        if q.send(header, batch.deltas) {
+            Ok(())
+        } else {
+            Err(lost(shard, &self.addresses[shard], "connection to the keeper is closed"))
+        }
     }
 
     fn push_only_queues(&self) -> bool {
@@ -318,7 +386,7 @@ impl Transport for NetTransport {
         self.closing.store(true, Ordering::Release);
         let queues: Vec<_> = self.queues.lock().drain(..).collect();
         for q in queues.iter().flatten() {
-            let _ = q.send(Outgoing::new(Body::Leave(Leave { rank: self.rank as u32 }), None));
+            q.forward(Outgoing::new(Body::Leave(Leave { rank: self.rank as u32 }), None));
         }
         drop(queues);
         // Writers flush the leave and close; readers then see the keeper close.
