@@ -20,6 +20,7 @@ pub mod data;
 pub mod error;
 pub mod layers;
 pub mod net;
+pub mod net_state;
 pub mod params;
 pub mod plain;
 pub mod plot;
@@ -27,6 +28,7 @@ pub mod proto;
 pub mod ps;
 pub mod report;
 pub mod solver;
+pub mod splits;
 pub mod timing;
 pub mod train;
 

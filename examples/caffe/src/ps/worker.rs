@@ -449,7 +449,10 @@ impl<'a> PsWorker<'a> {
                             None => &mut none,
                         };
                         backward_layer(net, li, w, io, aux, grad);
-                        if let (Some(p), Some(h)) = (params.index_of_layer(li), history_view.as_mut()) {
+                        if l.compute.as_ref().is_some_and(|c| c.param_grad_is_update()) {
+                            // Running statistics: this worker's share of their change.
+                            grad.iter_mut().for_each(|g| *g *= step.scale);
+                        } else if let (Some(p), Some(h)) = (params.index_of_layer(li), history_view.as_mut()) {
                             sgd_delta(&params.layers[p], step, w, grad, &mut h[..l.param_len]);
                         }
                     }
