@@ -31,5 +31,6 @@ pub mod solver;
 pub mod splits;
 pub mod timing;
 pub mod train;
+pub mod transform;
 
 pub use error::{Error, Result};
