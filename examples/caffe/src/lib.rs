@@ -19,6 +19,7 @@ pub mod cluster;
 pub mod data;
 pub mod error;
 pub mod layers;
+pub mod lmdb;
 pub mod net;
 pub mod net_state;
 pub mod params;
