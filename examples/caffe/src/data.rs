@@ -94,7 +94,7 @@ fn find(prefix: &Path, kind: &str) -> Result<PathBuf> {
 }
 
 /// Reads an IDX file of unsigned bytes with `rank` dimensions.
-fn read_idx(path: &Path, rank: usize) -> Result<(Vec<usize>, Vec<u8>)> {
+pub(crate) fn read_idx(path: &Path, rank: usize) -> Result<(Vec<usize>, Vec<u8>)> {
     let file = File::open(path).map_err(|e| Error::file(path, format!("cannot open: {e}")))?;
     let mut bytes = Vec::new();
     let gz = path.extension().is_some_and(|e| e == "gz");

@@ -16,10 +16,13 @@
 
 pub mod blas;
 pub mod cluster;
+pub mod convert;
 pub mod data;
+pub mod datum;
 pub mod error;
 pub mod layers;
 pub mod lmdb;
+pub mod lmdb_data;
 pub mod net;
 pub mod net_state;
 pub mod params;
