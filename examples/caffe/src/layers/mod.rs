@@ -22,6 +22,7 @@ pub mod reshape;
 pub mod scale;
 pub mod softmax;
 pub mod softmax_loss;
+pub mod spec;
 pub mod split;
 
 pub use crate::proto::net::Filler;
