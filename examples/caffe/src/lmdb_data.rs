@@ -21,18 +21,39 @@ pub struct LmdbData {
     pub channels: usize,
     pub height: usize,
     pub width: usize,
+    /// Highest label + 1.
+    pub classes: usize,
 }
 
 impl LmdbData {
+    /// Opens the database and reads every record once: all must decode and
+    /// share one size, so batches cannot fail later; labels give the class count.
     pub fn open(path: &Path) -> Result<LmdbData> {
         let reader = LmdbReader::open(path)?;
         let mut shape = (0, 0, 0);
-        reader.with_values(&[0], |_, bytes| {
-            let img = Image::from_datum_bytes(bytes).map_err(|e| Error::file(path, format!("record 0: {e}")))?;
-            shape = (img.channels, img.height, img.width);
+        let mut classes = 0usize;
+        let all: Vec<usize> = (0..reader.len()).collect();
+        reader.with_values(&all, |k, bytes| {
+            let img = Image::from_datum_bytes(bytes).map_err(|e| Error::file(path, format!("record {k}: {e}")))?;
+            let s = (img.channels, img.height, img.width);
+            if k == 0 {
+                shape = s;
+            } else if s != shape {
+                return Err(Error::file(
+                    path,
+                    format!(
+                        "record {k} is {}x{}x{} but record 0 is {}x{}x{}; resize the images when converting",
+                        s.0, s.1, s.2, shape.0, shape.1, shape.2
+                    ),
+                ));
+            }
+            if img.label < 0 {
+                return Err(Error::file(path, format!("record {k} has the negative label {}", img.label)));
+            }
+            classes = classes.max(img.label as usize + 1);
             Ok(())
         })?;
-        Ok(LmdbData { reader, channels: shape.0, height: shape.1, width: shape.2 })
+        Ok(LmdbData { reader, channels: shape.0, height: shape.1, width: shape.2, classes })
     }
 
     pub fn len(&self) -> usize {

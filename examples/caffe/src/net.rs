@@ -8,12 +8,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::data::{DataCache, Dataset};
+use crate::data::{DataCache, Source};
 use crate::error::{Error, Result};
 use crate::layers::split::Split;
 use crate::layers::{self, count, Backward, Forward, Layer, ParamBlob, Shape};
 use crate::proto::net::{DataConf, LayerKind, LayerParam, NetParam, ParamSpec, Phase};
 use crate::splits;
+use crate::transform::{Mean, TransformConf};
 
 #[derive(Debug, Clone)]
 pub struct Blob {
@@ -32,7 +33,9 @@ impl Blob {
 /// The data source of a Data layer.
 pub struct DataSource {
     pub conf: DataConf,
-    pub set: Arc<Dataset>,
+    pub set: Arc<Source>,
+    /// Caffe's transform of each image (from `transform_param`).
+    pub transform: TransformConf,
 }
 
 pub struct NetLayer {
@@ -143,7 +146,11 @@ impl Net {
                         ));
                     }
                     let set = cache.get(conf).map_err(|e| at(param, lp.line, format!("layer `{name}`: {e}")))?;
-                    let shapes = vec![vec![conf.batch_size, 1, set.height, set.width], vec![conf.batch_size]];
+                    let mean = if conf.mean_value == 0.0 { Mean::None } else { Mean::Values(vec![conf.mean_value]) };
+                    let transform = TransformConf { scale: conf.scale, mean, ..TransformConf::default() };
+                    let (c, h, w) =
+                        set.image_shape(&transform).map_err(|e| at(param, lp.line, format!("layer `{name}`: {e}")))?;
+                    let shapes = vec![vec![conf.batch_size, c, h, w], vec![conf.batch_size]];
                     match batch {
                         None => batch = Some(conf.batch_size),
                         Some(b) if b != conf.batch_size => {
@@ -151,7 +158,7 @@ impl Net {
                         }
                         Some(_) => {}
                     }
-                    (None, Some(DataSource { conf: conf.clone(), set }), shapes)
+                    (None, Some(DataSource { conf: conf.clone(), set, transform }), shapes)
                 }
                 (kind, None) => {
                     let l = layers::build(kind, &bottom_shapes)
@@ -398,7 +405,7 @@ impl Net {
                 if classes > c {
                     return Err(Error::config(format!(
                         "{}: labels go up to {} but layer `{}` scores only {c} classes; raise the last num_output",
-                        src.set.source.display(),
+                        src.set.path().display(),
                         classes - 1,
                         l.name
                     )));

@@ -42,7 +42,7 @@ fn ip1_gradient(net: &Net) -> Vec<f32> {
         grads[lp.layer] = vec![0.0; lp.len];
     }
     let mut plain = Plain::new(net, 0, 1).unwrap();
-    plain.forward(&views, true, 0);
+    plain.forward(&views, true, 0).unwrap();
     plain.backward(&views, &mut grads);
     let ip1 = net.layers.iter().position(|l| l.name == "ip1").unwrap();
     grads[ip1].clone()

@@ -37,7 +37,7 @@ fn reference(solver: &SolverParam) -> (Vec<Vec<f32>>, Vec<f32>) {
                 views[lp.layer] = v;
                 grads[lp.layer] = vec![0.0; lp.len];
             }
-            let out = plain.forward(&views, true, iteration_seed(seed, 0, iter));
+            let out = plain.forward(&views, true, iteration_seed(seed, 0, iter)).unwrap();
             plain.backward(&views, &mut grads);
             out
         };

@@ -364,7 +364,8 @@ impl<'a> PsWorker<'a> {
                                 label = s;
                             }
                         }
-                        src.set.fill(&idx, src.conf.scale, src.conf.mean_value, data, label);
+                        let seed = crate::plain::layer_seed(seed, li);
+                        src.set.fill(&idx, &src.transform, true, seed, data, label)?;
                     } else {
                         forward_layer(net, li, w, io, aux, true, crate::plain::layer_seed(seed, li));
                     }
