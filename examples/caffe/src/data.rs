@@ -78,6 +78,14 @@ impl Dataset {
     }
 }
 
+/// The class count a net scores, which every label must stay below.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabelLimit {
+    pub classes: usize,
+    /// The loss or accuracy layer that sets it.
+    pub layer: String,
+}
+
 /// A Data layer's records.
 #[derive(Debug)]
 pub enum Source {
@@ -109,11 +117,12 @@ impl Source {
         self.len() == 0
     }
 
-    /// Highest label + 1.
-    pub fn classes(&self) -> usize {
+    /// Highest label + 1, where known without reading every record (an
+    /// LMDB's labels are checked batch by batch instead).
+    pub fn classes(&self) -> Option<usize> {
         match self {
-            Source::Idx(d) => d.classes(),
-            Source::Lmdb(d) => d.classes,
+            Source::Idx(d) => Some(d.classes()),
+            Source::Lmdb(_) => None,
         }
     }
 
@@ -134,18 +143,21 @@ impl Source {
     }
 
     /// Writes records `indices`, transformed by `t`, into `data` and their
-    /// labels into `label`; TRAIN randomness (crops, mirrors) comes from `seed`.
+    /// labels into `label`; TRAIN randomness (crops, mirrors) comes from
+    /// `seed`. An LMDB's labels are checked against `limit`.
+    #[allow(clippy::too_many_arguments)]
     pub fn fill(
         &self,
         indices: &[usize],
         t: &TransformConf,
         train: bool,
         seed: u64,
+        limit: Option<&LabelLimit>,
         data: &mut [f32],
         label: &mut [f32],
     ) -> Result<()> {
         match self {
-            Source::Lmdb(d) => d.fill(indices, t, train, seed, data, label),
+            Source::Lmdb(d) => d.fill(indices, t, train, seed, limit, data, label),
             Source::Idx(d) => {
                 let (c, h, w) = self.image_shape(t)?;
                 let per = c * h * w;

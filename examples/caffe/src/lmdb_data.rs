@@ -9,6 +9,7 @@ use std::path::Path;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
+use crate::data::LabelLimit;
 use crate::datum::{Image, Values};
 use crate::error::{Error, Result};
 use crate::lmdb::LmdbReader;
@@ -21,39 +22,21 @@ pub struct LmdbData {
     pub channels: usize,
     pub height: usize,
     pub width: usize,
-    /// Highest label + 1.
-    pub classes: usize,
 }
 
 impl LmdbData {
-    /// Opens the database and reads every record once: all must decode and
-    /// share one size, so batches cannot fail later; labels give the class count.
+    /// Opens the database; the first record gives every record's size
+    /// (each batch checks its records against it, and their labels against
+    /// the net's class count: a large database is never read whole).
     pub fn open(path: &Path) -> Result<LmdbData> {
         let reader = LmdbReader::open(path)?;
         let mut shape = (0, 0, 0);
-        let mut classes = 0usize;
-        let all: Vec<usize> = (0..reader.len()).collect();
-        reader.with_values(&all, |k, bytes| {
-            let img = Image::from_datum_bytes(bytes).map_err(|e| Error::file(path, format!("record {k}: {e}")))?;
-            let s = (img.channels, img.height, img.width);
-            if k == 0 {
-                shape = s;
-            } else if s != shape {
-                return Err(Error::file(
-                    path,
-                    format!(
-                        "record {k} is {}x{}x{} but record 0 is {}x{}x{}; resize the images when converting",
-                        s.0, s.1, s.2, shape.0, shape.1, shape.2
-                    ),
-                ));
-            }
-            if img.label < 0 {
-                return Err(Error::file(path, format!("record {k} has the negative label {}", img.label)));
-            }
-            classes = classes.max(img.label as usize + 1);
+        reader.with_values(&[0], |_, bytes| {
+            let img = Image::from_datum_bytes(bytes).map_err(|e| Error::file(path, format!("record 0: {e}")))?;
+            shape = (img.channels, img.height, img.width);
             Ok(())
         })?;
-        Ok(LmdbData { reader, channels: shape.0, height: shape.1, width: shape.2, classes })
+        Ok(LmdbData { reader, channels: shape.0, height: shape.1, width: shape.2 })
     }
 
     pub fn len(&self) -> usize {
@@ -70,13 +53,16 @@ impl LmdbData {
     }
 
     /// Writes records `indices`, transformed, into `data` and their labels
-    /// into `label`. TRAIN randomness (crops, mirrors) comes from `seed`.
+    /// into `label`; labels must be below `limit` when given. TRAIN
+    /// randomness (crops, mirrors) comes from `seed`.
+    #[allow(clippy::too_many_arguments)]
     pub fn fill(
         &self,
         indices: &[usize],
         t: &TransformConf,
         train: bool,
         seed: u64,
+        limit: Option<&LabelLimit>,
         data: &mut [f32],
         label: &mut [f32],
     ) -> Result<()> {
@@ -101,6 +87,17 @@ impl LmdbData {
                 Values::Floats(f) => Pixels::Floats(f),
             };
             t.apply(px, self.channels, self.height, self.width, train, &mut rng, &mut data[k * per..(k + 1) * per]);
+            if let Some(lim) = limit {
+                if img.label < 0 || img.label as usize >= lim.classes {
+                    return Err(Error::file(
+                        path,
+                        format!(
+                            "record {} has label {} but layer `{}` scores only {} classes; raise its num_output",
+                            indices[k], img.label, lim.layer, lim.classes
+                        ),
+                    ));
+                }
+            }
             label[k] = img.label as f32;
             Ok(())
         })

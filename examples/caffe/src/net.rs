@@ -6,9 +6,9 @@
 //! It must never own blob memory.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use crate::data::{DataCache, Source};
+use crate::data::{DataCache, LabelLimit, Source};
 use crate::error::{Error, Result};
 use crate::layers::split::Split;
 use crate::layers::{self, count, Backward, Forward, Layer, ParamBlob, Shape};
@@ -36,6 +36,8 @@ pub struct DataSource {
     pub set: Arc<Source>,
     /// Caffe's transform of each image (from `transform_param`).
     pub transform: TransformConf,
+    /// The class count labels must stay below, once `Net::check_labels` ran.
+    pub label_limit: OnceLock<LabelLimit>,
 }
 
 pub struct NetLayer {
@@ -158,7 +160,11 @@ impl Net {
                         }
                         Some(_) => {}
                     }
-                    (None, Some(DataSource { conf: conf.clone(), set, transform }), shapes)
+                    (
+                        None,
+                        Some(DataSource { conf: conf.clone(), set, transform, label_limit: OnceLock::new() }),
+                        shapes,
+                    )
                 }
                 (kind, None) => {
                     let l = layers::build(kind, &bottom_shapes)
@@ -386,7 +392,8 @@ impl Net {
     }
 
     /// The largest class count any loss or accuracy layer accepts, so labels
-    /// can be checked against it before training.
+    /// can be checked against it: before training where the data's labels
+    /// are known, else (an LMDB) by every batch.
     pub fn check_labels(&self) -> Result<()> {
         let data = self.layers.iter().find_map(|l| l.data.as_ref().map(|d| (l, d)));
         let Some((dl, src)) = data else { return Ok(()) };
@@ -402,13 +409,21 @@ impl Net {
             if l.bottoms.get(1).is_some_and(|b| labels.contains(b)) {
                 let scores = &self.blobs[l.bottoms[0]];
                 let c = scores.count() / self.batch;
-                if classes > c {
-                    return Err(Error::config(format!(
-                        "{}: labels go up to {} but layer `{}` scores only {c} classes; raise the last num_output",
-                        src.set.path().display(),
-                        classes - 1,
-                        l.name
-                    )));
+                match classes {
+                    Some(classes) if classes > c => {
+                        return Err(Error::config(format!(
+                            "{}: labels go up to {} but layer `{}` scores only {c} classes; raise the last num_output",
+                            src.set.path().display(),
+                            classes - 1,
+                            l.name
+                        )))
+                    }
+                    // Unknown up front (an LMDB): every batch checks its labels.
+                    _ => {
+                        if src.label_limit.get().is_none_or(|lim| c < lim.classes) {
+                            let _ = src.label_limit.set(LabelLimit { classes: c, layer: l.name.clone() });
+                        }
+                    }
                 }
             }
         }

@@ -54,7 +54,15 @@ impl<'n> Plain<'n> {
             let idx = self.cursors[li].as_mut().map(|c| c.take(net.batch)).unwrap_or_default();
             let [d, lab] = [l.tops[0], l.tops[1]];
             let mut label = std::mem::take(&mut self.data[lab]);
-            let filled = src.set.fill(&idx, &src.transform, train, layer_seed(seed, li), &mut self.data[d], &mut label);
+            let filled = src.set.fill(
+                &idx,
+                &src.transform,
+                train,
+                layer_seed(seed, li),
+                src.label_limit.get(),
+                &mut self.data[d],
+                &mut label,
+            );
             self.data[lab] = label;
             return filled;
         }

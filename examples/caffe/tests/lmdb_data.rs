@@ -29,7 +29,7 @@ fn convert_mnist_reads_back_as_the_idx_files() {
     let per = idx.image_len();
     let (mut a, mut la) = (vec![0.0; 4 * per], vec![0.0; 4]);
     let (mut b, mut lb) = (vec![0.0; 4 * per], vec![0.0; 4]);
-    db.fill(&picks, &t, true, 1, &mut a, &mut la).unwrap();
+    db.fill(&picks, &t, true, 1, None, &mut a, &mut la).unwrap();
     idx.fill(&picks, 0.00390625, 0.0, &mut b, &mut lb);
     assert_eq!((a, la), (b, lb));
 
@@ -49,7 +49,7 @@ fn convert_mnist_reads_back_as_the_idx_files() {
     let t =
         TransformConf { mean: Mean::Image { channels: mc, height: mh, width: mw, values }, ..TransformConf::default() };
     let (mut x, mut l) = (vec![0.0; n * per], vec![0.0; n]);
-    db.fill(&(0..n).collect::<Vec<_>>(), &t, false, 0, &mut x, &mut l).unwrap();
+    db.fill(&(0..n).collect::<Vec<_>>(), &t, false, 0, None, &mut x, &mut l).unwrap();
     let centred = x.iter().map(|v| f64::from(*v)).sum::<f64>() / x.len() as f64;
     assert!(centred.abs() < 1e-3, "mean after subtracting the mean image: {centred}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -74,7 +74,7 @@ fn convert_imageset_resizes_greys_and_shuffles() {
     assert_eq!((db.channels, db.height, db.width), (3, 3, 4));
     assert_eq!(db.reader.key(1), b"00000001_sub dir/img 1.png");
     let (mut x, mut l) = (vec![0.0; 2 * 36], vec![0.0; 2]);
-    db.fill(&[0, 5], &TransformConf::default(), false, 0, &mut x, &mut l).unwrap();
+    db.fill(&[0, 5], &TransformConf::default(), false, 0, None, &mut x, &mut l).unwrap();
     // BGR order: blue 200 first, red (10·i) last.
     assert!(x[..12].iter().all(|v| *v == 200.0));
     assert!(x[24..36].iter().all(|v| *v == 0.0) && x[36 + 24..].iter().all(|v| *v == 50.0));
@@ -96,5 +96,36 @@ fn convert_imageset_resizes_greys_and_shuffles() {
     std::fs::write(dir.join("nolabel.txt"), "a.png\n").unwrap();
     let err = convert_imageset(&root, &dir.join("nolabel.txt"), &dir.join("x"), &grey).unwrap_err().to_string();
     assert!(err.contains("line 1: expected `path label`"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn labels_beyond_the_scored_classes_stop_training_with_the_record_named() {
+    use geeps_caffe::cluster::Cluster;
+    use geeps_caffe::datum::{Image, Values};
+    use geeps_caffe::lmdb::LmdbWriter;
+    use geeps_caffe::proto::solver::SolverParam;
+    use geeps_caffe::ps::PsOptions;
+    use geeps_caffe::train::{train, TrainOptions};
+
+    let dir = common::scratch("lmdb-labels");
+    let db = dir.join("db");
+    let mut w = LmdbWriter::create(&db).unwrap();
+    for i in 0..12u8 {
+        // Labels 0..=11 against a net scoring 10 classes: record 10 is the first too high.
+        let img = Image { channels: 1, height: 28, width: 28, values: Values::Bytes(vec![i; 784]), label: i.into() };
+        w.put(format!("{i:08}").as_bytes(), &img.to_datum_bytes()).unwrap();
+    }
+    w.finish().unwrap();
+    let net = common::small_net(4)
+        .replace(&common::data("train"), &db.display().to_string())
+        .replace(&common::data("t10k"), &db.display().to_string());
+    let path = common::write(&dir, &net, &common::solver("net.prototxt", 5, 0, 0, ""));
+    let solver = SolverParam::load(&path).unwrap();
+    let opts =
+        TrainOptions { ps: PsOptions::default(), weights: None, verbose: false, progress: false, curve_prefix: None };
+    let Err(err) = train(&solver, &opts, &Cluster::in_process(1).unwrap()) else { panic!("refused") };
+    let err = err.to_string();
+    assert!(err.contains("record 10 has label 10 but layer `loss` scores only 10 classes"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -365,7 +365,7 @@ impl<'a> PsWorker<'a> {
                             }
                         }
                         let seed = crate::plain::layer_seed(seed, li);
-                        src.set.fill(&idx, &src.transform, true, seed, data, label)?;
+                        src.set.fill(&idx, &src.transform, true, seed, src.label_limit.get(), data, label)?;
                     } else {
                         forward_layer(net, li, w, io, aux, true, crate::plain::layer_seed(seed, li));
                     }
