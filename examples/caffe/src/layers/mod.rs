@@ -14,6 +14,7 @@ pub mod eltwise;
 pub mod filler;
 pub mod im2col;
 pub mod inner_product;
+pub mod input;
 pub mod lrn;
 pub mod pool;
 pub mod power;

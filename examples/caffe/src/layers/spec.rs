@@ -7,6 +7,7 @@ use crate::layers::batch_norm::{BatchNorm, BatchNormConf};
 use crate::layers::concat::Concat;
 use crate::layers::conv::{Conv, ConvSpec};
 use crate::layers::eltwise::{Eltwise, EltwiseOp};
+use crate::layers::input::Input;
 use crate::layers::lrn::{Lrn, LrnConf};
 use crate::layers::power::{Power, PowerConf};
 use crate::layers::prelu::PRelu;
@@ -36,15 +37,34 @@ impl Default for BatchNormSpec {
 pub enum LayerSpec {
     Convolution(ConvSpec),
     Lrn(LrnConf),
-    Concat { axis: i64 },
+    Concat {
+        axis: i64,
+    },
     Eltwise(EltwiseOp),
-    Flatten { axis: i64, end_axis: i64 },
-    Reshape { dims: Vec<i64>, axis: i64, num_axes: i64 },
-    Softmax { axis: i64 },
+    Flatten {
+        axis: i64,
+        end_axis: i64,
+    },
+    Reshape {
+        dims: Vec<i64>,
+        axis: i64,
+        num_axes: i64,
+    },
+    Softmax {
+        axis: i64,
+    },
     BatchNorm(BatchNormSpec),
     Scale(ScaleConf),
-    PRelu { channel_shared: bool, filler: Filler },
+    PRelu {
+        channel_shared: bool,
+        filler: Filler,
+    },
     Power(PowerConf),
+    /// Shapes of the tops (one for all, or one per top) and the top count.
+    Input {
+        shapes: Vec<Shape>,
+        tops: usize,
+    },
 }
 
 impl LayerSpec {
@@ -62,6 +82,7 @@ impl LayerSpec {
             LayerSpec::Scale(_) => "Scale",
             LayerSpec::PRelu { .. } => "PReLU",
             LayerSpec::Power(_) => "Power",
+            LayerSpec::Input { .. } => "Input",
         }
     }
 
@@ -100,6 +121,12 @@ impl LayerSpec {
                 Box::new(PRelu::new(*channel_shared, filler.clone(), one()?)?)
             }
             LayerSpec::Power(c) => Box::new(Power::new(*c, one()?)),
+            LayerSpec::Input { shapes, tops } => {
+                if !bottoms.is_empty() {
+                    return Err(format!("takes no bottom blob, has {}", bottoms.len()));
+                }
+                Box::new(Input::new(shapes, *tops)?)
+            }
         })
     }
 }
@@ -143,6 +170,7 @@ mod tests {
                 vec![img.clone()],
             ),
             (LayerSpec::Power(PowerConf::default()), vec![img.clone()], vec![img.clone()]),
+            (LayerSpec::Input { shapes: vec![img.clone()], tops: 1 }, vec![], vec![img.clone()]),
         ];
         for (spec, bottoms, tops) in cases {
             let l = spec.build(&bottoms, true).unwrap();
