@@ -122,10 +122,12 @@ impl Layer for Lrn {
         let (c0, a) = self.coefficients();
         let beta = self.conf.beta;
         let x = &f.bottoms[0][..n];
-        f.tops[0][..n].par_chunks_mut(img).zip(f.aux[..n].par_chunks_mut(img)).zip(x.par_chunks(img)).for_each(
-            |((y, scale), x)| {
-                let sq: Vec<f32> = x.iter().map(|v| v * v).collect();
-                self.window_sum(&sq, scale);
+        // One scratch image per thread, not per image.
+        f.tops[0][..n].par_chunks_mut(img).zip(f.aux[..n].par_chunks_mut(img)).zip(x.par_chunks(img)).for_each_init(
+            || vec![0.0f32; img],
+            |sq, ((y, scale), x)| {
+                sq.iter_mut().zip(x).for_each(|(s, v)| *s = v * v);
+                self.window_sum(sq, scale);
                 for ((yi, si), xi) in y.iter_mut().zip(scale.iter_mut()).zip(x) {
                     *si = c0 + a * *si;
                     *yi = xi * si.powf(-beta);
@@ -142,14 +144,18 @@ impl Layer for Lrn {
         let beta = self.conf.beta;
         let (x, y, dy, scale) = (&b.bottoms[0][..n], &b.tops[0][..n], &b.top_diffs[0][..n], &b.aux[..n]);
         // dx_i = dy_i·s_i^−β − 2aβ·x_i·Σ_{j: i in window(j)} dy_j·y_j / s_j.
-        dx[..n].par_chunks_mut(img).enumerate().for_each(|(i, dx)| {
-            let r = i * img..(i + 1) * img;
-            let ratio: Vec<f32> =
-                dy[r.clone()].iter().zip(&y[r.clone()]).zip(&scale[r.clone()]).map(|((g, t), s)| g * t / s).collect();
-            self.window_sum(&ratio, dx);
-            for (((d, xi), g), s) in dx.iter_mut().zip(&x[r.clone()]).zip(&dy[r.clone()]).zip(&scale[r]) {
-                *d = g * s.powf(-beta) - 2.0 * a * beta * xi * *d;
-            }
-        });
+        dx[..n].par_chunks_mut(img).enumerate().for_each_init(
+            || vec![0.0f32; img],
+            |ratio, (i, dx)| {
+                let r = i * img..(i + 1) * img;
+                for (((q, g), t), s) in ratio.iter_mut().zip(&dy[r.clone()]).zip(&y[r.clone()]).zip(&scale[r.clone()]) {
+                    *q = g * t / s;
+                }
+                self.window_sum(ratio, dx);
+                for (((d, xi), g), s) in dx.iter_mut().zip(&x[r.clone()]).zip(&dy[r.clone()]).zip(&scale[r]) {
+                    *d = g * s.powf(-beta) - 2.0 * a * beta * xi * *d;
+                }
+            },
+        );
     }
 }
