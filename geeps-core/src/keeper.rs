@@ -119,14 +119,14 @@ impl KeeperShard {
     }
 
     /// Applies every held batch of `table` whose turn has come. Returns the
-    /// publication taken the moment the data age last advanced: exactly the
-    /// batches of the clocks below the age, never a part of the next clock
-    /// that went in after it (which would make what workers read depend on
-    /// timing).
+    /// publication if the data age advanced, taken once the batches that
+    /// were waiting for that moment went in. Under BSP no batch of the new
+    /// age's clock can exist yet (a worker updates at clock `c` only after
+    /// reading age `c`), so it holds exactly the clocks below the age.
     fn apply_in_turn(&mut self, table: u32) -> Result<Option<Publish>> {
         let shard = self.shard as u32;
         let t = &mut self.tables[table as usize];
-        let mut published = None;
+        let mut advanced = false;
         loop {
             // Each worker that may still send (or has batches held) is next at its clock.
             let candidates: Vec<(u64, usize)> = (0..t.clock.entries().len())
@@ -137,12 +137,13 @@ impl KeeperShard {
             if let Some(deltas) = &deltas {
                 add_bytes(Arc::make_mut(&mut t.data).as_mut_slice(), deltas)?;
             }
-            if t.clock.tick(worker, clock)?.is_some() {
-                t.at_age = publication_of(t, table, shard);
-                published = Some(t.at_age.clone());
-            }
+            advanced |= t.clock.tick(worker, clock)?.is_some();
         }
-        Ok(published)
+        if !advanced {
+            return Ok(None);
+        }
+        t.at_age = publication_of(t, table, shard);
+        Ok(Some(t.at_age.clone()))
     }
 
     /// Marks a worker as departed in every table; returns the publications of
@@ -350,17 +351,18 @@ mod tests {
     }
 
     #[test]
-    fn a_publication_holds_exactly_the_clocks_below_its_age() {
+    fn a_late_joiner_gets_the_table_as_of_its_age() {
         let mut k = KeeperShard::new(0, 1, 2, 1, &specs());
         k.apply(&batch(0, 0, Some(vec![1.0; 4]))).unwrap();
-        // Worker 0 runs a clock ahead: its clock 1 waits behind worker 1's clock 0.
+        k.apply(&batch(1, 0, Some(vec![2.0; 4]))).unwrap();
+        // Worker 0 writes clock 1 without reading (no read waits for it):
+        // applied, but the age is still 1.
         assert!(k.apply(&batch(0, 1, Some(vec![100.0; 4]))).unwrap().is_none());
-        let p = k.apply(&batch(1, 0, Some(vec![2.0; 4]))).unwrap().unwrap();
-        // Worker 0's clock 1 went in right after, but the age-1 publication
-        // is the table as of the boundary.
+        assert_eq!(k.rows(0).unwrap(), bytes_from_floats(&[103.0; 4]));
+        // What a worker joining now gets is the table at age 1, not part of clock 1.
+        let p = &k.all_publications()[0];
         assert_eq!((p.age, p.included.clone()), (1, vec![1, 1]));
         assert_eq!(p.rows, bytes_from_floats(&[3.0; 4]));
-        assert_eq!(k.rows(0).unwrap(), bytes_from_floats(&[103.0; 4]));
     }
 
     #[test]
