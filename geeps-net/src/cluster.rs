@@ -312,8 +312,12 @@ impl NetCluster {
                 "rank {} stopped before its worker joined the cluster (see that rank's log for why)",
                 self.rank
             );
-            tracing::warn!(rank = self.rank, "stopping before this rank's worker joined; telling the other ranks");
-            self.service.abort(&own, &reason);
+            // A refused rank's keeper-side refusal already reached everyone,
+            // with the better reason; do not race it with a vaguer one.
+            if !self.transport.was_refused() {
+                tracing::warn!(rank = self.rank, "stopping before this rank's worker joined; telling the other ranks");
+                self.service.abort(&own, &reason);
+            }
             // Let the writers flush the news before the runtime goes.
             runtime.block_on(async { tokio::time::sleep(Duration::from_millis(200)).await });
             let _ = self.stop.send(true);

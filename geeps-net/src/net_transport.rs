@@ -85,6 +85,8 @@ pub(crate) struct NetTransport {
     drain: Arc<AtomicBool>,
     /// Set once this worker has joined every keeper.
     joined: AtomicBool,
+    /// Set when a keeper refused this worker at join.
+    refused: AtomicBool,
     runtime: Handle,
     /// This process's keeper (shard `rank`), reached in process.
     local_keeper: Option<Arc<KeeperService>>,
@@ -114,6 +116,7 @@ impl NetTransport {
             stats: Arc::new(Mutex::new(None)),
             drain: Arc::new(AtomicBool::new(false)),
             joined: AtomicBool::new(false),
+            refused: AtomicBool::new(false),
             runtime,
             local_keeper,
             queues: Mutex::new(Vec::new()),
@@ -278,6 +281,11 @@ impl NetTransport {
     pub(crate) fn has_joined(&self) -> bool {
         self.joined.load(Ordering::Acquire)
     }
+
+    /// Whether a keeper refused this worker at join (and so told the others why).
+    pub(crate) fn was_refused(&self) -> bool {
+        self.refused.load(Ordering::Acquire)
+    }
 }
 
 impl Transport for NetTransport {
@@ -319,7 +327,12 @@ impl Transport for NetTransport {
         let mut queues = Vec::with_capacity(self.addresses.len());
         let mut tasks = Vec::new();
         for shard in 0..self.addresses.len() {
-            let (rd, wr) = self.runtime.block_on(self.connect(shard, &hello))?;
+            let (rd, wr) = self.runtime.block_on(self.connect(shard, &hello)).inspect_err(|e| {
+                // A keeper that refuses a rank tells every joined worker why itself.
+                if matches!(e, Error::Mismatch(_)) {
+                    self.refused.store(true, Ordering::Release);
+                }
+            })?;
             let (tx, rx) = mpsc::unbounded_channel();
             if shard == 0 {
                 // Status goes on the socket even to this process's own keeper
