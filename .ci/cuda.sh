@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CUDA checks that need no GPU (run by .ci/run after the release build):
-#   1. the checked-in PTX is what NVRTC 12.0 makes of kernels/*.cu today;
+#   1. the checked-in PTX is what NVRTC 12.0 makes of the CUDA C today
+#      (geeps-cuda/kernels, and caffe-geeps' layers in examples/caffe/kernels);
 #   2. ptxas assembles it for sm_80 and sm_90;
 #   3. the facade builds with `--features cuda` (no CUDA installed);
 #   4. the PTX, executed on the CPU by the ptoxide interpreter, matches the
@@ -29,11 +30,12 @@ export LD_LIBRARY_PATH="$NVRTC_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 step "PTX up to date with the CUDA C"
 python3 geeps-cuda/kernels/build_ptx.py --check
+python3 geeps-cuda/kernels/build_ptx.py --check --kernels examples/caffe/kernels
 
 step "ptxas: sm_80 and sm_90"
 cubins=$(mktemp -d)
 trap 'rm -rf "$cubins"' EXIT
-for ptx in geeps-cuda/kernels/*.ptx; do
+for ptx in geeps-cuda/kernels/*.ptx examples/caffe/kernels/*.ptx; do
   for arch in sm_80 sm_90; do
     "$PTXAS" --gpu-name "$arch" --warning-as-error -O3 -o "$cubins/$(basename "$ptx" .ptx).$arch.cubin" "$ptx"
     echo "$ptx: $arch ok"

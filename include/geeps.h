@@ -834,6 +834,14 @@ enum geeps_status geeps_current_table_clock(const struct geeps_instance *ps,
                                             uint64_t *out);
 
 /**
+ * Whether an operator asked the cluster to drain (the admin endpoint's
+ * Drain, served by rank 0 with `GEEPS_ADMIN`): stop at the next clock
+ * boundary, after saving what must survive. Always false in process. From
+ * the first virtual call on (before it: `GEEPS_STATUS_INVALID_STATE`).
+ */
+enum geeps_status geeps_drain_requested(const struct geeps_instance *ps, bool *out);
+
+/**
  * This worker's clock: the lowest clock of its parameter tables (they are
  * all equal when it only calls `geeps_clock`); 0 without parameter
  * tables. See `geeps_current_table_clock`.

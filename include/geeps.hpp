@@ -415,6 +415,12 @@ public:
         check(geeps_current_clock(p_, &c), "geeps_current_clock");
         return c;
     }
+    /// Whether an operator asked the cluster to drain (stop at the next clock boundary).
+    bool drain_requested() const {
+        bool d = false;
+        check(geeps_drain_requested(p_, &d), "geeps_drain_requested");
+        return d;
+    }
     void shutdown() { check(geeps_shutdown(p_), "geeps_shutdown"); }
     /// The deadline of blocking calls made from now on, in ms.
     void set_wait_deadline_ms(uint64_t ms) { check(geeps_set_wait_deadline_ms(p_, ms), "geeps_set_wait_deadline_ms"); }

@@ -6,11 +6,12 @@
 use std::path::Path;
 
 use crate::error::{BenchError, Result};
-use crate::results::{self, LargeFigure, MemoryFigure, Meta, Paths, StallFigure, TransportFigure};
+use crate::results::{self, LargeFigure, MemoryFigure, Meta, Paths, StallFigure, SyncFigure, TransportFigure};
 use crate::stall::SLACKS;
+use crate::sync::{ENGINE, RING, WORLDS};
 use crate::trainer::Mode;
 
-pub const FIGURES: [&str; 4] = ["transport", "stall", "memory", "large"];
+pub const FIGURES: [&str; 5] = ["transport", "sync", "stall", "memory", "large"];
 
 struct Problems(Vec<String>);
 
@@ -64,6 +65,16 @@ fn stall(p: &mut Problems, f: &StallFigure) {
     }
 }
 
+fn stall_sweep(p: &mut Problems, f: &StallFigure) {
+    for x in &f.sweep {
+        let what = format!("stall sweep: {} at host factor {}", x.model, x.host_factor);
+        p.positive(&format!("{what} host factor"), x.host_factor);
+        p.positive(&format!("{what} compute_ms"), x.compute_ms);
+        p.fraction(&format!("{what} stall_fraction"), x.stall_fraction);
+        p.require(x.stall_fraction_samples.len() == f.meta.repeats, || format!("{what}: sample count"));
+    }
+}
+
 fn memory(p: &mut Problems, f: &MemoryFigure) {
     meta(p, "memory", &f.meta);
     p.require(f.points.len() >= 3, || format!("memory: {} budgets, expected at least 3", f.points.len()));
@@ -107,6 +118,25 @@ fn transport(p: &mut Problems, f: &TransportFigure) {
     }
 }
 
+fn sync(p: &mut Problems, f: &SyncFigure) {
+    meta(p, "sync", &f.meta);
+    for workers in WORLDS {
+        for system in [ENGINE, RING] {
+            let found = f.rows.iter().any(|r| r.workers == workers && r.system == system);
+            p.require(found, || format!("sync: no {system} row at {workers} ranks"));
+        }
+    }
+    for r in &f.rows {
+        let what = format!("sync: {} at {} ranks", r.system, r.workers);
+        p.positive(&format!("{what} ms per clock"), r.ms_per_clock);
+        p.positive(&format!("{what} engine ratio"), r.engine_over_this);
+        p.require(r.samples_ms.len() == f.meta.repeats, || format!("{what}: sample count"));
+        if let Some(b) = r.bytes_per_rank_per_clock {
+            p.positive(&format!("{what} bytes per clock"), b);
+        }
+    }
+}
+
 fn png(p: &mut Problems, path: &Path) {
     match std::fs::read(path) {
         Ok(bytes) => p.require(bytes.len() > 2_000 && bytes.starts_with(b"\x89PNG\r\n\x1a\n"), || {
@@ -124,7 +154,10 @@ pub fn run(dir: &Path) -> Result<()> {
         png(&mut p, &paths.png(figure));
     }
     match results::read(&paths.json("stall")) {
-        Ok(f) => stall(&mut p, &f),
+        Ok(f) => {
+            stall(&mut p, &f);
+            stall_sweep(&mut p, &f);
+        }
         Err(e) => p.0.push(e.to_string()),
     }
     match results::read(&paths.json("memory")) {
@@ -137,6 +170,10 @@ pub fn run(dir: &Path) -> Result<()> {
     }
     match results::read(&paths.json("transport")) {
         Ok(f) => transport(&mut p, &f),
+        Err(e) => p.0.push(e.to_string()),
+    }
+    match results::read(&paths.json("sync")) {
+        Ok(f) => sync(&mut p, &f),
         Err(e) => p.0.push(e.to_string()),
     }
     if p.0.is_empty() {

@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! geeps-bench all [--quick] [--out results]   # every figure
-//! geeps-bench stall|memory|large|transport [--quick] [--out results]
+//! geeps-bench stall|memory|large|transport|sync [--quick] [--out results]
 //! geeps-bench plot [--out results]            # redraw the PNGs from the JSON
 //! geeps-bench check [--out results]           # validate JSON and PNGs
 //! geeps-bench tables [--out results]          # the figures as Markdown tables
@@ -19,7 +19,9 @@ mod check;
 mod device;
 mod emulated_gpu;
 mod engine_exchange;
+mod engine_sync;
 mod error;
+mod external;
 mod large;
 mod memory;
 mod plot;
@@ -28,9 +30,13 @@ mod profile;
 mod ranks;
 mod raw_tcp;
 mod results;
+mod ring;
 mod settings;
+mod socket_bytes;
 mod stall;
 mod summary;
+mod sync;
+mod sync_job;
 mod tables;
 mod train_job;
 mod trainer;
@@ -79,6 +85,10 @@ struct RunArgs {
     /// (GPU 0; under the emulated driver a functional check, not figures).
     #[arg(long, value_enum, default_value_t = device::BenchDevice::Host)]
     device: device::BenchDevice,
+    /// Table size of the sync scenario in MB (default: GoogLeNet's 57 MB;
+    /// 4 MB with --quick).
+    #[arg(long)]
+    sync_mb: Option<f64>,
 }
 
 #[derive(Args, Clone)]
@@ -90,8 +100,11 @@ struct OutArgs {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Every figure: transport, stall (Fig. 14), memory (Fig. 12), large models (Fig. 13).
+    /// Every figure: transport, sync, stall (Fig. 14), memory (Fig. 12), large models (Fig. 13).
     All(RunArgs),
+    /// One BSP clock of a table through the engine at 2 and 4 ranks, beside a
+    /// ring all-reduce over raw TCP (and gloo and MPI when installed).
+    Sync(RunArgs),
     /// BSP clock exchange: engine vs raw TCP and vs memcpy threads.
     Transport(RunArgs),
     /// Figure 14: stall time of GeePS, GeePS-single-table and CPU-PS at slack 0, 1, inf.
@@ -113,6 +126,8 @@ fn rank_main(env: RankEnv) -> Result<()> {
         train_job::ROLE => ranks::report(&train_job::rank_main(&env)?),
         raw_tcp::ROLE => ranks::report(&raw_tcp::rank_main(&env)?),
         engine_exchange::ROLE => ranks::report(&engine_exchange::rank_main(&env)?),
+        engine_sync::ROLE => ranks::report(&engine_sync::rank_main(&env)?),
+        ring::ROLE => ranks::report(&ring::rank_main(&env)?),
         other => Err(BenchError::msg(format!("unknown rank role `{other}`"))),
     }
 }
@@ -122,6 +137,14 @@ fn transport(s: &Settings, c: &Calibration, paths: &Paths) -> Result<()> {
     results::write(&paths.json("transport"), &f)?;
     plot::transport(&f, &paths.png("transport"))?;
     summary::transport(&f);
+    Ok(())
+}
+
+fn sync(s: &Settings, c: &Calibration, paths: &Paths) -> Result<()> {
+    let f = sync::run(s, c)?;
+    results::write(&paths.json("sync"), &f)?;
+    plot::sync(&f, &paths.png("sync"))?;
+    summary::sync(&f);
     Ok(())
 }
 
@@ -156,11 +179,17 @@ fn run_figures(args: &RunArgs, figures: &[Figure]) -> Result<()> {
         return Err(BenchError::msg(format!("--host-factor {h}: give a positive number")));
     }
     let start = Instant::now();
-    let s = Settings {
+    let mut s = Settings {
         filter: args.filter.clone(),
         host_factor: args.host_factor,
         ..Settings::new(args.quick, args.workers)
     };
+    if let Some(mb) = args.sync_mb {
+        if !(mb.is_finite() && mb * 1e6 >= (workload::ROW_WIDTH * 4) as f64) {
+            return Err(BenchError::msg(format!("--sync-mb {mb}: give a size of at least one 512-byte row")));
+        }
+        s.sync.bytes = (mb * 1e6) as usize;
+    }
     args.device.export();
     if let Some(caveat) = args.device.caveat() {
         println!("{caveat}");
@@ -184,6 +213,7 @@ fn redraw(dir: &Path) -> Result<()> {
     plot::stall(&results::read(&paths.json("stall"))?, &paths.png("stall"))?;
     plot::memory(&results::read(&paths.json("memory"))?, &paths.png("memory"))?;
     plot::large(&results::read(&paths.json("large"))?, &paths.png("large"))?;
+    plot::sync(&results::read(&paths.json("sync"))?, &paths.png("sync"))?;
     Ok(())
 }
 
@@ -196,7 +226,8 @@ fn main() -> ExitCode {
     let result = match RankEnv::from_env() {
         Some(env) => env.and_then(rank_main),
         None => match Cli::parse().command {
-            Command::All(a) => run_figures(&a, &[transport, stall, memory, large]),
+            Command::All(a) => run_figures(&a, &[transport, sync, stall, memory, large]),
+            Command::Sync(a) => run_figures(&a, &[sync]),
             Command::Transport(a) => run_figures(&a, &[transport]),
             Command::Stall(a) => run_figures(&a, &[stall]),
             Command::Memory(a) => run_figures(&a, &[memory]),

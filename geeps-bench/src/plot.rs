@@ -10,7 +10,7 @@ use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
 
 use crate::error::{BenchError, Result};
-use crate::results::{LargeFigure, MemoryFigure, StallFigure, TransportFigure};
+use crate::results::{LargeFigure, MemoryFigure, StallFigure, SyncFigure, TransportFigure};
 
 const FONT: &str = "sans-serif";
 static REGISTER: Once = Once::new();
@@ -320,6 +320,57 @@ pub fn transport(f: &TransportFigure, path: &Path) -> Result<()> {
         .border_style(BLACK)
         .label_font((FONT, 13))
         .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+/// Sync: milliseconds per clock of every system, grouped by rank count.
+pub fn sync(f: &SyncFigure, path: &Path) -> Result<()> {
+    register_font();
+    let err = fail(path);
+    let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let n = f.rows.len() as u32;
+    let top = f.rows.iter().map(|r| r.ms_per_clock).fold(1.0, f64::max) * 1.2;
+    let labels: Vec<String> = f.rows.iter().map(|r| format!("{} ({} ranks)", r.system, r.workers)).collect();
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("One BSP clock of a {:.1} MB table (lower is better)", f.table_bytes as f64 / 1e6), (FONT, 18))
+        .margin(15)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d((0u32..n.saturating_sub(1)).into_segmented(), 0f64..top)
+        .map_err(|e| err(&e))?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .y_desc("ms per clock")
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .x_labels(n as usize)
+        .x_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(i) => labels.get(*i as usize).cloned().unwrap_or_default(),
+            _ => String::new(),
+        })
+        .label_style((FONT, 10))
+        .draw()
+        .map_err(|e| err(&e))?;
+    chart
+        .draw_series(f.rows.iter().enumerate().map(|(i, r)| {
+            let color = if r.system == crate::sync::ENGINE { COMPUTE } else { BASELINE };
+            let mut bar = Rectangle::new(
+                [(SegmentValue::Exact(i as u32), 0.0), (SegmentValue::Exact(i as u32 + 1), r.ms_per_clock)],
+                color.filled(),
+            );
+            bar.set_margin(0, 0, 12, 12);
+            bar
+        }))
+        .map_err(|e| err(&e))?;
+    chart
+        .draw_series(f.rows.iter().enumerate().map(|(i, r)| {
+            let text = format!("{:.0} ms", r.ms_per_clock);
+            EmptyElement::at((SegmentValue::CenterOf(i as u32), r.ms_per_clock))
+                + Text::new(text.clone(), above(&text, 13), (FONT, 13).into_font())
+        }))
         .map_err(|e| err(&e))?;
     root.present().map_err(|e| err(&e))?;
     Ok(())

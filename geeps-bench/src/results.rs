@@ -128,13 +128,31 @@ pub struct StallModel {
     pub rows: Vec<StallRow>,
 }
 
+/// GeePS under BSP at a host factor other than the run's calibration.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StallSweepPoint {
+    pub model: String,
+    pub host_factor: f64,
+    /// The host factor over the run's calibrated one.
+    pub of_calibrated: f64,
+    pub compute_ms: f64,
+    pub stall_ms: f64,
+    pub stall_fraction: f64,
+    pub stall_fraction_samples: Vec<f64>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StallFigure {
     pub meta: Meta,
     pub iterations: usize,
     pub target_stall_fraction: f64,
     pub paper_stall_fraction: f64,
+    /// At the run's calibrated host factor (the headline).
     pub models: Vec<StallModel>,
+    /// GeePS under BSP at other host factors: how the stall depends on the
+    /// emulated compute the calibration sets.
+    #[serde(default)]
+    pub sweep: Vec<StallSweepPoint>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -212,6 +230,31 @@ pub struct TransportFigure {
     pub table_bytes: usize,
     pub clocks: usize,
     pub rows: Vec<TransportRow>,
+}
+
+/// One system at one rank count in the sync scenario.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SyncRow {
+    pub workers: usize,
+    pub system: String,
+    /// Median over repeats of each run's median clock (slowest rank per clock).
+    pub ms_per_clock: f64,
+    pub samples_ms: Vec<f64>,
+    /// The engine's time per clock over this system's (1 for the engine).
+    pub engine_over_this: f64,
+    /// TCP bytes each rank received (= sent, over all ranks) per clock,
+    /// counted by the kernel, where the system's runner counts them.
+    pub bytes_per_rank_per_clock: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SyncFigure {
+    pub meta: Meta,
+    pub table_bytes: usize,
+    pub clocks: usize,
+    pub rows: Vec<SyncRow>,
+    /// Baselines not run here, and why.
+    pub skipped: Vec<String>,
 }
 
 /// Where each figure's files go.

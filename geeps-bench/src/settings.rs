@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
+use crate::profile;
 use crate::raw_tcp::ExchangeJob;
+use crate::sync_job::SyncJob;
 
 /// Worker processes of every multi-process figure, unless told otherwise.
 pub const WORKERS: usize = 4;
@@ -29,10 +31,15 @@ pub struct Settings {
     pub calibration: ExchangeJob,
     /// Clock exchange of the transport figure.
     pub exchange: ExchangeJob,
+    /// The sync scenario (GoogLeNet's full-size table unless told otherwise).
+    pub sync: SyncJob,
     pub adamlike_bytes: f64,
     pub googlenet_bytes: f64,
     pub warmup: usize,
     pub iterations: usize,
+    /// Host factors, as multiples of the calibrated one, at which GeePS
+    /// under BSP also runs (the stall figure's sweep).
+    pub host_factor_sweep: Vec<f64>,
     /// Memory budgets as fractions of "everything fits" (the planner's
     /// minimum is always added).
     pub memory_fractions: Vec<f64>,
@@ -55,10 +62,12 @@ impl Settings {
                 repeats: 1,
                 calibration: ExchangeJob { bytes: 2 << 20, rounds: 10 },
                 exchange: ExchangeJob { bytes: 2 << 20, rounds: 10 },
+                sync: SyncJob { bytes: 4 << 20, clocks: 3 },
                 adamlike_bytes: 1.0 / 256.0,
                 googlenet_bytes: 1.0 / 32.0,
                 warmup: 2,
                 iterations: 6,
+                host_factor_sweep: vec![2.0],
                 memory_fractions: vec![1.0, 0.6, 0.35],
                 large_bytes: 1.0 / 1024.0,
                 large_layers: vec![1, 4, 32],
@@ -74,10 +83,12 @@ impl Settings {
                 repeats: 3,
                 calibration: ExchangeJob { bytes: 8 << 20, rounds: 30 },
                 exchange: ExchangeJob { bytes: 8 << 20, rounds: 30 },
+                sync: SyncJob { bytes: profile::googlenet().param_bytes() as usize, clocks: 8 },
                 adamlike_bytes: 1.0 / 32.0,
                 googlenet_bytes: 1.0 / 4.0,
                 warmup: 3,
                 iterations: 12,
+                host_factor_sweep: vec![0.5, 2.0, 4.0],
                 memory_fractions: vec![1.0, 0.8, 0.6, 0.5, 0.45, 0.4, 0.35, 0.3, 0.25, 0.2],
                 large_bytes: 1.0 / 256.0,
                 large_layers: vec![1, 2, 4, 8, 16, 32, 56],

@@ -10,7 +10,7 @@
 use crate::error::Result;
 use crate::probe;
 use crate::profile::{self, Model};
-use crate::results::{median, Calibration, Meta, StallFigure, StallModel, StallRow};
+use crate::results::{median, Calibration, Meta, StallFigure, StallModel, StallRow, StallSweepPoint};
 use crate::settings::Settings;
 use crate::train_job::{self, RunMeans, TrainJob};
 use crate::trainer::{slack_label, Mode};
@@ -125,6 +125,51 @@ fn model(s: &Settings, m: &Model, scale: Scale) -> Result<StallModel> {
     })
 }
 
+/// GeePS under BSP at each of the sweep's host factors (none under a
+/// `--filter`, which asks for particular configurations).
+fn sweep(s: &Settings, calibrated: f64) -> Result<Vec<StallSweepPoint>> {
+    let mut points = Vec::new();
+    if s.filter.is_some() {
+        return Ok(points);
+    }
+    for (m, bytes) in [(profile::adamlike(), s.adamlike_bytes), (profile::googlenet(), s.googlenet_bytes)] {
+        for &of in &s.host_factor_sweep {
+            let host = calibrated * of;
+            let w = Workload::new(&m, Scale { bytes, host });
+            let device_memory = budget(&w, Mode::PerLayer)?;
+            let mut runs = Vec::with_capacity(s.repeats);
+            for _ in 0..s.repeats {
+                let job = TrainJob {
+                    workload: w.clone(),
+                    mode: Mode::PerLayer,
+                    slack: Some(0),
+                    device_memory,
+                    warmup: s.warmup,
+                    iterations: s.iterations,
+                };
+                runs.push(RunMeans::of(&train_job::run(&job, s.workers, s.limit)?));
+            }
+            let pick = |f: &dyn Fn(&RunMeans) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
+            let p = StallSweepPoint {
+                model: m.name.clone(),
+                host_factor: host,
+                of_calibrated: of,
+                compute_ms: pick(&|r| r.compute_s * 1e3),
+                stall_ms: pick(&|r| (r.wall_s - r.compute_s).max(0.0) * 1e3),
+                stall_fraction: pick(&|r| r.stall_fraction),
+                stall_fraction_samples: runs.iter().map(|r| r.stall_fraction).collect(),
+            };
+            eprintln!(
+                "stall sweep: {} GeePS BSP at host factor {host:.2} ({of}x the calibrated): {:.1}% stall",
+                p.model,
+                p.stall_fraction * 100.0
+            );
+            points.push(p);
+        }
+    }
+    Ok(points)
+}
+
 pub fn run(s: &Settings, calibration: &Calibration) -> Result<StallFigure> {
     let host = calibration.host_factor;
     let models = vec![
@@ -137,5 +182,6 @@ pub fn run(s: &Settings, calibration: &Calibration) -> Result<StallFigure> {
         target_stall_fraction: TARGET,
         paper_stall_fraction: PAPER,
         models,
+        sweep: sweep(s, host)?,
     })
 }

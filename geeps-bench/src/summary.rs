@@ -4,7 +4,7 @@
 
 use crate::large::worst_large;
 use crate::memory::at_target;
-use crate::results::{LargeFigure, MemoryFigure, StallFigure, TransportFigure};
+use crate::results::{LargeFigure, MemoryFigure, StallFigure, SyncFigure, TransportFigure};
 use crate::trainer::Mode;
 
 fn verdict(met: bool) -> &'static str {
@@ -19,8 +19,10 @@ pub fn stall(f: &StallFigure) {
     for m in &f.models {
         if let Some(r) = m.rows.iter().find(|r| r.config == Mode::PerLayer.label() && r.slack == Some(0)) {
             println!(
-                "  stall (Figure 14), {} GeePS BSP: {:.1}% stall (target <= {:.0}%, paper {:.0}%): {}",
+                "  stall (Figure 14), {} GeePS BSP at the {} host factor {:.2}: {:.1}% stall (target <= {:.0}%, paper {:.0}%): {}",
                 m.model,
+                calibration_source(f),
+                f.meta.calibration.host_factor,
                 r.stall_fraction * 100.0,
                 f.target_stall_fraction * 100.0,
                 f.paper_stall_fraction * 100.0,
@@ -30,6 +32,15 @@ pub fn stall(f: &StallFigure) {
         if let Some(r) = m.rows.iter().find(|r| r.config == Mode::CpuPs.label() && r.slack == Some(0)) {
             println!("  stall (Figure 14), {} CPU-PS BSP: {:.1}% stall", m.model, r.stall_fraction * 100.0);
         }
+    }
+    for p in &f.sweep {
+        println!(
+            "  stall sweep, {} GeePS BSP at host factor {:.2} ({}x the calibrated): {:.1}% stall",
+            p.model,
+            p.host_factor,
+            p.of_calibrated,
+            p.stall_fraction * 100.0
+        );
     }
 }
 
@@ -73,5 +84,35 @@ pub fn transport(f: &TransportFigure) {
             r.ratio,
             r.baseline
         );
+    }
+}
+
+pub fn sync(f: &SyncFigure) {
+    let mb = f.table_bytes as f64 / 1e6;
+    for r in &f.rows {
+        let bytes = r.bytes_per_rank_per_clock.map_or(String::new(), |b| {
+            format!(
+                ", {:.2}x the table per rank (a ring: {:.2}x)",
+                b / f.table_bytes as f64,
+                crate::sync::ring_bytes(r.workers, f.table_bytes) / f.table_bytes as f64
+            )
+        });
+        println!(
+            "  sync of {mb:.1} MB, {} ranks, {}: {:.1} ms per clock; engine / this {:.2}x{bytes}",
+            r.workers, r.system, r.ms_per_clock, r.engine_over_this
+        );
+    }
+    for line in &f.skipped {
+        println!("  sync: {line}");
+    }
+}
+
+/// Whether the run's host factor was measured in the run or given.
+fn calibration_source(f: &StallFigure) -> &'static str {
+    let measured = f.meta.calibration.paper_bytes_per_second / f.meta.calibration.raw_tcp_bytes_per_second;
+    if (measured - f.meta.calibration.host_factor).abs() <= 1e-9 * measured {
+        "measured"
+    } else {
+        "given (not this run's measured)"
     }
 }

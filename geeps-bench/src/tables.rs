@@ -8,7 +8,7 @@ use std::path::Path;
 use crate::error::Result;
 use crate::large::worst_large;
 use crate::memory::at_target;
-use crate::results::{self, LargeFigure, MemoryFigure, Meta, Paths, StallFigure, TransportFigure};
+use crate::results::{self, LargeFigure, MemoryFigure, Meta, Paths, StallFigure, SyncFigure, TransportFigure};
 
 fn mb(bytes: usize) -> f64 {
     bytes as f64 / 1e6
@@ -62,6 +62,28 @@ fn stall(out: &mut String, f: &StallFigure) {
                 r.stall_ms,
                 r.stall_fraction * 100.0,
                 wait
+            );
+        }
+        let _ = writeln!(out);
+    }
+    if !f.sweep.is_empty() {
+        let _ = writeln!(
+            out,
+            "GeePS under BSP at other host factors (the headline above is at this run's calibration, {:.2}):\n",
+            f.meta.calibration.host_factor
+        );
+        let _ = writeln!(out, "| model | host factor | of the calibrated | compute ms | stall ms | stall |");
+        let _ = writeln!(out, "|---|---|---|---|---|---|");
+        for p in &f.sweep {
+            let _ = writeln!(
+                out,
+                "| {} | {:.2} | {}× | {:.0} | {:.0} | **{:.1}%** |",
+                p.model,
+                p.host_factor,
+                p.of_calibrated,
+                p.compute_ms,
+                p.stall_ms,
+                p.stall_fraction * 100.0
             );
         }
         let _ = writeln!(out);
@@ -172,12 +194,46 @@ fn transport(out: &mut String, f: &TransportFigure) {
     let _ = writeln!(out);
 }
 
+fn sync(out: &mut String, f: &SyncFigure) {
+    let _ = writeln!(out, "#### Sync\n");
+    meta_line(out, &f.meta);
+    let _ = writeln!(
+        out,
+        "One BSP clock of a {:.1} MB table (update, then read the sum), {} clocks per run; \
+         time per clock of the slowest rank; TCP bytes per rank per clock as the kernel counted them.\n",
+        mb(f.table_bytes),
+        f.clocks
+    );
+    let _ = writeln!(out, "| ranks | system | ms per clock | engine / this | bytes per rank per clock | a ring's |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|");
+    for r in &f.rows {
+        let bytes =
+            r.bytes_per_rank_per_clock.map_or("—".to_string(), |b| format!("{:.2}·S", b / f.table_bytes as f64));
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.1} | **{:.2}×** | {bytes} | {:.2}·S |",
+            r.workers,
+            r.system,
+            r.ms_per_clock,
+            r.engine_over_this,
+            crate::sync::ring_bytes(r.workers, f.table_bytes) / f.table_bytes as f64
+        );
+    }
+    for line in &f.skipped {
+        let _ = writeln!(out, "\n{line}");
+    }
+    let _ = writeln!(out);
+}
+
 /// Prints every figure's table found in `dir`.
 pub fn run(dir: &Path) -> Result<()> {
     let paths = Paths { dir: dir.to_path_buf() };
     let mut out = String::new();
     if let Ok(f) = results::read::<TransportFigure>(&paths.json("transport")) {
         transport(&mut out, &f);
+    }
+    if let Ok(f) = results::read::<SyncFigure>(&paths.json("sync")) {
+        sync(&mut out, &f);
     }
     if let Ok(f) = results::read::<StallFigure>(&paths.json("stall")) {
         stall(&mut out, &f);

@@ -1,5 +1,7 @@
 //! Keeper logic: one shard's storage of parameter rows (host memory), a vector
-//! clock per table, additive apply, and publication when a data age advances.
+//! clock per table, additive apply in a fixed order (`apply_order.rs`: the
+//! same bits whatever order batches arrive in), and publication when a data
+//! age advances.
 //! Transport-agnostic: the in-process transport and geeps-net both host it.
 //! It must never block, spawn threads or know how messages travel.
 
@@ -7,6 +9,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use crate::apply_order::ApplyOrder;
 use crate::error::{Error, Result};
 use crate::table::{partition_range, TableKind, TableSpec};
 use crate::transport::{add_bytes, bytes_from_shared, check_payload, Publish, UpdateBatch};
@@ -20,7 +23,30 @@ struct ShardTable {
     data: Arc<Vec<f32>>,
     clock: VectorClock,
     parameter: bool,
+    /// Which batch goes in next; holds those that came early.
+    order: ApplyOrder,
+    /// The table as of its data age (taken when the age last advanced):
+    /// what a worker joining late, or reading now, must get — never the
+    /// batches of the next clock that went in since.
+    at_age: Publish,
 }
+
+/// A table's rows and clocks as they are now; the rows shared, not copied
+/// (the next apply copies them while a publication holds them).
+fn publication_of(t: &ShardTable, table: u32, partition: u32) -> Publish {
+    Publish {
+        table,
+        partition,
+        age: t.clock.min(),
+        included: t.clock.entries().to_vec(),
+        rows: bytes_from_shared(t.data.clone()),
+    }
+}
+
+/// How many clocks of every worker's batches a table may hold for the
+/// deterministic order before it applies on arrival: BSP never holds more
+/// than one, SSP with slack 1 two.
+const HELD_CLOCKS: usize = 2;
 
 /// The rows and clocks one keeper shard owns: partition `shard` of every
 /// parameter table.
@@ -35,14 +61,21 @@ impl KeeperShard {
     pub fn new(shard: usize, num_shards: usize, num_workers: usize, row_width: usize, tables: &[TableSpec]) -> Self {
         let tables = tables
             .iter()
-            .map(|t| {
+            .enumerate()
+            .map(|(i, t)| {
                 let parameter = t.kind == TableKind::Parameter;
                 let rows = if parameter { partition_range(t.rows, num_shards, shard).len() } else { 0 };
-                ShardTable {
-                    data: Arc::new(vec![0.0; rows * row_width]),
-                    clock: VectorClock::new(num_workers),
-                    parameter,
-                }
+                let limit = HELD_CLOCKS * num_workers * rows * row_width * 4;
+                let data = Arc::new(vec![0.0; rows * row_width]);
+                let clock = VectorClock::new(num_workers);
+                let at_age = Publish {
+                    table: i as u32,
+                    partition: shard as u32,
+                    age: clock.min(),
+                    included: clock.entries().to_vec(),
+                    rows: bytes_from_shared(data.clone()),
+                };
+                ShardTable { data, clock, parameter, order: ApplyOrder::new(num_workers, limit), at_age }
             })
             .collect();
         KeeperShard { shard, row_width, tables }
@@ -62,8 +95,9 @@ impl KeeperShard {
         }
     }
 
-    /// Applies a batch. Returns the publication if the table's data age
-    /// advanced. A rejected batch changes nothing.
+    /// Takes a batch: it goes in when its turn comes (clock-major,
+    /// rank-minor), at once if it is next. Returns the publication if the
+    /// table's data age advanced. A rejected batch changes nothing.
     pub fn apply(&mut self, batch: &UpdateBatch) -> Result<Option<Publish>> {
         let shard = self.shard;
         let t = self.table_mut(batch.table, batch.partition)?;
@@ -74,46 +108,73 @@ impl KeeperShard {
                 t.clock.entries().len()
             )));
         }
-        if t.clock.entries()[worker] != batch.clock {
-            return Err(Error::Mismatch(format!(
-                "keeper {shard}: worker {worker} sent clock {} of table {}, expected {}",
-                batch.clock,
-                batch.table,
-                t.clock.entries()[worker]
-            )));
-        }
         if let Some(deltas) = &batch.deltas {
-            // Checked before `make_mut`: a bad batch changes (and copies) nothing.
             check_payload(deltas, t.data.len())?;
-            add_bytes(Arc::make_mut(&mut t.data).as_mut_slice(), deltas)?;
         }
-        let t = self.table_mut(batch.table, batch.partition)?;
-        let advanced = t.clock.tick(worker, batch.clock)?;
-        Ok(advanced.map(|_| self.publication(batch.table)))
+        t.order.arrive(worker, batch.clock, batch.deltas.clone()).map_err(|e| match e {
+            Error::Mismatch(m) => Error::Mismatch(format!("keeper {shard}, table {}: {m}", batch.table)),
+            other => other,
+        })?;
+        self.apply_in_turn(batch.table)
+    }
+
+    /// Applies every held batch of `table` whose turn has come. Returns the
+    /// publication if the data age advanced, taken once the batches that
+    /// were waiting for that moment went in. Under BSP no batch of the new
+    /// age's clock can exist yet (a worker updates at clock `c` only after
+    /// reading age `c`), so it holds exactly the clocks below the age.
+    fn apply_in_turn(&mut self, table: u32) -> Result<Option<Publish>> {
+        let shard = self.shard as u32;
+        let t = &mut self.tables[table as usize];
+        let mut advanced = false;
+        loop {
+            // Each worker that may still send (or has batches held) is next at its clock.
+            let candidates: Vec<(u64, usize)> = (0..t.clock.entries().len())
+                .filter(|&w| !t.clock.is_departed(w) || t.order.holds_from(w))
+                .map(|w| (t.clock.entries()[w], w))
+                .collect();
+            let Some((clock, worker, deltas)) = t.order.next(candidates.into_iter()) else { break };
+            if let Some(deltas) = &deltas {
+                add_bytes(Arc::make_mut(&mut t.data).as_mut_slice(), deltas)?;
+            }
+            advanced |= t.clock.tick(worker, clock)?.is_some();
+        }
+        if !advanced {
+            return Ok(None);
+        }
+        t.at_age = publication_of(t, table, shard);
+        Ok(Some(t.at_age.clone()))
     }
 
     /// Marks a worker as departed in every table; returns the publications of
     /// tables whose age advanced.
     pub fn depart(&mut self, worker: usize) -> Vec<Publish> {
-        let advanced: Vec<u32> = (0..self.tables.len() as u32)
-            .filter(|&i| {
-                let t = &mut self.tables[i as usize];
-                t.parameter && t.clock.depart(worker).is_some()
-            })
-            .collect();
-        advanced.into_iter().map(|i| self.publication(i)).collect()
+        let shard = self.shard as u32;
+        let mut out = Vec::new();
+        for i in 0..self.tables.len() as u32 {
+            let t = &mut self.tables[i as usize];
+            if !t.parameter {
+                continue;
+            }
+            // The age may advance at the departure itself (taken before the
+            // next clock's held batches go in) and again as they do.
+            let mut latest = None;
+            if t.clock.depart(worker).is_some() {
+                t.at_age = publication_of(t, i, shard);
+                latest = Some(t.at_age.clone());
+            }
+            if let Ok(Some(p)) = self.apply_in_turn(i) {
+                latest = Some(p);
+            }
+            out.extend(latest);
+        }
+        out
     }
 
-    /// The current rows and age of a table's partition.
+    /// A table's partition as of its data age: the rows with every batch
+    /// of the clocks below the age, and nothing of later clocks.
     pub fn publication(&self, table: u32) -> Publish {
-        let t = &self.tables[table as usize];
-        Publish {
-            table,
-            partition: self.shard as u32,
-            age: t.clock.min(),
-            included: t.clock.entries().to_vec(),
-            rows: bytes_from_shared(t.data.clone()),
-        }
+        self.tables[table as usize].at_age.clone()
     }
 
     /// Publications of every parameter table (for a worker that just joined).
@@ -127,6 +188,13 @@ impl KeeperShard {
     /// The worker holding back a table's age, and its clock.
     pub fn slowest(&self, table: u32) -> Option<(usize, u64)> {
         self.tables.get(table as usize).and_then(|t| t.clock.slowest())
+    }
+
+    /// Every worker's clock of a table as this shard has received it
+    /// (batches applied or held for their turn; `None` for a table it does
+    /// not know).
+    pub fn worker_clocks(&self, table: u32) -> Option<Vec<u64>> {
+        self.tables.get(table as usize).map(|t| t.order.arrived().to_vec())
     }
 
     /// Floats per row.
@@ -200,6 +268,136 @@ mod tests {
         assert_eq!(k.rows(0).unwrap(), before);
         // The worker's clock did not move: clock 0 is still accepted.
         k.apply(&batch(0, 0, None)).unwrap();
+    }
+
+    /// Values whose sums depend on the order they are added in: per row, one
+    /// worker adds a large value, one a small one and one the large value's
+    /// negative.
+    fn awkward(worker: u32, clock: u64, len: usize) -> Vec<f32> {
+        let big = 1e8 * (1.0 + clock as f32 * 0.01);
+        (0..len)
+            .map(|i| match (worker as usize + i) % 3 {
+                0 => big,
+                1 => 1.0 + clock as f32 * 0.25 + i as f32,
+                _ => -big,
+            })
+            .collect()
+    }
+
+    /// Applies every worker's `clocks` batches, interleaved as `picks` says
+    /// (each pick names a worker; its next batch arrives unless it would run
+    /// more than a clock ahead), the rest in rank order; returns the final
+    /// rows' bits and every publication's age.
+    fn run(workers: u32, clocks: u64, picks: &[u32]) -> (Vec<u32>, Vec<u64>) {
+        let mut k = KeeperShard::new(0, 1, workers as usize, 2, &specs());
+        let mut next = vec![0u64; workers as usize];
+        let mut ages = Vec::new();
+        let mut send = |k: &mut KeeperShard, w: u32, next: &mut Vec<u64>| {
+            let c = next[w as usize];
+            // At most one clock ahead of the slowest (SSP with slack 1; BSP is tighter).
+            let slowest = next.iter().copied().min().unwrap_or(0);
+            if c < clocks && c <= slowest + 1 {
+                next[w as usize] += 1;
+                if let Some(p) = k.apply(&batch(w, c, Some(awkward(w, c, 8)))).unwrap() {
+                    ages.push(p.age);
+                }
+            }
+        };
+        for &w in picks {
+            send(&mut k, w % workers, &mut next);
+        }
+        while next.iter().any(|&c| c < clocks) {
+            for w in 0..workers {
+                send(&mut k, w, &mut next);
+            }
+        }
+        let mut rows = [0.0f32; 8];
+        floats_from_bytes(&k.rows(0).unwrap(), &mut rows).unwrap();
+        (rows.iter().map(|v| v.to_bits()).collect(), ages)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_arrival_order_gives_the_same_bits(picks in proptest::collection::vec(0u32..3, 0..24)) {
+            // Rank order, clock by clock, is the reference.
+            let reference = run(3, 4, &[0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2]);
+            proptest::prop_assert_eq!(run(3, 4, &picks), reference);
+        }
+    }
+
+    #[test]
+    fn arrival_order_would_change_the_bits() {
+        // The property above is not vacuous: adding in another order differs.
+        let (a, b, c) = (awkward(0, 0, 8), awkward(1, 0, 8), awkward(2, 0, 8));
+        let sum = |x: &[f32], y: &[f32], z: &[f32]| -> Vec<u32> {
+            (0..8).map(|i| ((0.0 + x[i]) + y[i] + z[i]).to_bits()).collect()
+        };
+        assert_ne!(sum(&a, &b, &c), sum(&c, &b, &a));
+    }
+
+    #[test]
+    fn early_batches_are_held_until_their_turn() {
+        let mut k = KeeperShard::new(0, 1, 2, 1, &specs());
+        // Worker 1's clock 0 comes first: held, nothing applied.
+        assert!(k.apply(&batch(1, 0, Some(vec![2.0; 4]))).unwrap().is_none());
+        assert_eq!(k.rows(0).unwrap(), bytes_from_floats(&[0.0; 4]));
+        assert_eq!(k.tables[0].order.held(), (1, 16));
+        // Worker 0's arrives: both go in, rank 0 first, and the age advances.
+        let p = k.apply(&batch(0, 0, Some(vec![1.0; 4]))).unwrap().unwrap();
+        assert_eq!((p.age, k.tables[0].order.held()), (1, (0, 0)));
+        assert_eq!(k.rows(0).unwrap(), bytes_from_floats(&[3.0; 4]));
+        // A duplicate is still refused at arrival.
+        assert!(k.apply(&batch(1, 0, None)).is_err());
+    }
+
+    #[test]
+    fn a_late_joiner_gets_the_table_as_of_its_age() {
+        let mut k = KeeperShard::new(0, 1, 2, 1, &specs());
+        k.apply(&batch(0, 0, Some(vec![1.0; 4]))).unwrap();
+        k.apply(&batch(1, 0, Some(vec![2.0; 4]))).unwrap();
+        // Worker 0 writes clock 1 without reading (no read waits for it):
+        // applied, but the age is still 1.
+        assert!(k.apply(&batch(0, 1, Some(vec![100.0; 4]))).unwrap().is_none());
+        assert_eq!(k.rows(0).unwrap(), bytes_from_floats(&[103.0; 4]));
+        // What a worker joining now gets is the table at age 1, not part of clock 1.
+        let p = &k.all_publications()[0];
+        assert_eq!((p.age, p.included.clone()), (1, vec![1, 1]));
+        assert_eq!(p.rows, bytes_from_floats(&[3.0; 4]));
+    }
+
+    #[test]
+    fn workers_too_far_apart_fall_back_to_arrival_order() {
+        let mut k = KeeperShard::new(0, 1, 2, 1, &specs());
+        // Worker 0 runs far ahead (asynchronous training): more than the
+        // held clocks' worth waits, so the table applies on arrival.
+        for c in 0..(HELD_CLOCKS as u64 * 2 + 2) {
+            k.apply(&batch(0, c, Some(vec![1.0; 4]))).unwrap();
+        }
+        assert!(!k.tables[0].order.is_ordered());
+        assert_eq!(k.tables[0].order.held(), (0, 0));
+        assert_eq!(k.worker_clocks(0).unwrap(), vec![HELD_CLOCKS as u64 * 2 + 2, 0]);
+        assert_eq!(k.rows(0).unwrap(), bytes_from_floats(&[(HELD_CLOCKS * 2 + 2) as f32; 4]));
+        // Worker 1 still counts.
+        let p = k.apply(&batch(1, 0, Some(vec![0.5; 4]))).unwrap().unwrap();
+        assert_eq!(p.age, 1);
+    }
+
+    #[test]
+    fn a_departed_workers_held_batches_still_go_in() {
+        let mut k = KeeperShard::new(0, 1, 3, 1, &specs());
+        k.apply(&batch(2, 0, Some(vec![4.0; 4]))).unwrap();
+        k.apply(&batch(2, 1, Some(vec![4.0; 4]))).unwrap();
+        // Worker 2 leaves with both batches held behind workers 0 and 1.
+        assert!(k.depart(2).is_empty());
+        k.apply(&batch(0, 0, Some(vec![1.0; 4]))).unwrap();
+        let p = k.apply(&batch(1, 0, Some(vec![2.0; 4]))).unwrap().unwrap();
+        assert_eq!(p.age, 1);
+        // Clock 1 of worker 2 waits for workers 0 and 1's clock 1.
+        assert_eq!(k.rows(0).unwrap(), bytes_from_floats(&[7.0; 4]));
+        k.apply(&batch(0, 1, None)).unwrap();
+        k.apply(&batch(1, 1, None)).unwrap();
+        assert_eq!(k.rows(0).unwrap(), bytes_from_floats(&[11.0; 4]));
+        assert_eq!(k.tables[0].order.held(), (0, 0));
     }
 
     #[test]

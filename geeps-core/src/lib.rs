@@ -8,6 +8,7 @@
 
 #![warn(missing_docs)]
 
+mod apply_order;
 mod buffer_pool;
 
 mod config;

@@ -100,6 +100,9 @@ pub(crate) struct ParamState {
     pub(crate) included: Vec<u64>,
     /// Deltas of the current clock, dense over the partition.
     pub(crate) accum: Vec<f32>,
+    /// `accum` holds an earlier clock's deltas (recycled, not zeroed): the
+    /// clock's first update assigns or zeroes it. Never set while `dirty`.
+    pub(crate) accum_stale: bool,
     pub(crate) dirty: bool,
     /// Deltas already pushed but not yet seen in a publication (read-my-writes);
     /// the same bytes the pusher sent.
@@ -131,6 +134,7 @@ impl ParamPartition {
                 age: 0,
                 included: vec![0; workers],
                 accum: vec![0.0; rows * width],
+                accum_stale: false,
                 dirty: false,
                 inflight: VecDeque::new(),
                 scratch: Vec::new(),

@@ -54,6 +54,11 @@ impl VectorClock {
         (after > before).then_some(after)
     }
 
+    /// Whether `worker` left the cluster.
+    pub fn is_departed(&self, worker: usize) -> bool {
+        self.departed.get(worker).copied().unwrap_or(true)
+    }
+
     /// The worker holding the minimum back (for "who is behind" diagnostics).
     pub fn slowest(&self) -> Option<(usize, u64)> {
         self.entries

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Compiles every kernels/*.cu of geeps-cuda to PTX with NVRTC.
+"""Compiles every *.cu of a kernels folder to PTX with NVRTC: geeps-cuda's
+own (this folder, the default) or another's (--kernels, e.g.
+examples/caffe/kernels for caffe-geeps' layer kernels).
 
 The PTX is checked in beside the sources and embedded in the crate, so a
 machine running geeps needs only the NVIDIA driver (which JIT-compiles the
@@ -13,6 +15,7 @@ PTX. Put the pinned NVRTC's library folder on LD_LIBRARY_PATH, or pass
     build_ptx.py            rewrite kernels/*.ptx
     build_ptx.py --check    compare instead of writing; exit 1 on a difference
     build_ptx.py --out DIR  write the PTX into DIR
+    build_ptx.py --kernels DIR [--check]   the same for DIR's *.cu
 """
 
 import argparse
@@ -69,9 +72,13 @@ def compile_ptx(nvrtc, source, name):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="compare with the checked-in PTX instead of writing")
-    ap.add_argument("--out", type=pathlib.Path, default=KERNELS, help="folder for the .ptx files")
+    ap.add_argument("--kernels", type=pathlib.Path, default=KERNELS, help="folder of the .cu files (default: geeps-cuda's)")
+    ap.add_argument("--out", type=pathlib.Path, help="folder for the .ptx files (default: the kernels folder)")
     ap.add_argument("--nvrtc", help="path to libnvrtc.so.12")
     args = ap.parse_args()
+    kernels = args.kernels
+    if args.out is None:
+        args.out = kernels
 
     nvrtc = load_nvrtc(args.nvrtc)
     major, minor = ctypes.c_int(), ctypes.c_int()
@@ -82,7 +89,10 @@ def main():
                  f"(nvidia-cuda-nvrtc-cu12=={want}.*)")
 
     stale = []
-    for cu in sorted(KERNELS.glob("*.cu")):
+    sources = sorted(kernels.glob("*.cu"))
+    if not sources:
+        sys.exit(f"no .cu files in {kernels}")
+    for cu in sources:
         ptx = compile_ptx(nvrtc, cu.read_text(), cu.name)
         target = args.out / (cu.stem + ".ptx")
         if args.check:
@@ -96,7 +106,7 @@ def main():
             target.write_text(ptx)
             print(f"{cu.name} -> {target}")
     if stale:
-        sys.exit(f"stale PTX: {', '.join(map(str, stale))}; run geeps-cuda/kernels/build_ptx.py and commit the result")
+        sys.exit(f"stale PTX: {', '.join(map(str, stale))}; run geeps-cuda/kernels/build_ptx.py --kernels {kernels} and commit the result")
     if args.check:
         print("PTX up to date")
 

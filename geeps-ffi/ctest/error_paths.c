@@ -269,6 +269,12 @@ static void handles_and_posts(void) {
     uint64_t clock = 99;
     OK(geeps_current_clock(k.ps, &clock));
     CHECK(clock == 0);
+    /* In process nobody can ask for a drain. */
+    bool drain = true;
+    OK(geeps_drain_requested(k.ps, &drain));
+    CHECK(!drain);
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_drain_requested(k.ps, NULL));
+    EXPECT(GEEPS_STATUS_NULL_POINTER, geeps_drain_requested(NULL, &drain));
     EXPECT(GEEPS_STATUS_INVALID_KEYS, geeps_current_table_clock(k.ps, k.m, &clock));
     MESSAGE_HAS("local table");
     EXPECT(GEEPS_STATUS_UNKNOWN_TABLE, geeps_current_table_clock(k.ps, 9, &clock));

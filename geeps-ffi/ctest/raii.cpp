@@ -80,6 +80,7 @@ void single_worker() {
         CHECK(params.rows() == kRows && counter.rows() == 1 && delta.rows() == kRows);
         CHECK(params.id() != 0 && params.c_buffer().data == params.data());
         CHECK(params.data_age() == uint64_t(it) && ps.current_clock() == uint64_t(it));
+        CHECK(!ps.drain_requested());
         CHECK(ps.current_table_clock(w) == uint64_t(it));
         uint64_t age = 0;
         THROWS(GEEPS_STATUS_INVALID_ARGUMENT, geeps::check(geeps_buffer_data_age(ps.get(), delta.id(), &age), "age"));

@@ -114,6 +114,19 @@ pub extern "C" fn geeps_current_table_clock(ps: *const GeepsInstance, table: Gee
     })
 }
 
+/// Whether an operator asked the cluster to drain (the admin endpoint's
+/// Drain, served by rank 0 with `GEEPS_ADMIN`): stop at the next clock
+/// boundary, after saving what must survive. Always false in process. From
+/// the first virtual call on (before it: `GEEPS_STATUS_INVALID_STATE`).
+#[no_mangle]
+pub extern "C" fn geeps_drain_requested(ps: *const GeepsInstance, out: *mut bool) -> GeepsStatus {
+    guard(|| {
+        require(out, "out")?;
+        let drain = INSTANCES.get(ps, "ps")?.joined("geeps_drain_requested")?.drain_requested();
+        write_out(out, "out", drain)
+    })
+}
+
 /// This worker's clock: the lowest clock of its parameter tables (they are
 /// all equal when it only calls `geeps_clock`); 0 without parameter
 /// tables. See `geeps_current_table_clock`.

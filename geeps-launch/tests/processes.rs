@@ -6,7 +6,9 @@
 //! - MLR trained by 4 processes via geeps-launch reaches the same loss as 4
 //!   in-process workers under BSP;
 //! - a rank killed mid-training makes every other rank's blocked call fail
-//!   with an error naming it, well within the peer timeout.
+//!   with an error naming it, well within the peer timeout;
+//! - `--max-restarts`: all ranks restarted after one fails, a new cluster
+//!   formed each time, and the launcher gives up once the restarts are spent.
 
 extern crate geeps_core as geeps;
 
@@ -98,6 +100,41 @@ fn child(role: &str) -> Result<(), String> {
                 ps.table_clock(w).map_err(|e| e.to_string())?;
             }
             return Err("the lost rank was never noticed".into());
+        }
+        "flaky" => {
+            // Generation 0: rank 1 dies mid-training. Later generations run to the end.
+            let restart: u32 = std::env::var("GEEPS_RESTART_COUNT").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+            let mut b = Geeps::builder(Config::default().with_row_width(4).with_wait_deadline(Duration::from_secs(60)));
+            let w = b.parameter_table("w", 6);
+            b.transport(cluster.transport());
+            let ps = b.build().map_err(|e| e.to_string())?;
+            let r = ps.virtual_read(&keys(w, 0..6), Slack::BSP).map_err(|e| e.to_string())?;
+            let u = ps.virtual_pre_update(&keys(w, 0..6)).map_err(|e| e.to_string())?;
+            ps.virtual_update(u).map_err(|e| e.to_string())?;
+            ps.virtual_post_read(r).map_err(|e| e.to_string())?;
+            ps.virtual_table_clock(w).map_err(|e| e.to_string())?;
+            ps.finish_virtual_iteration().map_err(|e| e.to_string())?;
+            for clock in 0..20 {
+                if restart == 0 && rank == 1 && clock == 3 {
+                    // SAFETY: raising SIGKILL on ourselves; nothing runs after it.
+                    unsafe { libc::raise(libc::SIGKILL) };
+                }
+                let seen = ps.read(r).map_err(|e| e.to_string())?;
+                // BSP: every rank's updates of the earlier clocks, and at most
+                // the other ranks' updates of this one.
+                let world = cluster.world();
+                let (low, high) = ((clock * world) as f32, (clock * world + world - 1) as f32);
+                let rows = seen.as_slice().map_err(|e| e.to_string())?;
+                if rows.iter().any(|&v| v < low || v > high) {
+                    return Err(format!("clock {clock}: rows {rows:?}, expected each in {low}..={high}"));
+                }
+                let mut delta = ps.pre_update(u).map_err(|e| e.to_string())?;
+                delta.as_mut_slice().map_err(|e| e.to_string())?.fill(1.0);
+                delta.update().map_err(|e| e.to_string())?;
+                seen.post().map_err(|e| e.to_string())?;
+                ps.table_clock(w).map_err(|e| e.to_string())?;
+            }
+            println!("FLAKY_DONE restart {restart}");
         }
         other => return Err(format!("unknown role {other}")),
     }
@@ -231,6 +268,52 @@ fn launcher_prefixes_output_and_fails_when_a_rank_fails() -> Result<(), String> 
     Ok(())
 }
 
+fn launcher_restarts_every_rank_until_the_restarts_are_spent() -> Result<(), String> {
+    let run = |max_restarts: u32, script: &str| {
+        Command::new(LAUNCH)
+            .args(["-n", "3", "--max-restarts", &max_restarts.to_string(), "--", "sh", "-c", script])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("geeps-launch: {e}"))
+    };
+    // Rank 1 fails in the first two generations; the third succeeds.
+    let script = "if [ $GEEPS_RANK = 1 ] && [ $GEEPS_RESTART_COUNT -lt 2 ]; then exit 5; fi; \
+                  echo gen $GEEPS_RESTART_COUNT of $GEEPS_MAX_RESTARTS; sleep 0.2";
+    let out = run(3, script)?;
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let restarted = stderr.contains("rank 1 failed") && stderr.contains("(restart 2 of 3)");
+    let finished = (0..3).all(|r| stdout.contains(&format!("[{r}] gen 2 of 3")));
+    if !out.status.success() || !restarted || !finished || stderr.contains("restart 3 of 3") {
+        return Err(format!("expected success after two restarts, got {}:\n{stdout}{stderr}", out.status));
+    }
+    // One restart allowed, and every generation fails: the second failure ends it.
+    let out = run(1, "if [ $GEEPS_RANK = 1 ]; then exit 5; fi; sleep 60")?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() != Some(5) || !stderr.contains("(restart 1 of 1)") || !stderr.contains("no restarts are left")
+    {
+        return Err(format!("expected exit 5 after one restart, got {}:\n{stderr}", out.status));
+    }
+    Ok(())
+}
+
+fn killed_rank_restarts_the_cluster() -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let out = Command::new(LAUNCH)
+        .args(["-n", "3", "--max-restarts", "2", "--"])
+        .arg(exe)
+        .env("GEEPS_TEST_CHILD", "flaky")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("geeps-launch: {e}"))?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let killed = text.contains("rank 1 failed") && text.contains("(restart 1 of 2)");
+    let finished = (0..3).all(|r| text.contains(&format!("[{r}] FLAKY_DONE restart 1")));
+    if !out.status.success() || !killed || !finished {
+        return Err(format!("expected the killed generation to be restarted and finish, got {}:\n{text}", out.status));
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     if let Ok(role) = std::env::var("GEEPS_TEST_CHILD") {
         return match child(&role) {
@@ -242,8 +325,13 @@ fn main() -> ExitCode {
         };
     }
     type Test = fn() -> Result<(), String>;
-    let tests: [(&str, Test); 4] = [
+    let tests: [(&str, Test); 6] = [
         ("launcher_prefixes_output_and_fails_when_a_rank_fails", launcher_prefixes_output_and_fails_when_a_rank_fails),
+        (
+            "launcher_restarts_every_rank_until_the_restarts_are_spent",
+            launcher_restarts_every_rank_until_the_restarts_are_spent,
+        ),
+        ("killed_rank_restarts_the_cluster", killed_rank_restarts_the_cluster),
         ("consistency_over_three_processes", consistency_over_three_processes),
         ("mlr_four_processes_match_in_process", mlr_four_processes_match_in_process),
         ("killed_rank_is_named_by_the_others", killed_rank_is_named_by_the_others),

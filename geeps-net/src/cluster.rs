@@ -18,6 +18,7 @@ use crate::keeper_service::KeeperService;
 use crate::net_transport::NetTransport;
 use crate::options::NetOptions;
 use crate::rendezvous;
+use crate::tls;
 
 /// Who this process is in the cluster and where everyone listens.
 ///
@@ -98,6 +99,35 @@ pub struct NetCluster {
     service: Arc<KeeperService>,
     stop: watch::Sender<bool>,
     transport: Arc<NetTransport>,
+    admin: Option<std::net::SocketAddr>,
+}
+
+/// Starts rank 0's admin endpoint, or says why it cannot run.
+fn start_admin(
+    runtime: &Runtime,
+    listen: &str,
+    service: &Arc<KeeperService>,
+    world: usize,
+    token: &str,
+    stop: &watch::Sender<bool>,
+) -> Result<std::net::SocketAddr> {
+    let listen = crate::options::admin_listen(listen);
+    #[cfg(feature = "admin")]
+    {
+        let (service, token, stop) = (service.clone(), token.to_string(), stop.subscribe());
+        runtime.block_on(crate::admin::start(&listen, service, world, &token, stop))
+    }
+    #[cfg(not(feature = "admin"))]
+    {
+        let _ = (runtime, service, world, token, stop);
+        Err(Error::InvalidConfig {
+            field: "admin",
+            reason: format!(
+                "an admin endpoint on {listen} was asked for (GEEPS_ADMIN), but geeps-net was built without its \
+                 `admin` feature; enable geeps' `admin` feature"
+            ),
+        })
+    }
 }
 
 /// The local interface used to reach `server` (no packet is sent).
@@ -152,6 +182,7 @@ impl NetCluster {
             });
         }
         spec.options.validate()?;
+        let tls = tls::load(spec.options.tls.as_ref())?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name(format!("geeps{}-net", spec.rank))
@@ -206,17 +237,42 @@ impl NetCluster {
             }
         })?;
         tracing::info!(rank = spec.rank, listen = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "keeper listening");
-        let service = KeeperService::new(spec.rank, spec.world, opts.clone());
+        let service = KeeperService::new(spec.rank, spec.world, opts.clone(), tls.clone());
         let (stop, stop_rx) = watch::channel(false);
+        let admin = match (&opts.admin, spec.rank) {
+            (Some(listen), 0) => Some(start_admin(&runtime, listen, &service, spec.world, &opts.token, &stop)?),
+            _ => None,
+        };
         runtime.spawn(service.clone().serve(listener, stop_rx));
-        let transport =
-            Arc::new(NetTransport::new(spec.rank, addresses.clone(), opts.clone(), runtime.handle().clone()));
-        Ok(NetCluster { rank: spec.rank, addresses, options: opts, runtime: Some(runtime), service, stop, transport })
+        let transport = Arc::new(NetTransport::new(
+            spec.rank,
+            addresses.clone(),
+            opts.clone(),
+            tls,
+            runtime.handle().clone(),
+            Some(service.clone()),
+        ));
+        Ok(NetCluster {
+            rank: spec.rank,
+            addresses,
+            options: opts,
+            runtime: Some(runtime),
+            service,
+            stop,
+            transport,
+            admin,
+        })
     }
 
     /// The transport to give this rank's `GeepsBuilder`.
     pub fn transport(&self) -> Arc<dyn Transport> {
         self.transport.clone()
+    }
+
+    /// Update batches this rank's keeper received over sockets.
+    #[cfg(test)]
+    pub(crate) fn keeper_socket_batches(&self) -> u64 {
+        self.service.socket_batches()
     }
 
     /// This process's rank.
@@ -234,10 +290,40 @@ impl NetCluster {
         &self.addresses
     }
 
+    /// Where this rank serves the admin endpoint (rank 0 with
+    /// [`NetOptions::admin`] set), as bound (a port 0 resolved).
+    pub fn admin_address(&self) -> Option<std::net::SocketAddr> {
+        self.admin
+    }
+
     /// Waits (up to the shutdown timeout) until every worker has left this
     /// rank's keeper, then stops it. Shut this rank's `Geeps` down first.
+    /// If this rank's worker never joined the cluster (it failed first), the
+    /// other ranks are told at once (`PeerLost` naming this rank) and the
+    /// keeper stops without waiting: they could never finish without it.
     pub fn shutdown(&mut self) -> Result<()> {
         let Some(runtime) = self.runtime.take() else { return Ok(()) };
+        if !self.transport.has_joined() {
+            // This rank's worker never joined (its process failed before,
+            // or never built an instance): the others would wait for its
+            // clocks forever. Tell them at once and stop.
+            let own = self.addresses.get(self.rank).cloned().unwrap_or_default();
+            let reason = format!(
+                "rank {} stopped before its worker joined the cluster (see that rank's log for why)",
+                self.rank
+            );
+            // A refused rank's keeper-side refusal already reached everyone,
+            // with the better reason; do not race it with a vaguer one.
+            if !self.transport.was_refused() {
+                tracing::warn!(rank = self.rank, "stopping before this rank's worker joined; telling the other ranks");
+                self.service.abort(&own, &reason);
+            }
+            // Let the writers flush the news before the runtime goes.
+            runtime.block_on(async { tokio::time::sleep(Duration::from_millis(200)).await });
+            let _ = self.stop.send(true);
+            runtime.shutdown_timeout(Duration::from_secs(2));
+            return Ok(());
+        }
         let service = self.service.clone();
         let timeout = self.options.shutdown_timeout;
         let rank = self.rank;

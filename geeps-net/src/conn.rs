@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::io::{AsyncWriteExt, BufWriter};
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 use crate::frame::write_frame;
+use crate::peer_stream::WriteSide;
 use crate::wire::{Body, Header, Ping};
 
 /// A frame waiting to be written.
@@ -27,7 +27,7 @@ impl Outgoing {
 pub(crate) type Queue = UnboundedSender<Outgoing>;
 
 /// Writes queued frames until the queue closes, then shuts the socket's write half.
-pub(crate) async fn writer(wr: OwnedWriteHalf, mut rx: UnboundedReceiver<Outgoing>, heartbeat: Duration) {
+pub(crate) async fn writer(wr: WriteSide, mut rx: UnboundedReceiver<Outgoing>, heartbeat: Duration) {
     let mut w = BufWriter::with_capacity(64 * 1024, wr);
     loop {
         let next = tokio::select! {

@@ -1,12 +1,18 @@
 //! Framing on a byte stream: `u32` little-endian header length, the prost
 //! header, then `payload_len` raw bytes. Reading enforces size limits before
 //! allocating, so a hostile or corrupt peer cannot make a keeper allocate
-//! without bound. Never interprets the header beyond its payload length.
+//! without bound. Payloads of a connection's data frames are read into
+//! recycled buffers (`RecvPool`); large payloads are written with the header
+//! in one vectored write, never copied. Never interprets the header beyond
+//! its payload length.
 
-use bytes::{Bytes, BytesMut};
+use std::io::IoSlice;
+
+use bytes::Bytes;
 use prost::Message;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+use crate::recv_pool::RecvPool;
 use crate::wire::Header;
 
 /// Largest header accepted once a peer is authenticated.
@@ -41,6 +47,15 @@ pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, max_payload: u64) -> Re
     read_frame_within(r, MAX_HEADER_BYTES, max_payload).await
 }
 
+/// `read_frame`, with the payload read into a buffer of `pool`.
+pub(crate) async fn read_frame_pooled<R: AsyncRead + Unpin>(
+    r: &mut R,
+    max_payload: u64,
+    pool: &RecvPool,
+) -> Result<(Header, Bytes), FrameError> {
+    read_frame_into(r, MAX_HEADER_BYTES, max_payload, Some(pool)).await
+}
+
 /// Reads one frame whose header may be `max_header` bytes at most and its
 /// payload `max_payload`: both declared lengths are checked before anything
 /// is allocated for them (a peer not yet authenticated gets small limits).
@@ -48,6 +63,15 @@ pub async fn read_frame_within<R: AsyncRead + Unpin>(
     r: &mut R,
     max_header: usize,
     max_payload: u64,
+) -> Result<(Header, Bytes), FrameError> {
+    read_frame_into(r, max_header, max_payload, None).await
+}
+
+async fn read_frame_into<R: AsyncRead + Unpin>(
+    r: &mut R,
+    max_header: usize,
+    max_payload: u64,
+    pool: Option<&RecvPool>,
 ) -> Result<(Header, Bytes), FrameError> {
     let mut len = [0u8; 4];
     let mut got = 0;
@@ -70,14 +94,21 @@ pub async fn read_frame_within<R: AsyncRead + Unpin>(
     }
     // Read straight into uninitialised capacity, never past this frame.
     let len = header.payload_len as usize;
-    let mut payload = BytesMut::with_capacity(len);
+    let mut payload = match pool {
+        Some(p) => p.take(len),
+        None => Vec::with_capacity(len),
+    };
     let mut limited = r.take(len as u64);
     while payload.len() < len {
         if limited.read_buf(&mut payload).await? == 0 {
             return Err(FrameError::Truncated("payload"));
         }
     }
-    Ok((header, payload.freeze()))
+    let payload = match pool {
+        Some(p) => p.share(payload),
+        None => Bytes::from(payload),
+    };
+    Ok((header, payload))
 }
 
 /// Writes one frame (header length, header, payload) without copying the payload.
@@ -90,11 +121,30 @@ pub async fn write_frame<W: AsyncWrite + Unpin>(
     let mut head = Vec::with_capacity(4 + header.encoded_len());
     head.extend_from_slice(&(header.encoded_len() as u32).to_le_bytes());
     header.encode(&mut head).map_err(|e| FrameError::Io(std::io::Error::other(e)))?;
-    w.write_all(&head).await?;
-    if let Some(p) = payload {
-        w.write_all(p).await?;
+    match payload {
+        Some(p) if !p.is_empty() => write_both(w, &head, p).await?,
+        _ => w.write_all(&head).await?,
     }
     Ok(())
+}
+
+/// Writes `head` then `body` with vectored writes: one system call for a
+/// header and its large payload (a buffered writer passes writes larger
+/// than its buffer straight to the socket), and no copy of the payload.
+async fn write_both<W: AsyncWrite + Unpin>(w: &mut W, mut head: &[u8], mut body: &[u8]) -> std::io::Result<()> {
+    while !head.is_empty() {
+        let n = w.write_vectored(&[IoSlice::new(head), IoSlice::new(body)]).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        if n < head.len() {
+            head = &head[n..];
+        } else {
+            body = &body[n - head.len()..];
+            head = &[];
+        }
+    }
+    w.write_all(body).await
 }
 
 #[cfg(test)]
@@ -134,5 +184,37 @@ mod tests {
         let mut bad = 3u32.to_le_bytes().to_vec();
         bad.extend_from_slice(&[0xff, 0xff, 0xff]);
         assert!(matches!(read_frame(&mut &bad[..], 16).await, Err(FrameError::Decode(_))));
+    }
+
+    #[tokio::test]
+    async fn large_frames_survive_short_vectored_writes_and_pooled_reads() {
+        // A duplex pipe of 7 bytes splits every vectored write anywhere:
+        // inside the header, at its end, inside the payload.
+        let (mut a, mut b) = tokio::io::duplex(7);
+        let payload = Bytes::from((0..200_000u32).map(|i| i as u8).collect::<Vec<_>>());
+        let sent = payload.clone();
+        let writer = tokio::spawn(async move {
+            for _ in 0..2 {
+                write_frame(&mut a, Header::new(Body::Ping(Ping {})), Some(&sent)).await.unwrap();
+            }
+        });
+        let pool = RecvPool::new(1);
+        for _ in 0..2 {
+            let (h, p) = read_frame_pooled(&mut b, 1 << 20, &pool).await.unwrap();
+            assert_eq!(h.body, Some(Body::Ping(Ping {})));
+            assert_eq!(p, payload);
+        }
+        writer.await.unwrap();
+        // A peer that stops mid-payload is a truncation, pooled or not.
+        let (mut a, mut b) = tokio::io::duplex(1 << 20);
+        write_frame(&mut a, Header::new(Body::Ping(Ping {})), Some(&payload)).await.unwrap();
+        let mut cut = vec![0u8; 1000];
+        tokio::io::AsyncReadExt::read_exact(&mut b, &mut cut).await.unwrap();
+        drop(b);
+        let (mut c, mut d) = tokio::io::duplex(1 << 20);
+        c.write_all(&cut).await.unwrap();
+        drop(c);
+        drop(a);
+        assert!(matches!(read_frame_pooled(&mut d, 1 << 20, &pool).await, Err(FrameError::Truncated("payload"))));
     }
 }

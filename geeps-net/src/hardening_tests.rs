@@ -406,3 +406,41 @@ fn a_rank_refused_at_join_is_reported_to_the_ranks_that_joined() {
         }
     }
 }
+
+#[test]
+fn a_rank_that_stops_before_its_worker_joins_is_reported_at_once() {
+    // Rank 1 starts its keeper, then fails before building an instance (a
+    // GPU that does not open, say) and shuts its cluster membership down.
+    let addresses = vec![free_port(), free_port()];
+    let rank1 = {
+        let addresses = addresses.clone();
+        std::thread::spawn(move || {
+            let mut cluster = NetCluster::start(ClusterSpec::fixed(1, addresses, options())).unwrap();
+            std::thread::sleep(Duration::from_millis(500));
+            let start = Instant::now();
+            cluster.shutdown().unwrap();
+            start.elapsed()
+        })
+    };
+    let mut cluster = NetCluster::start(ClusterSpec::fixed(0, addresses, options())).unwrap();
+    let mut b = Geeps::builder(Config::default().with_row_width(4).with_wait_deadline(Duration::from_secs(60)));
+    let w = b.parameter_table("w", 4);
+    b.transport(cluster.transport());
+    let start = Instant::now();
+    let err = b
+        .build()
+        .and_then(|ps| {
+            ps.finish_virtual_iteration()?;
+            ps.clock()?;
+            ps.read_keys(&keys(w, 0..4), Slack::BSP).map(drop)
+        })
+        .expect_err("rank 1 never clocks");
+    let waited = start.elapsed();
+    let text = err.to_string();
+    assert!(matches!(err, Error::PeerLost { rank: 1, .. }), "{text}");
+    assert!(text.contains("before its worker joined"), "{text}");
+    // Not the 60 s wait deadline, nor rank 1's shutdown timeout.
+    assert!(waited < Duration::from_secs(20), "learnt after {waited:?}");
+    assert!(rank1.join().unwrap() < Duration::from_secs(10), "rank 1's shutdown did not wait for the others");
+    let _ = cluster.shutdown();
+}

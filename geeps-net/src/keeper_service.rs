@@ -4,15 +4,18 @@
 //! rows to every connected worker when a data age advances. Bad input is
 //! rejected with a log line and a `Failure` frame; it never panics and never
 //! stops the keeper. A worker that vanishes without leaving is reported to
-//! every other worker as lost.
+//! every other worker as lost. The worker of this same process may be
+//! attached: its publications then go to its inbox in process, not through
+//! its socket (its updates come through `apply`, in order, likewise).
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use geeps_core::transport::KeeperShard;
-use geeps_core::transport::{Publish, UpdateBatch};
+use geeps_core::transport::{Inbound, Inbox, Publish, UpdateBatch};
 use geeps_core::{TableKind, TableSpec};
 use parking_lot::Mutex;
 use tokio::io::BufReader;
@@ -21,9 +24,14 @@ use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit};
 
 use crate::auth::{token_matches, PendingGate};
 use crate::conn::{writer, Outgoing, Queue};
-use crate::frame::{read_frame, read_frame_within, write_frame, FrameError};
+use crate::frame::{read_frame_pooled, read_frame_within, write_frame, FrameError};
 use crate::options::NetOptions;
-use crate::wire::{Body, Failure, Header, Hello, PublishHeader, Refused, TableDecl, Welcome, PROTOCOL_VERSION};
+use crate::peer_stream;
+use crate::recv_pool::RecvPool;
+use crate::tls::Tls;
+use crate::wire::{
+    Body, Drain, Failure, Header, Hello, PublishHeader, Refused, TableDecl, Welcome, WorkerStatus, PROTOCOL_VERSION,
+};
 
 /// Why a hello was refused.
 enum Refusal {
@@ -45,6 +53,29 @@ pub(crate) fn silence(last_heard: Instant, opts: &NetOptions) -> String {
     )
 }
 
+/// One rank as keeper 0 sees it (the admin endpoint's status).
+#[cfg_attr(not(feature = "admin"), allow(dead_code))]
+pub(crate) struct RankReport {
+    pub rank: usize,
+    pub address: String,
+    pub state: &'static str,
+    /// The rank's clock of every parameter table, in [`ClusterReport::tables`] order.
+    pub table_clocks: Vec<u64>,
+    /// The rank's last report and how long ago it came.
+    pub status: Option<(WorkerStatus, Duration)>,
+    pub bytes_received: u64,
+    pub bytes_sent: u64,
+}
+
+/// The cluster as keeper 0 sees it.
+#[cfg_attr(not(feature = "admin"), allow(dead_code))]
+pub(crate) struct ClusterReport {
+    /// Parameter tables, in declaration order.
+    pub tables: Vec<String>,
+    pub ranks: Vec<RankReport>,
+    pub draining: bool,
+}
+
 #[derive(Default)]
 struct Peer {
     queue: Option<Queue>,
@@ -52,20 +83,34 @@ struct Peer {
     joined: bool,
     left: bool,
     lost: bool,
+    /// The rank's last status report, and when it came.
+    status: Option<(WorkerStatus, Instant)>,
+    /// Payload bytes of the updates this keeper received from the rank.
+    bytes_in: u64,
+    /// Payload bytes of the publications this keeper queued for the rank.
+    bytes_out: AtomicU64,
 }
 
 struct State {
     keeper: Option<KeeperShard>,
     declared: Option<(u32, Vec<TableDecl>)>,
     peers: Vec<Peer>,
+    /// An operator asked the cluster to drain; told to ranks that join later too.
+    draining: bool,
+    /// The rank and inbox of this process's own worker, once attached.
+    local: Option<(usize, Inbox)>,
 }
 
 pub(crate) struct KeeperService {
     shard: usize,
     world: usize,
     opts: NetOptions,
+    /// Set when connections must be TLS.
+    tls: Option<Arc<Tls>>,
     state: Mutex<State>,
     changed: Notify,
+    /// Update batches that came over sockets (the attached worker's do not).
+    socket_batches: AtomicU64,
 }
 
 pub(crate) fn table_decls(tables: &[TableSpec]) -> Vec<TableDecl> {
@@ -109,17 +154,21 @@ pub(crate) fn publish_frame(p: &Publish) -> Outgoing {
 }
 
 impl KeeperService {
-    pub(crate) fn new(shard: usize, world: usize, opts: NetOptions) -> Arc<Self> {
+    pub(crate) fn new(shard: usize, world: usize, opts: NetOptions, tls: Option<Arc<Tls>>) -> Arc<Self> {
         Arc::new(KeeperService {
             shard,
             world,
             opts,
+            tls,
             state: Mutex::new(State {
                 keeper: None,
                 declared: None,
                 peers: (0..world).map(|_| Peer::default()).collect(),
+                draining: false,
+                local: None,
             }),
             changed: Notify::new(),
+            socket_batches: AtomicU64::new(0),
         })
     }
 
@@ -145,6 +194,16 @@ impl KeeperService {
         }
     }
 
+    /// Tells every worker connected to this keeper that this rank is gone
+    /// (`PeerLost` naming it, with `reason`): its worker will never clock,
+    /// so nobody should wait for it.
+    pub(crate) fn abort(&self, address: &str, reason: &str) {
+        let st = self.state.lock();
+        let failure =
+            Failure { kind: 1, rank: self.shard as u32, address: address.to_string(), message: reason.to_string() };
+        self.broadcast(&st, || Outgoing::new(Body::Failure(failure.clone()), None), None);
+    }
+
     /// Ranks that joined and have neither left nor been lost, and ranks not yet joined.
     pub(crate) fn pending(&self) -> (Vec<usize>, Vec<usize>) {
         let st = self.state.lock();
@@ -152,6 +211,12 @@ impl KeeperService {
             st.peers.iter().enumerate().filter(|(_, p)| p.joined && !p.left && !p.lost).map(|(r, _)| r).collect();
         let absent = st.peers.iter().enumerate().filter(|(_, p)| !p.joined).map(|(r, _)| r).collect();
         (active, absent)
+    }
+
+    /// Update batches received over sockets so far.
+    #[cfg(test)]
+    pub(crate) fn socket_batches(&self) -> u64 {
+        self.socket_batches.load(Ordering::Relaxed)
     }
 
     pub(crate) async fn changed(&self) {
@@ -210,19 +275,103 @@ impl KeeperService {
         Ok(())
     }
 
-    fn broadcast(&self, st: &State, out: impl Fn() -> Outgoing, except: Option<usize>) {
-        for (r, p) in st.peers.iter().enumerate() {
-            if Some(r) != except {
-                if let Some(q) = &p.queue {
-                    let _ = q.send(out());
+    /// Publications for `rank` go to `inbox` in process while that rank is
+    /// connected (joined over its socket, not left, not lost).
+    pub(crate) fn attach_local(&self, rank: usize, inbox: Inbox) {
+        self.state.lock().local = Some((rank, inbox));
+    }
+
+    /// Sends `p` to every connected worker: the attached one in process.
+    fn publish(&self, st: &State, p: &Publish) {
+        for (r, peer) in st.peers.iter().enumerate() {
+            let Some(q) = &peer.queue else { continue };
+            match &st.local {
+                Some((local, inbox)) if *local == r => inbox(Inbound::Rows(p.clone())),
+                _ => {
+                    let _ = q.send(publish_frame(p));
                 }
             }
         }
     }
 
+    fn broadcast(&self, st: &State, out: impl Fn() -> Outgoing, except: Option<usize>) {
+        for (r, p) in st.peers.iter().enumerate() {
+            if Some(r) != except {
+                if let Some(q) = &p.queue {
+                    let o = out();
+                    p.bytes_out.fetch_add(o.payload.as_ref().map_or(0, |b| b.len() as u64), Ordering::Relaxed);
+                    let _ = q.send(o);
+                }
+            }
+        }
+    }
+
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
+    /// What this keeper knows of every rank, for the admin endpoint: state,
+    /// last report, bytes, and each rank's clock of every parameter table.
+    pub(crate) fn report(&self) -> ClusterReport {
+        let st = self.state.lock();
+        let tables: Vec<(u32, String)> = st
+            .declared
+            .as_ref()
+            .map(|(_, t)| {
+                t.iter().enumerate().filter(|(_, d)| d.kind == 0).map(|(i, d)| (i as u32, d.name.clone())).collect()
+            })
+            .unwrap_or_default();
+        let clocks: Vec<Vec<u64>> = tables
+            .iter()
+            .map(|(i, _)| st.keeper.as_ref().and_then(|k| k.worker_clocks(*i)).unwrap_or_default())
+            .collect();
+        let ranks = st
+            .peers
+            .iter()
+            .enumerate()
+            .map(|(r, p)| RankReport {
+                rank: r,
+                address: p.address.clone(),
+                state: match (p.joined, p.left, p.lost) {
+                    (false, _, _) => "not joined",
+                    (true, _, true) => "lost",
+                    (true, true, _) => "left",
+                    (true, false, false) => "running",
+                },
+                table_clocks: clocks.iter().map(|c| c.get(r).copied().unwrap_or(0)).collect(),
+                status: p.status.as_ref().map(|(s, at)| (s.clone(), at.elapsed())),
+                bytes_received: p.bytes_in,
+                bytes_sent: p.bytes_out.load(Ordering::Relaxed),
+            })
+            .collect();
+        ClusterReport { tables: tables.into_iter().map(|(_, n)| n).collect(), ranks, draining: st.draining }
+    }
+
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
+    /// Tells every rank (and every rank that joins later) to drain; returns
+    /// how many were told now.
+    pub(crate) fn drain(&self) -> usize {
+        let mut st = self.state.lock();
+        st.draining = true;
+        let told = st.peers.iter().filter(|p| p.queue.is_some()).count();
+        self.broadcast(&st, || Outgoing::new(Body::Drain(Drain {}), None), None);
+        told
+    }
+
     async fn handle(self: Arc<Self>, stream: TcpStream, addr: SocketAddr, permit: OwnedSemaphorePermit) {
         let _ = stream.set_nodelay(true);
-        let (mut rd, mut wr) = stream.into_split();
+        let (mut rd, mut wr) = match &self.tls {
+            None => peer_stream::plain(stream),
+            // The TLS handshake counts against the same short deadline as the hello.
+            Some(tls) => match tokio::time::timeout(self.opts.handshake_timeout, tls.accept(stream)).await {
+                Ok(Ok(sides)) => sides,
+                Ok(Err(e)) => {
+                    tracing::warn!(shard = self.shard, %addr, error = %e, "TLS handshake refused; closing");
+                    return;
+                }
+                Err(_) => {
+                    tracing::warn!(shard = self.shard, %addr, "no TLS handshake within the handshake timeout; closing");
+                    return;
+                }
+            },
+        };
         // Until the token is checked: a small frame, no payload, a short
         // deadline, and no buffer of ours (read_exact never reads past the hello).
         let handshake = read_frame_within(&mut rd, self.opts.max_handshake_bytes as usize, 0);
@@ -271,8 +420,17 @@ impl KeeperService {
                             let _ = tx.send(publish_frame(&p));
                         }
                     }
-                    st.peers[rank] =
-                        Peer { queue: Some(tx), address: addr.to_string(), joined: true, left: false, lost: false };
+                    if st.draining {
+                        let _ = tx.send(Outgoing::new(Body::Drain(Drain {}), None));
+                    }
+                    st.peers[rank] = Peer {
+                        queue: Some(tx),
+                        address: addr.to_string(),
+                        joined: true,
+                        left: false,
+                        lost: false,
+                        ..Peer::default()
+                    };
                     None
                 }
             }
@@ -305,8 +463,11 @@ impl KeeperService {
         tokio::spawn(writer(wr, rx, self.opts.heartbeat));
 
         let mut last_heard = Instant::now();
+        // Update batches return once applied (or once a held batch is).
+        let pool = RecvPool::new(2);
         let reason = loop {
-            let frame = match tokio::time::timeout(self.opts.peer_timeout, read_frame(&mut rd, max)).await {
+            let frame = match tokio::time::timeout(self.opts.peer_timeout, read_frame_pooled(&mut rd, max, &pool)).await
+            {
                 Ok(Ok(f)) => f,
                 Ok(Err(FrameError::Closed)) => break "connection closed without leaving".to_string(),
                 Ok(Err(e)) => break format!("bad frame: {e}"),
@@ -314,14 +475,17 @@ impl KeeperService {
             };
             last_heard = Instant::now();
             match frame {
-                (Header { body: Some(Body::Update(u)), .. }, payload) => self.apply(rank, u, payload),
+                (Header { body: Some(Body::Update(u)), .. }, payload) => {
+                    self.socket_batches.fetch_add(1, Ordering::Relaxed);
+                    self.apply(rank, u, payload)
+                }
                 (Header { body: Some(Body::Leave(_)), .. }, _) => {
                     let mut st = self.state.lock();
                     st.peers[rank].left = true;
                     st.peers[rank].queue = None;
                     let pubs = st.keeper.as_mut().map(|k| k.depart(rank)).unwrap_or_default();
                     for p in &pubs {
-                        self.broadcast(&st, || publish_frame(p), None);
+                        self.publish(&st, p);
                     }
                     drop(st);
                     tracing::debug!(shard = self.shard, rank, "worker left");
@@ -329,6 +493,9 @@ impl KeeperService {
                     return;
                 }
                 (Header { body: Some(Body::Ping(_)), .. }, _) => {}
+                (Header { body: Some(Body::Status(s)), .. }, _) => {
+                    self.state.lock().peers[rank].status = Some((s, Instant::now()));
+                }
                 (h, _) => break format!("unexpected frame {:?}", h.body),
             }
         };
@@ -344,8 +511,11 @@ impl KeeperService {
         self.changed.notify_waiters();
     }
 
-    fn apply(&self, rank: usize, u: crate::wire::UpdateHeader, payload: Bytes) {
+    /// Applies a batch that came from `rank`'s connection (or, in process,
+    /// from the attached worker, in push order).
+    pub(crate) fn apply(&self, rank: usize, u: crate::wire::UpdateHeader, payload: Bytes) {
         let mut st = self.state.lock();
+        st.peers[rank].bytes_in += payload.len() as u64;
         let result = if u.worker as usize != rank {
             Err(format!("connection of rank {rank} sent a batch of worker {}", u.worker))
         } else if !u.has_deltas && !payload.is_empty() {
@@ -364,7 +534,7 @@ impl KeeperService {
             }
         };
         match result {
-            Ok(Some(p)) => self.broadcast(&st, || publish_frame(&p), None),
+            Ok(Some(p)) => self.publish(&st, &p),
             Ok(None) => {}
             Err(message) => {
                 tracing::warn!(shard = self.shard, rank, table = u.table, clock = u.clock, %message, "update batch rejected");

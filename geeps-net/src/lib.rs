@@ -6,21 +6,37 @@
 //! rows. Start with [`NetCluster::from_env`] (or [`NetCluster::start`] with an
 //! explicit [`ClusterSpec`]), give [`NetCluster::transport`] to the
 //! `GeepsBuilder`, and shut the `Geeps` instance down before the cluster.
+//! With the `tls` feature, keeper connections can use mutual TLS
+//! ([`NetOptions::with_tls`]).
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "admin")]
+mod admin;
+#[cfg(all(test, feature = "admin"))]
+mod admin_tests;
 mod auth;
 mod bootstrap;
 mod cluster;
 mod conn;
 mod frame;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 #[cfg(test)]
 mod hardening_tests;
 mod hostlist;
 mod keeper_service;
+#[cfg(test)]
+mod local_shard_tests;
 mod net_transport;
 mod options;
+mod peer_stream;
+mod recv_pool;
 pub mod rendezvous;
+mod tls;
+#[cfg(all(test, feature = "tls"))]
+mod tls_tests;
 mod wire;
 #[cfg(test)]
 mod wire_errors_tests;
@@ -29,3 +45,4 @@ pub use bootstrap::{from_env as bootstrap_from_env, parse_hostfile, Addresses, B
 pub use cluster::{ClusterSpec, NetCluster};
 pub use hostlist::{expand_hostlist, expand_tasks_per_node};
 pub use options::NetOptions;
+pub use tls::TlsFiles;

@@ -2,35 +2,95 @@
 //! shard (its own process's included), over which pushers send update
 //! batches and keepers publish rows. Connecting retries until the connect
 //! timeout (peers may start later); a keeper that refuses the handshake, goes
-//! silent or disconnects fails the worker with an error naming it.
+//! silent or disconnects fails the worker with an error naming it. The
+//! keeper of this same process is still joined over its socket (handshake,
+//! heartbeats, failures, leave), but update batches reach it in process and
+//! its publications come back in process: those bytes never cross a socket.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use geeps_core::transport::{Inbound, Inbox, Publish, Transport, UpdateBatch};
+use geeps_core::transport::{Inbound, Inbox, Publish, StatsSource, Transport, UpdateBatch};
 use geeps_core::{Error, Result, TableSpec};
 use parking_lot::Mutex;
 use prost::Message;
 use tokio::io::BufReader;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::conn::{writer, Outgoing, Queue};
-use crate::frame::{read_frame, write_frame, FrameError};
+use crate::frame::{read_frame, read_frame_pooled, write_frame, FrameError};
+use crate::keeper_service::KeeperService;
 use crate::keeper_service::{silence, table_decls};
 use crate::options::NetOptions;
-use crate::wire::{Body, Header, Hello, Leave, UpdateHeader, PROTOCOL_VERSION};
+use crate::peer_stream::{self, ReadSide, WriteSide};
+use crate::recv_pool::RecvPool;
+use crate::tls::Tls;
+use crate::wire::{Body, Header, Hello, Leave, UpdateHeader, WorkerStatus, PROTOCOL_VERSION};
+
+/// What a batch or leave for one shard travels through.
+enum Route {
+    Socket(Queue),
+    /// The shard kept by this process: an in-order task applies batches
+    /// and forwards the leave to the socket after every earlier batch.
+    InProcess(mpsc::UnboundedSender<Local>),
+}
+
+enum Local {
+    Update(UpdateHeader, Option<bytes::Bytes>),
+    Forward(Outgoing),
+}
+
+impl Route {
+    fn send(&self, header: UpdateHeader, deltas: Option<bytes::Bytes>) -> bool {
+        match self {
+            Route::Socket(q) => q.send(Outgoing::new(Body::Update(header), deltas)).is_ok(),
+            Route::InProcess(tx) => tx.send(Local::Update(header, deltas)).is_ok(),
+        }
+    }
+
+    fn forward(&self, o: Outgoing) {
+        let _ = match self {
+            Route::Socket(q) => q.send(o).map_err(drop),
+            Route::InProcess(tx) => tx.send(Local::Forward(o)).map_err(drop),
+        };
+    }
+}
+
+/// Applies this process's own batches in push order; the leave (and
+/// anything else forwarded) goes to the socket once every earlier batch is in.
+async fn apply_local(service: Arc<KeeperService>, rank: usize, mut rx: mpsc::UnboundedReceiver<Local>, socket: Queue) {
+    while let Some(m) = rx.recv().await {
+        match m {
+            Local::Update(header, deltas) => service.apply(rank, header, deltas.unwrap_or_default()),
+            Local::Forward(o) => {
+                let _ = socket.send(o);
+            }
+        }
+    }
+}
 
 pub(crate) struct NetTransport {
     rank: usize,
     addresses: Vec<String>,
     opts: NetOptions,
+    /// Set when keeper connections use TLS.
+    tls: Option<Arc<Tls>>,
+    /// The instance's statistics, reported to keeper 0 (the admin endpoint).
+    stats: Arc<Mutex<Option<StatsSource>>>,
+    /// Set when a keeper relays an operator's drain.
+    drain: Arc<AtomicBool>,
+    /// Set once this worker has joined every keeper.
+    joined: AtomicBool,
+    /// Set when a keeper refused this worker at join.
+    refused: AtomicBool,
     runtime: Handle,
-    queues: Mutex<Vec<Option<Queue>>>,
+    /// This process's keeper (shard `rank`), reached in process.
+    local_keeper: Option<Arc<KeeperService>>,
+    queues: Mutex<Vec<Option<Route>>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     closing: Arc<AtomicBool>,
 }
@@ -40,19 +100,32 @@ fn lost(rank: usize, address: &str, reason: impl Into<String>) -> Error {
 }
 
 impl NetTransport {
-    pub(crate) fn new(rank: usize, addresses: Vec<String>, opts: NetOptions, runtime: Handle) -> Self {
+    pub(crate) fn new(
+        rank: usize,
+        addresses: Vec<String>,
+        opts: NetOptions,
+        tls: Option<Arc<Tls>>,
+        runtime: Handle,
+        local_keeper: Option<Arc<KeeperService>>,
+    ) -> Self {
         NetTransport {
             rank,
             addresses,
             opts,
+            tls,
+            stats: Arc::new(Mutex::new(None)),
+            drain: Arc::new(AtomicBool::new(false)),
+            joined: AtomicBool::new(false),
+            refused: AtomicBool::new(false),
             runtime,
+            local_keeper,
             queues: Mutex::new(Vec::new()),
             tasks: Mutex::new(Vec::new()),
             closing: Arc::new(AtomicBool::new(false)),
         }
     }
 
-    async fn connect(&self, shard: usize, hello: &Hello) -> Result<(BufReader<OwnedReadHalf>, OwnedWriteHalf)> {
+    async fn connect(&self, shard: usize, hello: &Hello) -> Result<(BufReader<ReadSide>, WriteSide)> {
         let address = &self.addresses[shard];
         let start = Instant::now();
         let mut last_log = start;
@@ -76,7 +149,23 @@ impl NetTransport {
                 }
             };
             let _ = stream.set_nodelay(true);
-            let (rd, mut wr) = stream.into_split();
+            let (rd, mut wr) = match &self.tls {
+                None => peer_stream::plain(stream),
+                Some(tls) => {
+                    match tokio::time::timeout(self.opts.handshake_timeout, tls.connect(stream, address)).await {
+                        Ok(Ok(sides)) => sides,
+                        // A certificate problem does not go away by retrying.
+                        Ok(Err(e)) => {
+                            return Err(Error::Mismatch(format!(
+                            "TLS handshake of rank {} with keeper {shard} at {address} failed: {e}; give every rank \
+                             a certificate signed by the same CA (GEEPS_TLS_CA) that names its host",
+                            self.rank
+                        )))
+                        }
+                        Err(_) => return Err(lost(shard, address, "no TLS handshake within the handshake timeout")),
+                    }
+                }
+            };
             let mut rd_buf = BufReader::with_capacity(256 * 1024, rd);
             let sent = write_frame(&mut wr, Header::new(Body::Hello(hello.clone())), None).await;
             let reply = match sent {
@@ -110,17 +199,43 @@ impl NetTransport {
     }
 }
 
+/// Reports this worker's statistics to keeper 0 once a heartbeat interval,
+/// until the connection's queue closes.
+async fn reporter(queue: Queue, stats: Arc<Mutex<Option<StatsSource>>>, every: std::time::Duration) {
+    loop {
+        tokio::time::sleep(every).await;
+        let Some(source) = stats.lock().clone() else { continue };
+        let s = source();
+        let status = WorkerStatus {
+            wall_seconds: s.wall.as_secs_f64(),
+            blocked_seconds: s.blocked.as_secs_f64(),
+            stall_fraction: s.stall_fraction,
+            bytes_host_to_device: s.bytes_host_to_device,
+            bytes_device_to_host: s.bytes_device_to_host,
+            slow_path_calls: s.slow_path_calls,
+        };
+        if queue.send(Outgoing::new(Body::Status(status), None)).is_err() {
+            return;
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 async fn reader(
-    mut rd: BufReader<OwnedReadHalf>,
+    mut rd: BufReader<ReadSide>,
     shard: usize,
     address: String,
     opts: NetOptions,
     inbox: Inbox,
     closing: Arc<AtomicBool>,
+    drain: Arc<AtomicBool>,
 ) {
     let mut last_heard = Instant::now();
+    // Publications are held until the puller has merged them: two in flight per keeper at most.
+    let pool = RecvPool::new(2);
     let failure = loop {
-        let frame = match tokio::time::timeout(opts.peer_timeout, read_frame(&mut rd, opts.max_message_bytes)).await {
+        let read = read_frame_pooled(&mut rd, opts.max_message_bytes, &pool);
+        let frame = match tokio::time::timeout(opts.peer_timeout, read).await {
             Ok(Ok(f)) => f,
             Ok(Err(FrameError::Closed)) => break lost(shard, &address, "keeper closed the connection"),
             Ok(Err(e)) => break lost(shard, &address, format!("bad frame from keeper: {e}")),
@@ -148,11 +263,28 @@ async fn reader(
                 break Error::Mismatch(format!("keeper {shard} at {address} rejected an update: {}", f.message))
             }
             (Header { body: Some(Body::Ping(_)), .. }, _) => {}
+            (Header { body: Some(Body::Drain(_)), .. }, _) => {
+                if !drain.swap(true, Ordering::AcqRel) {
+                    tracing::warn!(shard, "the cluster is asked to drain: stopping at the next clock boundary");
+                }
+            }
             (h, _) => break lost(shard, &address, format!("unexpected frame {:?}", h.body)),
         }
     };
     if !closing.load(Ordering::Acquire) {
         inbox(Inbound::Failed(failure));
+    }
+}
+
+impl NetTransport {
+    /// Whether this worker joined the cluster (every keeper welcomed it).
+    pub(crate) fn has_joined(&self) -> bool {
+        self.joined.load(Ordering::Acquire)
+    }
+
+    /// Whether a keeper refused this worker at join (and so told the others why).
+    pub(crate) fn was_refused(&self) -> bool {
+        self.refused.load(Ordering::Acquire)
     }
 }
 
@@ -189,19 +321,45 @@ impl Transport for NetTransport {
                 ),
             });
         }
+        if let Some(k) = &self.local_keeper {
+            k.attach_local(self.rank, inbox.clone());
+        }
         let mut queues = Vec::with_capacity(self.addresses.len());
         let mut tasks = Vec::new();
         for shard in 0..self.addresses.len() {
-            let (rd, wr) = self.runtime.block_on(self.connect(shard, &hello))?;
+            let (rd, wr) = self.runtime.block_on(self.connect(shard, &hello)).inspect_err(|e| {
+                // A keeper that refuses a rank tells every joined worker why itself.
+                if matches!(e, Error::Mismatch(_)) {
+                    self.refused.store(true, Ordering::Release);
+                }
+            })?;
             let (tx, rx) = mpsc::unbounded_channel();
-            queues.push(Some(tx));
+            if shard == 0 {
+                // Status goes on the socket even to this process's own keeper
+                // (control frames do); it ends with the queue at leave.
+                self.runtime.spawn(reporter(tx.clone(), self.stats.clone(), self.opts.heartbeat));
+            }
+            match self.local_keeper.as_ref().filter(|_| shard == self.rank) {
+                Some(k) => {
+                    let (ltx, lrx) = mpsc::unbounded_channel();
+                    tasks.push(self.runtime.spawn(apply_local(k.clone(), self.rank, lrx, tx)));
+                    queues.push(Some(Route::InProcess(ltx)));
+                }
+                None => queues.push(Some(Route::Socket(tx))),
+            }
             tasks.push(self.runtime.spawn(writer(wr, rx, self.opts.heartbeat)));
-            let (address, opts, inbox, closing) =
-                (self.addresses[shard].clone(), self.opts.clone(), inbox.clone(), self.closing.clone());
-            tasks.push(self.runtime.spawn(reader(rd, shard, address, opts, inbox, closing)));
+            let (address, opts, inbox, closing, drain) = (
+                self.addresses[shard].clone(),
+                self.opts.clone(),
+                inbox.clone(),
+                self.closing.clone(),
+                self.drain.clone(),
+            );
+            tasks.push(self.runtime.spawn(reader(rd, shard, address, opts, inbox, closing, drain)));
         }
         *self.queues.lock() = queues;
         self.tasks.lock().extend(tasks);
+        self.joined.store(true, Ordering::Release);
         Ok(())
     }
 
@@ -218,19 +376,30 @@ impl Transport for NetTransport {
             clock: batch.clock,
             has_deltas: batch.deltas.is_some(),
         };
-        q.send(Outgoing::new(Body::Update(header), batch.deltas))
-            .map_err(|_| lost(shard, &self.addresses[shard], "connection to the keeper is closed"))
+        if q.send(header, batch.deltas) {
+            Ok(())
+        } else {
+            Err(lost(shard, &self.addresses[shard], "connection to the keeper is closed"))
+        }
     }
 
     fn push_only_queues(&self) -> bool {
         true
     }
 
+    fn attach_stats(&self, stats: StatsSource) {
+        *self.stats.lock() = Some(stats);
+    }
+
+    fn drain_requested(&self) -> bool {
+        self.drain.load(Ordering::Acquire)
+    }
+
     fn leave(&self) {
         self.closing.store(true, Ordering::Release);
         let queues: Vec<_> = self.queues.lock().drain(..).collect();
         for q in queues.iter().flatten() {
-            let _ = q.send(Outgoing::new(Body::Leave(Leave { rank: self.rank as u32 }), None));
+            q.forward(Outgoing::new(Body::Leave(Leave { rank: self.rank as u32 }), None));
         }
         drop(queues);
         // Writers flush the leave and close; readers then see the keeper close.

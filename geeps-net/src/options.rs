@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use geeps_core::{Error, Result};
 
+use crate::tls::TlsFiles;
+
 /// Options of a networked cluster member: start from
 /// [`NetOptions::default`] and change what differs (fields may be added in a
 /// minor release).
@@ -46,6 +48,14 @@ pub struct NetOptions {
     /// Connections accepted but not yet through the handshake, per keeper or
     /// rendezvous; more are closed at once (and logged once).
     pub max_pending_connections: usize,
+    /// TLS for keeper connections (mutual, against the cluster's CA): needs
+    /// the `tls` feature; `GEEPS_TLS_CERT`, `GEEPS_TLS_KEY` and
+    /// `GEEPS_TLS_CA` set it. Give every rank the same choice.
+    pub tls: Option<TlsFiles>,
+    /// Where rank 0 serves the admin endpoint (`host:port`, or a port on
+    /// 127.0.0.1): gRPC status and drain; needs the `admin` feature.
+    /// `GEEPS_ADMIN` sets it. Other ranks ignore it.
+    pub admin: Option<String>,
 }
 
 impl Default for NetOptions {
@@ -60,7 +70,18 @@ impl Default for NetOptions {
             handshake_timeout: Duration::from_secs(5),
             max_handshake_bytes: 64 << 10,
             max_pending_connections: 64,
+            tls: None,
+            admin: None,
         }
+    }
+}
+
+/// An admin listen address as given (`host:port`), or a bare port on loopback.
+pub(crate) fn admin_listen(given: &str) -> String {
+    if given.parse::<u16>().is_ok() {
+        format!("127.0.0.1:{given}")
+    } else {
+        given.to_string()
     }
 }
 
@@ -119,6 +140,18 @@ impl NetOptions {
         self
     }
 
+    /// Sets [`NetOptions::tls`]: keeper connections use TLS with these files.
+    pub fn with_tls(mut self, files: TlsFiles) -> Self {
+        self.tls = Some(files);
+        self
+    }
+
+    /// Sets [`NetOptions::admin`]: rank 0 serves the admin endpoint there.
+    pub fn with_admin(mut self, listen: impl Into<String>) -> Self {
+        self.admin = Some(listen.into());
+        self
+    }
+
     /// Checks that the options can work together: every duration that
     /// bounds a wait is non-zero, and a healthy idle peer (one heartbeat
     /// every `heartbeat`) is never taken for lost.
@@ -168,8 +201,9 @@ impl NetOptions {
     }
 
     /// Applies the environment's overrides: `GEEPS_TOKEN`,
-    /// `GEEPS_HEARTBEAT_MS`, `GEEPS_PEER_TIMEOUT_MS` (`env` looks a variable
-    /// up). An unparsable value is an error naming the variable.
+    /// `GEEPS_HEARTBEAT_MS`, `GEEPS_PEER_TIMEOUT_MS`, `GEEPS_ADMIN`, and `GEEPS_TLS_CERT`,
+    /// `GEEPS_TLS_KEY`, `GEEPS_TLS_CA` (all three or none) (`env` looks a
+    /// variable up). An unparsable value is an error naming the variable.
     pub(crate) fn with_env(mut self, env: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
         if let Some(token) = env("GEEPS_TOKEN") {
             self.token = token;
@@ -187,6 +221,27 @@ impl NetOptions {
         }
         if let Some(d) = millis("GEEPS_PEER_TIMEOUT_MS")? {
             self.peer_timeout = d;
+        }
+        if let Some(admin) = env("GEEPS_ADMIN") {
+            self.admin = Some(admin);
+        }
+        match (env("GEEPS_TLS_CERT"), env("GEEPS_TLS_KEY"), env("GEEPS_TLS_CA")) {
+            (None, None, None) => {}
+            (Some(cert), Some(key), Some(ca)) => self.tls = Some(TlsFiles::new(cert, key, ca)),
+            (cert, key, ca) => {
+                let missing: Vec<&str> = [("GEEPS_TLS_CERT", cert), ("GEEPS_TLS_KEY", key), ("GEEPS_TLS_CA", ca)]
+                    .into_iter()
+                    .filter(|(_, v)| v.is_none())
+                    .map(|(k, _)| k)
+                    .collect();
+                return Err(Error::InvalidConfig {
+                    field: "tls",
+                    reason: format!(
+                        "TLS needs GEEPS_TLS_CERT, GEEPS_TLS_KEY and GEEPS_TLS_CA; {} unset",
+                        missing.join(", ")
+                    ),
+                });
+            }
         }
         Ok(self)
     }
@@ -221,6 +276,16 @@ mod tests {
         assert_eq!((o.heartbeat, o.peer_timeout), (Duration::from_secs(1), Duration::from_secs(30)));
         let e = NetOptions::default().with_env(&env_of(&[("GEEPS_HEARTBEAT_MS", "1s")])).unwrap_err();
         assert!(matches!(e, Error::InvalidConfig { field: "GEEPS_HEARTBEAT_MS", .. }), "{e}");
+    }
+
+    #[test]
+    fn environment_sets_tls_files_all_three_or_none() {
+        let o = NetOptions::default()
+            .with_env(&env_of(&[("GEEPS_TLS_CERT", "c.pem"), ("GEEPS_TLS_KEY", "k.pem"), ("GEEPS_TLS_CA", "ca.pem")]))
+            .unwrap();
+        assert_eq!(o.tls, Some(TlsFiles::new("c.pem", "k.pem", "ca.pem")));
+        let e = NetOptions::default().with_env(&env_of(&[("GEEPS_TLS_CERT", "c.pem")])).unwrap_err().to_string();
+        assert!(e.contains("GEEPS_TLS_KEY, GEEPS_TLS_CA unset"), "{e}");
     }
 
     #[test]

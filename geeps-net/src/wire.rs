@@ -3,14 +3,14 @@
 //! protocol's schema; bump `PROTOCOL_VERSION` when they change meaning.
 
 /// Checked at join: a worker and a keeper of different versions refuse each other.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Header {
     /// Bytes of raw payload following the header.
     #[prost(uint64, tag = "1")]
     pub payload_len: u64,
-    #[prost(oneof = "Body", tags = "2, 3, 4, 5, 6, 7, 8, 9, 10, 11")]
+    #[prost(oneof = "Body", tags = "2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13")]
     pub body: Option<Body>,
 }
 
@@ -36,6 +36,10 @@ pub enum Body {
     Register(Register),
     #[prost(message, tag = "11")]
     Roster(Roster),
+    #[prost(message, tag = "12")]
+    Status(WorkerStatus),
+    #[prost(message, tag = "13")]
+    Drain(Drain),
 }
 
 /// A worker's first frame to a keeper.
@@ -131,6 +135,29 @@ pub struct Failure {
 /// Keeps an idle connection alive; its absence for the peer timeout means the peer is lost.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Ping {}
+
+/// Worker to keeper 0, once a heartbeat interval: what the admin endpoint
+/// reports about this rank.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct WorkerStatus {
+    #[prost(double, tag = "1")]
+    pub wall_seconds: f64,
+    #[prost(double, tag = "2")]
+    pub blocked_seconds: f64,
+    #[prost(double, tag = "3")]
+    pub stall_fraction: f64,
+    #[prost(uint64, tag = "4")]
+    pub bytes_host_to_device: u64,
+    #[prost(uint64, tag = "5")]
+    pub bytes_device_to_host: u64,
+    #[prost(uint64, tag = "6")]
+    pub slow_path_calls: u64,
+}
+
+/// Keeper to worker: an operator asked the cluster to drain (stop at the
+/// next clock boundary).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Drain {}
 
 /// Rendezvous: a rank announces where its keeper listens.
 #[derive(Clone, PartialEq, prost::Message)]

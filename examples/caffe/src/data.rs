@@ -1,8 +1,8 @@
-//! Training and test images for the `Data` layer: IDX files (the MNIST and
-//! Fashion-MNIST format, gzipped or not) named by a path prefix, each
-//! worker's slice of them, and filling a batch with Caffe's transform
-//! (`(pixel − mean) × scale`). It owns file formats and which image comes
-//! next; it must never know about layers or geeps.
+//! Training and test images for the `Data` layer: an LMDB of Datums (a
+//! directory), or IDX files (the MNIST and Fashion-MNIST format, gzipped or
+//! not) named by a path prefix; each worker's slice of them, and filling a
+//! batch through Caffe's transform. It owns which source a path is and
+//! which image comes next; it must never know about layers or geeps.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex};
 use flate2::read::GzDecoder;
 
 use crate::error::{Error, Result};
+use crate::lmdb_data::LmdbData;
 use crate::proto::net::DataConf;
+use crate::transform::{Pixels, TransformConf};
 
 /// Images (one channel, row-major bytes) with their labels.
 #[derive(Debug)]
@@ -76,6 +78,103 @@ impl Dataset {
     }
 }
 
+/// The class count a net scores, which every label must stay below.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabelLimit {
+    pub classes: usize,
+    /// The loss or accuracy layer that sets it.
+    pub layer: String,
+}
+
+/// A Data layer's records.
+#[derive(Debug)]
+pub enum Source {
+    /// IDX images and labels, held in memory.
+    Idx(Dataset),
+    /// An LMDB of Datums, read batch by batch.
+    Lmdb(LmdbData),
+}
+
+impl Source {
+    /// A directory is an LMDB (a LevelDB is refused, saying to convert);
+    /// anything else is an IDX prefix.
+    pub fn open(path: &Path) -> Result<Source> {
+        if path.is_dir() {
+            Ok(Source::Lmdb(LmdbData::open(path)?))
+        } else {
+            Ok(Source::Idx(Dataset::load(path)?))
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Source::Idx(d) => d.len(),
+            Source::Lmdb(d) => d.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Highest label + 1, where known without reading every record (an
+    /// LMDB's labels are checked batch by batch instead).
+    pub fn classes(&self) -> Option<usize> {
+        match self {
+            Source::Idx(d) => Some(d.classes()),
+            Source::Lmdb(_) => None,
+        }
+    }
+
+    /// Where the records come from, for messages.
+    pub fn path(&self) -> &Path {
+        match self {
+            Source::Idx(d) => &d.source,
+            Source::Lmdb(d) => d.reader.path(),
+        }
+    }
+
+    /// (channels, height, width) of one image after `t`.
+    pub fn image_shape(&self, t: &TransformConf) -> Result<(usize, usize, usize)> {
+        match self {
+            Source::Idx(d) => t.output_shape(1, d.height, d.width).map_err(|e| Error::file(&d.source, e)),
+            Source::Lmdb(d) => d.output_shape(t),
+        }
+    }
+
+    /// Writes records `indices`, transformed by `t`, into `data` and their
+    /// labels into `label`; TRAIN randomness (crops, mirrors) comes from
+    /// `seed`. An LMDB's labels are checked against `limit`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn fill(
+        &self,
+        indices: &[usize],
+        t: &TransformConf,
+        train: bool,
+        seed: u64,
+        limit: Option<&LabelLimit>,
+        data: &mut [f32],
+        label: &mut [f32],
+    ) -> Result<()> {
+        match self {
+            Source::Lmdb(d) => d.fill(indices, t, train, seed, limit, data, label),
+            Source::Idx(d) => {
+                let (c, h, w) = self.image_shape(t)?;
+                let per = c * h * w;
+                let n = d.image_len();
+                let mut rng = rand::SeedableRng::seed_from_u64(seed);
+                let rng: &mut rand::rngs::StdRng = &mut rng;
+                for (k, &i) in indices.iter().enumerate() {
+                    let px = Pixels::Bytes(&d.pixels[i * n..(i + 1) * n]);
+                    t.apply(px, 1, d.height, d.width, train, rng, &mut data[k * per..(k + 1) * per]);
+                    label[k] = f32::from(d.labels[i]);
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 /// The file for `kind`, gzipped or not.
 fn find(prefix: &Path, kind: &str) -> Result<PathBuf> {
     let base = format!("{}-{kind}", prefix.display());
@@ -94,7 +193,7 @@ fn find(prefix: &Path, kind: &str) -> Result<PathBuf> {
 }
 
 /// Reads an IDX file of unsigned bytes with `rank` dimensions.
-fn read_idx(path: &Path, rank: usize) -> Result<(Vec<usize>, Vec<u8>)> {
+pub(crate) fn read_idx(path: &Path, rank: usize) -> Result<(Vec<usize>, Vec<u8>)> {
     let file = File::open(path).map_err(|e| Error::file(path, format!("cannot open: {e}")))?;
     let mut bytes = Vec::new();
     let gz = path.extension().is_some_and(|e| e == "gz");
@@ -120,18 +219,18 @@ fn read_idx(path: &Path, rank: usize) -> Result<(Vec<usize>, Vec<u8>)> {
 /// Datasets already loaded by this process, shared by its workers.
 #[derive(Default, Clone)]
 pub struct DataCache {
-    loaded: Arc<Mutex<HashMap<PathBuf, Arc<Dataset>>>>,
+    loaded: Arc<Mutex<HashMap<PathBuf, Arc<Source>>>>,
 }
 
 impl DataCache {
     /// The dataset a Data layer names, loaded once per process.
-    pub fn get(&self, conf: &DataConf) -> Result<Arc<Dataset>> {
+    pub fn get(&self, conf: &DataConf) -> Result<Arc<Source>> {
         let prefix = resolve_source(conf);
         let mut loaded = self.loaded.lock().map_err(|_| Error::config("a worker panicked while loading data"))?;
         if let Some(d) = loaded.get(&prefix) {
             return Ok(d.clone());
         }
-        let d = Arc::new(Dataset::load(&prefix)?);
+        let d = Arc::new(Source::open(&prefix)?);
         loaded.insert(prefix, d.clone());
         Ok(d)
     }
@@ -140,7 +239,7 @@ impl DataCache {
 /// The source prefix against the current directory, else the net file's.
 pub fn resolve_source(conf: &DataConf) -> PathBuf {
     let direct = Path::new(&conf.source);
-    let exists = |p: &Path| find(p, "labels-idx1-ubyte").is_ok();
+    let exists = |p: &Path| p.is_dir() || find(p, "labels-idx1-ubyte").is_ok();
     if direct.is_absolute() || exists(direct) {
         return direct.to_path_buf();
     }

@@ -16,10 +16,15 @@
 
 pub mod blas;
 pub mod cluster;
+pub mod convert;
 pub mod data;
+pub mod datum;
 pub mod error;
 pub mod layers;
+pub mod lmdb;
+pub mod lmdb_data;
 pub mod net;
+pub mod net_state;
 pub mod params;
 pub mod plain;
 pub mod plot;
@@ -27,7 +32,9 @@ pub mod proto;
 pub mod ps;
 pub mod report;
 pub mod solver;
+pub mod splits;
 pub mod timing;
 pub mod train;
+pub mod transform;
 
 pub use error::{Error, Result};

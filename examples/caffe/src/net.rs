@@ -6,12 +6,15 @@
 //! It must never own blob memory.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use crate::data::{DataCache, Dataset};
+use crate::data::{DataCache, LabelLimit, Source};
 use crate::error::{Error, Result};
+use crate::layers::split::Split;
 use crate::layers::{self, count, Backward, Forward, Layer, ParamBlob, Shape};
-use crate::proto::net::{DataConf, LayerKind, NetParam, ParamSpec, Phase};
+use crate::proto::net::{DataConf, LayerKind, LayerParam, NetParam, ParamSpec, Phase};
+use crate::splits;
+use crate::transform::{Mean, TransformConf};
 
 #[derive(Debug, Clone)]
 pub struct Blob {
@@ -30,7 +33,11 @@ impl Blob {
 /// The data source of a Data layer.
 pub struct DataSource {
     pub conf: DataConf,
-    pub set: Arc<Dataset>,
+    pub set: Arc<Source>,
+    /// Caffe's transform of each image (from `transform_param`).
+    pub transform: TransformConf,
+    /// The class count labels must stay below, once `Net::check_labels` ran.
+    pub label_limit: OnceLock<LabelLimit>,
 }
 
 pub struct NetLayer {
@@ -98,10 +105,17 @@ impl Net {
         let mut by_name: HashMap<String, usize> = HashMap::new();
         let mut layers: Vec<NetLayer> = Vec::new();
         let mut batch = None;
-        for lp in param.layers.iter().filter(|l| l.phases.admits(phase)) {
-            let name = &lp.name;
+        let admitted: Vec<&LayerParam> = param.layers.iter().filter(|l| l.phases.admits(phase)).collect();
+        let wiring: Vec<_> = admitted.iter().map(|l| (l.name.as_str(), &l.bottoms[..], &l.tops[..])).collect();
+        for pl in splits::insert(&wiring) {
+            let lp = admitted[pl.layer];
+            let name = &pl.name;
+            let type_name = if pl.split.is_some() { "Split" } else { lp.kind.type_name() };
+            // An inserted Split has no settings of its own.
+            let (lp_params, lp_loss_weight): (&[ParamSpec], &[f32]) =
+                if pl.split.is_some() { (&[], &[]) } else { (&lp.params, &lp.loss_weight) };
             let mut bottoms = Vec::new();
-            for b in &lp.bottoms {
+            for b in &pl.bottoms {
                 match by_name.get(b) {
                     Some(&i) => bottoms.push(i),
                     None => {
@@ -117,9 +131,16 @@ impl Net {
                 }
             }
             let bottom_shapes: Vec<Shape> = bottoms.iter().map(|&b| blobs[b].shape.clone()).collect();
-            let (compute, data, top_shapes) = match &lp.kind {
-                LayerKind::Data(conf) => {
-                    if !bottoms.is_empty() || lp.tops.len() != 2 {
+            let (compute, data, top_shapes) = match (&lp.kind, pl.split) {
+                (_, Some(n)) => {
+                    let l: Box<dyn Layer> = Box::new(
+                        Split::new(n, &bottom_shapes[0]).map_err(|e| at(param, lp.line, format!("`{name}`: {e}")))?,
+                    );
+                    let shapes = l.top_shapes();
+                    (Some(l), None, shapes)
+                }
+                (LayerKind::Data(conf), None) => {
+                    if !bottoms.is_empty() || pl.tops.len() != 2 {
                         return Err(at(
                             param,
                             lp.line,
@@ -127,7 +148,11 @@ impl Net {
                         ));
                     }
                     let set = cache.get(conf).map_err(|e| at(param, lp.line, format!("layer `{name}`: {e}")))?;
-                    let shapes = vec![vec![conf.batch_size, 1, set.height, set.width], vec![conf.batch_size]];
+                    let mean = if conf.mean_value == 0.0 { Mean::None } else { Mean::Values(vec![conf.mean_value]) };
+                    let transform = TransformConf { scale: conf.scale, mean, ..TransformConf::default() };
+                    let (c, h, w) =
+                        set.image_shape(&transform).map_err(|e| at(param, lp.line, format!("layer `{name}`: {e}")))?;
+                    let shapes = vec![vec![conf.batch_size, c, h, w], vec![conf.batch_size]];
                     match batch {
                         None => batch = Some(conf.batch_size),
                         Some(b) if b != conf.batch_size => {
@@ -135,23 +160,27 @@ impl Net {
                         }
                         Some(_) => {}
                     }
-                    (None, Some(DataSource { conf: conf.clone(), set }), shapes)
+                    (
+                        None,
+                        Some(DataSource { conf: conf.clone(), set, transform, label_limit: OnceLock::new() }),
+                        shapes,
+                    )
                 }
-                kind => {
+                (kind, None) => {
                     let l = layers::build(kind, &bottom_shapes)
                         .map_err(|e| at(param, lp.line, format!("{} layer `{name}`: {e}", kind.type_name())))?;
                     let shapes = l.top_shapes();
                     (Some(l), None, shapes)
                 }
             };
-            if top_shapes.len() != lp.tops.len() {
+            if top_shapes.len() != pl.tops.len() {
                 return Err(at(
                     param,
                     lp.line,
                     format!(
                         "layer `{name}` has {} top(s); a {} layer makes {}",
-                        lp.tops.len(),
-                        lp.kind.type_name(),
+                        pl.tops.len(),
+                        type_name,
                         top_shapes.len()
                     ),
                 ));
@@ -159,17 +188,27 @@ impl Net {
             let elementwise = compute.as_ref().is_some_and(|c| c.elementwise());
             let mut in_place = false;
             let mut tops = Vec::new();
-            for (t, shape) in lp.tops.iter().zip(top_shapes) {
+            for (t, shape) in pl.tops.iter().zip(top_shapes) {
                 match by_name.get(t) {
-                    Some(&i) if lp.bottoms.len() == 1 && &lp.bottoms[0] == t && elementwise => {
+                    Some(&i) if pl.bottoms.len() == 1 && &pl.bottoms[0] == t && elementwise => {
                         in_place = true;
                         tops.push(i);
+                    }
+                    Some(_) if pl.bottoms.contains(t) => {
+                        return Err(at(
+                            param,
+                            lp.line,
+                            format!("layer `{name}` ({}) cannot run in place on `{t}`", type_name),
+                        ))
                     }
                     Some(_) if lp.bottoms.contains(t) => {
                         return Err(at(
                             param,
                             lp.line,
-                            format!("layer `{name}` ({}) cannot run in place on `{t}`", lp.kind.type_name()),
+                            format!(
+                                "layer `{name}` works in place on `{t}`, which an earlier layer also reads; \
+                                 give its top a new name"
+                            ),
                         ))
                     }
                     Some(_) => {
@@ -187,21 +226,21 @@ impl Net {
                 }
             }
             let params = compute.as_ref().map(|c| c.param_blobs()).unwrap_or_default();
-            if lp.params.len() > params.len() {
+            if lp_params.len() > params.len() {
                 return Err(at(
                     param,
                     lp.line,
                     format!(
                         "layer `{name}` has {} `param` blocks but only {} parameter blob(s)",
-                        lp.params.len(),
+                        lp_params.len(),
                         params.len()
                     ),
                 ));
             }
             let specs: Vec<ParamSpec> =
-                (0..params.len()).map(|i| lp.params.get(i).copied().unwrap_or_default()).collect();
+                (0..params.len()).map(|i| lp_params.get(i).copied().unwrap_or_default()).collect();
             let is_loss = compute.as_ref().is_some_and(|c| c.is_loss());
-            let loss_weight = match (lp.loss_weight.as_slice(), is_loss) {
+            let loss_weight = match (lp_loss_weight, is_loss) {
                 ([], true) => 1.0,
                 ([w], true) => *w,
                 ([], false) => 0.0,
@@ -219,7 +258,7 @@ impl Net {
             let n = bottoms.len();
             layers.push(NetLayer {
                 name: name.clone(),
-                type_name: lp.kind.type_name(),
+                type_name,
                 compute,
                 data,
                 bottoms,
@@ -249,7 +288,7 @@ impl Net {
             return Err(at(param, 1, format!("the {} net has nothing to compute", phase.name())));
         }
         let mut net = Net { name: param.name.clone(), phase, blobs, layers, batch, outputs: Vec::new() };
-        net.plan_backward(param)?;
+        net.plan_backward();
         net.plan_io();
         net.outputs = (0..net.blobs.len())
             .filter(|&b| {
@@ -263,11 +302,15 @@ impl Net {
 
     /// Caffe's rules: a layer needs backward if it has learnable parameters
     /// or a bottom that needs it, and runs it only if it contributes to a loss.
-    fn plan_backward(&mut self, param: &NetParam) -> Result<()> {
+    /// Every blob has one reader (Split layers copy shared ones), so each
+    /// gradient has one writer.
+    fn plan_backward(&mut self) {
         let mut blob_needs = vec![false; self.blobs.len()];
         let mut needs = vec![false; self.layers.len()];
         for (i, l) in self.layers.iter().enumerate() {
-            let learns = l.specs.iter().any(|s| s.lr_mult != 0.0);
+            // Running statistics (BatchNorm) change in backward, like weights.
+            let learns = l.specs.iter().any(|s| s.lr_mult != 0.0)
+                || l.compute.as_ref().is_some_and(|c| c.param_grad_is_update());
             needs[i] = l.compute.is_some() && (learns || l.bottoms.iter().any(|&b| blob_needs[b]));
             for &t in &l.tops {
                 blob_needs[t] = blob_needs[t] || needs[i];
@@ -285,36 +328,20 @@ impl Net {
                 }
             }
         }
-        let mut writers = vec![0usize; self.blobs.len()];
         for (i, l) in self.layers.iter_mut().enumerate() {
             l.backward = needs[i] && contributes[i];
             for (k, &b) in l.bottoms.iter().enumerate() {
                 l.propagate[k] = l.backward && blob_needs[b];
                 if l.propagate[k] {
                     self.blobs[b].needs_diff = true;
-                    if !l.in_place {
-                        writers[b] += 1;
-                    }
                 }
             }
         }
-        if let Some(b) = writers.iter().position(|&w| w > 1) {
-            let line = self.layers.iter().find(|l| l.bottoms.contains(&b)).map_or(1, |l| l.line);
-            return Err(at(
-                param,
-                line,
-                format!(
-                    "blob `{}` feeds {} layers that send gradients back; caffe-geeps does not insert Split layers, \
-                     so give each its own copy",
-                    self.blobs[b].name, writers[b]
-                ),
-            ));
-        }
-        Ok(())
     }
 
     /// Which blobs each layer reads and writes, in forward and backward.
     fn plan_io(&mut self) {
+        let blobs = &self.blobs;
         for l in &mut self.layers {
             if l.in_place {
                 l.fwd_inout.push(l.tops[0]);
@@ -346,7 +373,9 @@ impl Net {
                 continue;
             }
             if reads.top_diffs || c.elementwise() {
-                for &t in &l.tops {
+                // A top no layer sends a gradient to has none (a Split copy
+                // feeding a branch outside every loss): the layer reads it as empty.
+                for &t in l.tops.iter().filter(|&&t| blobs[t].needs_diff) {
                     push_unique(&mut l.bwd_diff_in, t);
                 }
             }
@@ -363,23 +392,38 @@ impl Net {
     }
 
     /// The largest class count any loss or accuracy layer accepts, so labels
-    /// can be checked against it before training.
+    /// can be checked against it: before training where the data's labels
+    /// are known, else (an LMDB) by every batch.
     pub fn check_labels(&self) -> Result<()> {
         let data = self.layers.iter().find_map(|l| l.data.as_ref().map(|d| (l, d)));
         let Some((dl, src)) = data else { return Ok(()) };
         let classes = src.set.classes();
-        let label_blob = dl.tops[1];
-        for l in &self.layers {
-            if l.bottoms.get(1) == Some(&label_blob) {
+        // The label blob and the copies Split layers make of it.
+        let mut labels = vec![dl.tops[1]];
+        for l in self.layers.iter().filter(|l| l.type_name == "Split") {
+            if labels.contains(&l.bottoms[0]) {
+                labels.extend(&l.tops);
+            }
+        }
+        for l in self.layers.iter().filter(|l| l.type_name != "Split") {
+            if l.bottoms.get(1).is_some_and(|b| labels.contains(b)) {
                 let scores = &self.blobs[l.bottoms[0]];
                 let c = scores.count() / self.batch;
-                if classes > c {
-                    return Err(Error::config(format!(
-                        "{}: labels go up to {} but layer `{}` scores only {c} classes; raise the last num_output",
-                        src.set.source.display(),
-                        classes - 1,
-                        l.name
-                    )));
+                match classes {
+                    Some(classes) if classes > c => {
+                        return Err(Error::config(format!(
+                            "{}: labels go up to {} but layer `{}` scores only {c} classes; raise the last num_output",
+                            src.set.path().display(),
+                            classes - 1,
+                            l.name
+                        )))
+                    }
+                    // Unknown up front (an LMDB): every batch checks its labels.
+                    _ => {
+                        if src.label_limit.get().is_none_or(|lim| c < lim.classes) {
+                            let _ = src.label_limit.set(LabelLimit { classes: c, layer: l.name.clone() });
+                        }
+                    }
                 }
             }
         }
@@ -439,6 +483,10 @@ pub fn backward_layer(net: &Net, li: usize, params: &[f32], mut io: Io<'_>, aux:
         .map(|(k, &b)| if reads.bottoms.get(k).copied().unwrap_or(false) { get(&io.data_in, b) } else { &[] })
         .collect();
     let tops: Vec<&[f32]> = if reads.tops { l.tops.iter().map(|&t| get(&io.data_in, t)).collect() } else { Vec::new() };
+    // An elementwise layer finds its top gradient where it writes the
+    // bottom's; when the bottom wants none, it gets a scratch copy (it may
+    // still need the gradient for its parameters).
+    let mut scratch = Vec::new();
     let mut bottom_diffs: Vec<&mut [f32]> = l
         .bottoms
         .iter()
@@ -446,9 +494,15 @@ pub fn backward_layer(net: &Net, li: usize, params: &[f32], mut io: Io<'_>, aux:
         .map(|(k, &b)| if l.propagate[k] { take(&mut io.diff_out, b) } else { &mut [] })
         .collect();
     let top_diffs: Vec<&[f32]> = if c.elementwise() {
-        if !l.in_place && !bottom_diffs[0].is_empty() {
+        if !l.in_place {
             let n = net.blobs[l.tops[0]].count();
-            bottom_diffs[0][..n].copy_from_slice(&get(&io.diff_in, l.tops[0])[..n]);
+            let dy = &get(&io.diff_in, l.tops[0])[..n];
+            if bottom_diffs[0].is_empty() {
+                scratch.extend_from_slice(dy);
+                bottom_diffs[0] = &mut scratch;
+            } else {
+                bottom_diffs[0][..n].copy_from_slice(dy);
+            }
         }
         Vec::new()
     } else if reads.top_diffs {

@@ -39,24 +39,32 @@ impl<'n> Plain<'n> {
     /// Forward over the whole net. `params[l]` holds layer l's parameters
     /// (empty for layers without). Returns the scalar outputs, in
     /// `net.outputs` order.
-    pub fn forward(&mut self, params: &[&[f32]], train: bool, seed: u64) -> Vec<f32> {
+    pub fn forward(&mut self, params: &[&[f32]], train: bool, seed: u64) -> Result<Vec<f32>> {
         for (li, p) in params.iter().enumerate().take(self.net.layers.len()) {
-            self.forward_one(li, p, train, seed);
+            self.forward_one(li, p, train, seed)?;
         }
-        self.outputs()
+        Ok(self.outputs())
     }
 
     /// Forward of layer `li` alone (Data layers read their next batch).
-    pub fn forward_one(&mut self, li: usize, params: &[f32], train: bool, seed: u64) {
+    pub fn forward_one(&mut self, li: usize, params: &[f32], train: bool, seed: u64) -> Result<()> {
         let net = self.net;
         let l = &net.layers[li];
         if let Some(src) = &l.data {
             let idx = self.cursors[li].as_mut().map(|c| c.take(net.batch)).unwrap_or_default();
             let [d, lab] = [l.tops[0], l.tops[1]];
             let mut label = std::mem::take(&mut self.data[lab]);
-            src.set.fill(&idx, src.conf.scale, src.conf.mean_value, &mut self.data[d], &mut label);
+            let filled = src.set.fill(
+                &idx,
+                &src.transform,
+                train,
+                layer_seed(seed, li),
+                src.label_limit.get(),
+                &mut self.data[d],
+                &mut label,
+            );
             self.data[lab] = label;
-            return;
+            return filled;
         }
         let mut outs: Vec<(usize, Vec<f32>)> =
             l.fwd_out.iter().chain(&l.fwd_inout).map(|&b| (b, std::mem::take(&mut self.data[b]))).collect();
@@ -69,6 +77,7 @@ impl<'n> Plain<'n> {
         for (b, v) in outs {
             self.data[b] = v;
         }
+        Ok(())
     }
 
     /// The scalar outputs of the last forward.
@@ -111,7 +120,7 @@ pub fn evaluate(net: &Net, params: &[&[f32]], iterations: u64) -> Result<Vec<(St
     let mut plain = Plain::new(net, 0, 1)?;
     let mut sums = vec![0.0f64; net.outputs.len()];
     for i in 0..iterations {
-        for (s, v) in sums.iter_mut().zip(plain.forward(params, false, i)) {
+        for (s, v) in sums.iter_mut().zip(plain.forward(params, false, i)?) {
             *s += f64::from(v);
         }
     }

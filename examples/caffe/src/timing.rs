@@ -38,13 +38,13 @@ pub fn time(model: &Path, iterations: u32) -> Result<Timing> {
     let (mut fwd, mut bwd) = (vec![Duration::ZERO; n], vec![Duration::ZERO; n]);
     let iterations = iterations.max(1);
     // One untimed pass warms caches and rayon's threads.
-    plain.forward(&views, true, 0);
+    plain.forward(&views, true, 0)?;
     plain.backward(&views, &mut grads);
     let start = Instant::now();
     for it in 0..iterations {
         for li in 0..n {
             let t = Instant::now();
-            plain.forward_one(li, views[li], true, u64::from(it));
+            plain.forward_one(li, views[li], true, u64::from(it))?;
             fwd[li] += t.elapsed();
         }
         for li in (0..n).rev() {

@@ -396,7 +396,7 @@ fn run_test(
     let mut sums = vec![0.0f32; net.outputs.len()];
     let mut plain = Plain::new(net, rank, sh.world)?;
     for i in 0..mine {
-        for (s, v) in sums.iter_mut().zip(plain.forward(&views, false, iter ^ i)) {
+        for (s, v) in sums.iter_mut().zip(plain.forward(&views, false, iter ^ i)?) {
             *s += v;
         }
     }

@@ -2,6 +2,17 @@
 //! the bottom gradients and the parameter gradients, on random inputs
 //! chosen away from kinks (ReLU at 0, ties in max pooling).
 
+use geeps_caffe::layers::batch_norm::{BatchNorm, BatchNormConf};
+use geeps_caffe::layers::concat::Concat;
+use geeps_caffe::layers::conv::{Conv, ConvSpec};
+use geeps_caffe::layers::eltwise::{Eltwise, EltwiseOp};
+use geeps_caffe::layers::lrn::{Lrn, LrnConf, NormRegion};
+use geeps_caffe::layers::power::{Power, PowerConf};
+use geeps_caffe::layers::prelu::PRelu;
+use geeps_caffe::layers::reshape::Reshape;
+use geeps_caffe::layers::scale::{Scale, ScaleConf};
+use geeps_caffe::layers::softmax::Softmax;
+use geeps_caffe::layers::split::Split;
 use geeps_caffe::layers::{self, count, Backward, Forward, Layer, Shape};
 use geeps_caffe::proto::net::{
     ConvConf, Filler, InnerProductConf, LayerKind, Normalization, PoolConf, PoolMethod, VarianceNorm,
@@ -89,38 +100,60 @@ fn check(kind: LayerKind, shapes: &[Shape], labels: Option<usize>) {
     let l = layers::build(&kind, shapes).unwrap();
     let mut bottoms: Vec<Vec<f32>> = shapes.iter().map(|s| random(&mut rng, count(s))).collect();
     if matches!(kind, LayerKind::Pooling(_)) {
-        // Distinct values 0.05 apart: no perturbation changes which one is the max.
-        use rand::seq::SliceRandom;
-        let n = bottoms[0].len();
-        let mut v: Vec<f32> = (0..n).map(|i| i as f32 * 0.05 - n as f32 * 0.025).collect();
-        v.shuffle(&mut rng);
-        bottoms[0] = v;
+        bottoms[0] = distinct(&mut rng, bottoms[0].len());
     }
     if let Some(c) = labels {
         bottoms[1] = (0..count(&shapes[1])).map(|_| rng.gen_range(0..c) as f32).collect();
     }
-    let n_params: usize = l.param_blobs().iter().map(|p| count(&p.shape)).sum();
-    let mut params: Vec<f32> = random(&mut rng, n_params).iter().map(|v| v * 0.5).collect();
-    let r: Vec<Vec<f32>> = l.top_shapes().iter().map(|s| random(&mut rng, count(s))).collect();
-    let (dx, grad) = analytic(l.as_ref(), &params, &bottoms, &r);
     let differentiable = if labels.is_some() { 1 } else { bottoms.len() };
+    check_layer(l.as_ref(), bottoms, differentiable, None);
+}
+
+/// Distinct values 0.05 apart, shuffled: no perturbation changes which one is a max.
+fn distinct(rng: &mut StdRng, n: usize) -> Vec<f32> {
+    use rand::seq::SliceRandom;
+    let mut v: Vec<f32> = (0..n).map(|i| i as f32 * 0.05 - n as f32 * 0.025).collect();
+    v.shuffle(rng);
+    v
+}
+
+/// Checks `l` on random bottoms of its shapes (gradients of every bottom and parameter).
+fn check_built(l: &dyn Layer, shapes: &[Shape]) {
+    let mut rng = StdRng::seed_from_u64(7);
+    let bottoms = shapes.iter().map(|s| random(&mut rng, count(s))).collect();
+    check_layer(l, bottoms, shapes.len(), None);
+}
+
+/// Compares `l`'s backward with finite differences for the first
+/// `differentiable` bottoms and, unless its parameters are statistics, its
+/// parameters (random, or `params` when given).
+fn check_layer(l: &dyn Layer, mut bottoms: Vec<Vec<f32>>, differentiable: usize, params: Option<Vec<f32>>) {
+    let mut rng = StdRng::seed_from_u64(43);
+    let n_params: usize = l.param_blobs().iter().map(|p| count(&p.shape)).sum();
+    let mut params = params.unwrap_or_else(|| random(&mut rng, n_params).iter().map(|v| v * 0.5).collect());
+    assert_eq!(params.len(), n_params);
+    let r: Vec<Vec<f32>> = l.top_shapes().iter().map(|s| random(&mut rng, count(s))).collect();
+    let (dx, grad) = analytic(l, &params, &bottoms, &r);
     for b in 0..differentiable {
         for i in 0..bottoms[b].len() {
             let keep = bottoms[b][i];
             bottoms[b][i] = keep + EPS;
-            let up = objective(l.as_ref(), &params, &bottoms, &r);
+            let up = objective(l, &params, &bottoms, &r);
             bottoms[b][i] = keep - EPS;
-            let down = objective(l.as_ref(), &params, &bottoms, &r);
+            let down = objective(l, &params, &bottoms, &r);
             bottoms[b][i] = keep;
             close(&format!("{} bottom {b}", l.type_name()), i, dx[b][i], (up - down) / (2.0 * f64::from(EPS)));
         }
     }
+    if l.param_grad_is_update() {
+        return;
+    }
     for i in 0..params.len() {
         let keep = params[i];
         params[i] = keep + EPS;
-        let up = objective(l.as_ref(), &params, &bottoms, &r);
+        let up = objective(l, &params, &bottoms, &r);
         params[i] = keep - EPS;
-        let down = objective(l.as_ref(), &params, &bottoms, &r);
+        let down = objective(l, &params, &bottoms, &r);
         params[i] = keep;
         close(&format!("{} param", l.type_name()), i, grad[i], (up - down) / (2.0 * f64::from(EPS)));
     }
@@ -199,4 +232,125 @@ fn accuracy_counts_ties_against() {
     });
     // Right, tied (wrong, as in Caffe), right.
     assert!((top[0] - 2.0 / 3.0).abs() < 1e-6, "{}", top[0]);
+}
+
+#[test]
+fn grouped_dilated_convolution_without_bias() {
+    let spec = ConvSpec {
+        num_output: 4,
+        kernel: (3, 2),
+        stride: (1, 2),
+        pad: (1, 0),
+        dilation: (2, 1),
+        group: 2,
+        bias_term: false,
+        weight_filler: xavier(),
+        bias_filler: Filler::Constant(0.0),
+    };
+    let shape = vec![2, 4, 6, 5];
+    let l = Conv::new(&spec, &shape).unwrap();
+    assert_eq!(l.param_blobs().len(), 1, "bias_term: false has no bias blob");
+    assert_eq!(l.param_blobs()[0].shape, vec![4, 2, 3, 2]);
+    check_built(&l, &[shape]);
+    let biased = ConvSpec { group: 4, dilation: (1, 2), stride: (1, 1), bias_term: true, ..spec };
+    check_built(&Conv::new(&biased, &vec![1, 4, 4, 5]).unwrap(), &[vec![1, 4, 4, 5]]);
+}
+
+#[test]
+fn inner_product_without_bias() {
+    let conf = InnerProductConf { num_output: 3, bias_term: false, weight_filler: xavier(), bias_filler: xavier() };
+    let l = layers::build(&LayerKind::InnerProduct(conf.clone()), &[vec![4, 5]]).unwrap();
+    assert_eq!(l.param_blobs().len(), 1);
+    check(LayerKind::InnerProduct(conf), &[vec![4, 5]], None);
+}
+
+#[test]
+fn lrn_across_and_within_channels() {
+    let across = LrnConf { local_size: 3, alpha: 2.0, beta: 0.75, k: 1.5, region: NormRegion::AcrossChannels };
+    check_built(&Lrn::new(across, &vec![2, 5, 2, 3]).unwrap(), &[vec![2, 5, 2, 3]]);
+    let wide = LrnConf { local_size: 5, ..LrnConf::default() };
+    check_built(&Lrn::new(wide, &vec![1, 7, 2, 2]).unwrap(), &[vec![1, 7, 2, 2]]);
+    let within = LrnConf { local_size: 3, alpha: 3.0, beta: 0.75, k: 1.0, region: NormRegion::WithinChannel };
+    check_built(&Lrn::new(within, &vec![2, 2, 4, 5]).unwrap(), &[vec![2, 2, 4, 5]]);
+}
+
+#[test]
+fn concat_on_any_axis() {
+    let shapes = [vec![2, 1, 3], vec![2, 3, 3], vec![2, 2, 3]];
+    check_built(&Concat::new(1, &shapes).unwrap(), &shapes);
+    let shapes = [vec![1, 2, 3], vec![3, 2, 3]];
+    check_built(&Concat::new(0, &shapes).unwrap(), &shapes);
+    let shapes = [vec![2, 2, 1], vec![2, 2, 4]];
+    check_built(&Concat::new(-1, &shapes).unwrap(), &shapes);
+}
+
+#[test]
+fn split_sums_its_gradients() {
+    check_built(&Split::new(3, &vec![2, 3]).unwrap(), &[vec![2, 3]]);
+}
+
+#[test]
+fn eltwise_sum_prod_max() {
+    let shapes = [vec![2, 3, 2], vec![2, 3, 2], vec![2, 3, 2]];
+    check_built(&Eltwise::new(EltwiseOp::Sum(vec![0.5, -2.0, 1.5]), &shapes).unwrap(), &shapes);
+    check_built(&Eltwise::new(EltwiseOp::Sum(vec![]), &shapes).unwrap(), &shapes);
+    check_built(&Eltwise::new(EltwiseOp::Prod, &shapes).unwrap(), &shapes);
+    // Distinct values across all bottoms: no perturbation changes the winner.
+    let mut rng = StdRng::seed_from_u64(5);
+    let all = distinct(&mut rng, 36);
+    let bottoms = all.chunks(12).map(|c| c.to_vec()).collect();
+    check_layer(&Eltwise::new(EltwiseOp::Max, &shapes).unwrap(), bottoms, 3, None);
+}
+
+#[test]
+fn flatten_and_reshape() {
+    check_built(&Reshape::flatten(1, -1, &vec![2, 3, 2, 2]).unwrap(), &[vec![2, 3, 2, 2]]);
+    check_built(&Reshape::new(&[0, -1, 2], 0, -1, &vec![2, 3, 4]).unwrap(), &[vec![2, 3, 4]]);
+}
+
+#[test]
+fn softmax_along_an_axis() {
+    check_built(&Softmax::new(1, &vec![2, 4, 3]).unwrap(), &[vec![2, 4, 3]]);
+    check_built(&Softmax::new(-1, &vec![3, 5]).unwrap(), &[vec![3, 5]]);
+}
+
+#[test]
+fn batch_norm_with_batch_and_global_statistics() {
+    let shape = vec![3, 2, 2, 2];
+    check_built(&BatchNorm::new(BatchNormConf::for_phase(true), &shape).unwrap(), std::slice::from_ref(&shape));
+    let flat = vec![5, 3];
+    check_built(&BatchNorm::new(BatchNormConf::for_phase(true), &flat).unwrap(), std::slice::from_ref(&flat));
+    // Global statistics: mean (0.2, −0.1) and variance (0.5, 2) stored times the factor 2.
+    let global = BatchNorm::new(BatchNormConf::for_phase(false), &shape).unwrap();
+    let mut rng = StdRng::seed_from_u64(9);
+    let x = random(&mut rng, count(&shape));
+    check_layer(&global, vec![x], 1, Some(vec![0.4, -0.2, 1.0, 4.0, 2.0]));
+}
+
+#[test]
+fn scale_with_and_without_bias() {
+    let conf = ScaleConf { bias_term: true, ..ScaleConf::default() };
+    check_built(&Scale::new(conf, &vec![2, 3, 2, 2]).unwrap(), &[vec![2, 3, 2, 2]]);
+    let two_axes = ScaleConf { num_axes: 2, ..ScaleConf::default() };
+    check_built(&Scale::new(two_axes, &vec![2, 3, 2, 2]).unwrap(), &[vec![2, 3, 2, 2]]);
+    let scalar = ScaleConf { axis: 0, num_axes: 0, bias_term: true, ..ScaleConf::default() };
+    check_built(&Scale::new(scalar, &vec![4, 3]).unwrap(), &[vec![4, 3]]);
+}
+
+#[test]
+fn prelu_per_channel_and_shared() {
+    let shape = vec![2, 3, 2, 2];
+    check_built(&PRelu::new(false, Filler::Constant(0.25), &shape).unwrap(), std::slice::from_ref(&shape));
+    check_built(&PRelu::new(true, Filler::Constant(0.25), &shape).unwrap(), &[shape]);
+}
+
+#[test]
+fn power() {
+    for conf in [
+        PowerConf { power: 2.0, scale: 0.5, shift: 1.5 },
+        PowerConf { power: 1.0, scale: -3.0, shift: 0.5 },
+        PowerConf { power: 0.5, scale: 0.25, shift: 2.0 },
+    ] {
+        check_built(&Power::new(conf, &vec![3, 4]), &[vec![3, 4]]);
+    }
 }

@@ -37,7 +37,7 @@ fn reference(solver: &SolverParam) -> (Vec<Vec<f32>>, Vec<f32>) {
                 views[lp.layer] = v;
                 grads[lp.layer] = vec![0.0; lp.len];
             }
-            let out = plain.forward(&views, true, iteration_seed(seed, 0, iter));
+            let out = plain.forward(&views, true, iteration_seed(seed, 0, iter)).unwrap();
             plain.backward(&views, &mut grads);
             out
         };
@@ -92,6 +92,38 @@ fn one_bsp_worker_matches_training_without_geeps() {
     let ps = PsOptions { device_memory: 1 << 20, ..PsOptions::default() };
     let report = train(&solver, &quiet(ps), &Cluster::in_process(1).unwrap()).unwrap();
     assert_close(&report.final_params, &want, "geeps with a 1 MiB device budget");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_net_with_split_blobs_trains_through_geeps_as_on_plain_memory() {
+    // pool1 feeds two branches and the label two losses: Split layers copy
+    // them, and their gradients meet in the Split's backward.
+    let net = format!(
+        r#"name: "branches"
+layer {{ name: "d" type: "Data" top: "data" top: "label"
+  transform_param {{ scale: 0.00390625 }} data_param {{ source: "{src}" batch_size: 8 }} }}
+layer {{ name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+  convolution_param {{ num_output: 4 kernel_size: 5 stride: 2 weight_filler {{ type: "xavier" }} }} }}
+layer {{ name: "pool1" type: "Pooling" bottom: "conv1" top: "pool1" pooling_param {{ pool: MAX kernel_size: 2 stride: 2 }} }}
+layer {{ name: "ip2" type: "InnerProduct" bottom: "pool1" top: "ip2"
+  inner_product_param {{ num_output: 10 weight_filler {{ type: "xavier" }} }} }}
+layer {{ name: "ip3" type: "InnerProduct" bottom: "pool1" top: "ip3"
+  inner_product_param {{ num_output: 10 weight_filler {{ type: "xavier" }} }} }}
+layer {{ name: "loss" type: "SoftmaxWithLoss" bottom: "ip2" bottom: "label" top: "loss" }}
+layer {{ name: "loss3" type: "SoftmaxWithLoss" bottom: "ip3" bottom: "label" top: "loss3" loss_weight: 0.5 }}
+"#,
+        src = common::data("train")
+    );
+    let dir = common::scratch("split-net");
+    let path = common::write(&dir, &net, &common::solver("net.prototxt", 6, 0, 0, ""));
+    let solver = SolverParam::load(&path).unwrap();
+    let (built, _) = build_nets(&solver, &DataCache::default()).unwrap();
+    let splits: Vec<_> = built.layers.iter().filter(|l| l.type_name == "Split").map(|l| l.name.as_str()).collect();
+    assert_eq!(splits, ["label_d_1_split", "pool1_pool1_0_split"]);
+    let (want, _) = reference(&solver);
+    let report = train(&solver, &quiet(PsOptions::default()), &Cluster::in_process(1).unwrap()).unwrap();
+    assert_close(&report.final_params, &want, "geeps with Split layers");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -267,9 +267,21 @@ pub(crate) fn apply_update(sh: &Shared, plan: &AccessPlan, acq: &Acquired, stagi
         let Some(parts) = sh.stores.params[table].as_ref() else { continue };
         let p = &parts[part];
         let mut st = p.state.lock();
+        // A recycled accumulator holds old deltas: an update of every row of
+        // the partition (keys are distinct) overwrites them all; any other
+        // first update starts from zeros.
+        let op = match st.accum_stale {
+            true if g.region_pairs.len() * w == st.accum.len() => RowOp::ScatterAssign,
+            true => {
+                st.accum.fill(0.0);
+                RowOp::ScatterAdd
+            }
+            false => RowOp::ScatterAdd,
+        };
+        st.accum_stale = false;
         // SAFETY: region pairs index the dense partition accumulator and the
         // buffer; the lock makes the accumulator ours.
-        unsafe { run_row_kernel(RowOp::ScatterAdd, &g.region_pairs, st.accum.as_mut_ptr(), src, w) };
+        unsafe { run_row_kernel(op, &g.region_pairs, st.accum.as_mut_ptr(), src, w) };
         st.dirty = true;
         if sh.config.read_my_writes {
             if let (Some(ix), Some(dev)) = (&g.device_index, p.device.ptr) {
@@ -329,7 +341,8 @@ pub(crate) fn end_clock(sh: &Shared, table: usize, clock: u64) -> Vec<UpdateBatc
             let mut st = p.state.lock();
             let deltas = if st.dirty {
                 // The accumulator itself becomes the message: no copy.
-                let fresh = p.accumulators.take(st.accum.len());
+                let (fresh, stale) = p.accumulators.take(st.accum.len());
+                st.accum_stale = stale;
                 let bytes = p.accumulators.message(std::mem::replace(&mut st.accum, fresh));
                 if sh.config.read_my_writes {
                     st.inflight.push_back((clock, bytes.clone()));

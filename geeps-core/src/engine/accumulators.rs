@@ -1,10 +1,12 @@
 //! Recycled update accumulators. At each clock a partition's accumulator
-//! becomes the outgoing message, and a zeroed one takes its place. Taking a
+//! becomes the outgoing message, and another takes its place. Taking a
 //! fresh allocation every clock costs page faults to fill it and an unmap
 //! (with a TLB shootdown across the process's threads) to free it; instead,
 //! a message's accumulator comes back here when its last holder (the
-//! transport, the read-my-writes in-flight list) drops it, is zeroed by that
-//! holder, and is handed out at a later clock.
+//! transport, the read-my-writes in-flight list) drops it, and is handed out
+//! at a later clock as it is, not zeroed: the clock's first update assigns
+//! it when it covers the whole partition (the common case), and zeroes it
+//! first only when it does not.
 //!
 //! It owns only spare vectors; it never decides when a clock ends.
 
@@ -18,18 +20,19 @@ use crate::transport::float_bytes;
 /// Accumulators kept per partition; more in flight are simply freed.
 const KEEP: usize = 2;
 
-/// Spare zeroed accumulators of one partition.
+/// Spare accumulators of one partition (holding old deltas).
 #[derive(Default)]
 pub(crate) struct Accumulators {
     spares: Arc<Mutex<Vec<Vec<f32>>>>,
 }
 
 impl Accumulators {
-    /// A zeroed accumulator of `len` floats.
-    pub(crate) fn take(&self, len: usize) -> Vec<f32> {
+    /// An accumulator of `len` floats, and whether it holds stale values
+    /// (a recycled one) rather than zeros (a fresh one).
+    pub(crate) fn take(&self, len: usize) -> (Vec<f32>, bool) {
         match self.spares.lock().pop() {
-            Some(v) if v.len() == len => v,
-            _ => vec![0.0; len],
+            Some(v) if v.len() == len => (v, true),
+            _ => (vec![0.0; len], false),
         }
     }
 
@@ -58,16 +61,9 @@ impl AsRef<[u8]> for Recycled {
 
 impl Drop for Recycled {
     fn drop(&mut self) {
-        if self.home.lock().len() >= KEEP {
-            return;
-        }
-        let mut values = std::mem::take(&mut self.values);
-        // Zeroed here, on the thread that let go of the message, not on the
-        // thread that ends the next clock.
-        values.fill(0.0);
         let mut spares = self.home.lock();
         if spares.len() < KEEP {
-            spares.push(values);
+            spares.push(std::mem::take(&mut self.values));
         }
     }
 }
@@ -77,9 +73,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn accumulators_come_back_zeroed_once_every_holder_drops() {
+    fn accumulators_come_back_once_every_holder_drops() {
         let acc = Accumulators::default();
-        let mut v = acc.take(4);
+        let (mut v, stale) = acc.take(4);
+        assert!(!stale, "a fresh accumulator is zeroed");
+        assert_eq!(v, vec![0.0; 4]);
         v.copy_from_slice(&[1.0, 2.0, 3.0, 4.0]);
         let ptr = v.as_ptr();
         let msg = acc.message(v);
@@ -87,16 +85,17 @@ mod tests {
         drop(msg);
         assert_eq!(&held[..4], &1.0f32.to_le_bytes());
         // Still held: the next accumulator is a new one.
-        let other = acc.take(4);
+        let (other, _) = acc.take(4);
         assert_ne!(other.as_ptr(), ptr);
         drop(held);
-        let again = acc.take(4);
-        assert_eq!(again, vec![0.0; 4]);
+        let (again, stale) = acc.take(4);
+        assert!(stale, "a recycled accumulator is handed out as it is");
+        assert_eq!(again, vec![1.0, 2.0, 3.0, 4.0]);
         if cfg!(target_endian = "little") {
             assert_eq!(again.as_ptr(), ptr, "the message's accumulator is reused");
         }
         // A spare of another length is not handed out.
         drop(acc.message(again));
-        assert_eq!(acc.take(8).len(), 8);
+        assert_eq!(acc.take(8), (vec![0.0; 8], false));
     }
 }

@@ -235,6 +235,13 @@ impl Geeps {
         Ok(self.app.lock().clocks[table.0 as usize])
     }
 
+    /// Whether an operator asked the cluster to drain (geeps-net's admin
+    /// endpoint): stop at the next clock boundary, after saving what must
+    /// survive (a checkpoint, a snapshot). Always false in process.
+    pub fn drain_requested(&self) -> bool {
+        self.transport.drain_requested()
+    }
+
     /// This worker's clock: the lowest clock of its parameter tables (all
     /// equal when it only calls `clock`); 0 without parameter tables.
     pub fn current_clock(&self) -> u64 {

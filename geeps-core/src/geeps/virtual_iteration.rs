@@ -197,6 +197,10 @@ impl Geeps {
             Ok((shared, plan)) => {
                 self.spawn(shared.clone(), pull_rx).map_err(|e| (e, Recorder::default(), Vec::new()))?;
                 shared.stats.reset();
+                // A weak reference: the transport must not keep a shut-down instance alive.
+                let weak = Arc::downgrade(&shared);
+                self.transport
+                    .attach_stats(Arc::new(move || weak.upgrade().map(|s| s.stats.snapshot()).unwrap_or_default()));
                 tracing::info!(rank = self.rank(), "geeps placement plan:\n{plan}");
                 let _ = self.running.set(Running { shared, plan });
                 Ok(())

@@ -83,7 +83,20 @@ pub trait Transport: Send + Sync {
     }
     /// Leaves the cluster: this worker no longer holds back the data age.
     fn leave(&self);
+    /// Gives the transport a way to read this worker's statistics, for a
+    /// cluster that reports on itself (geeps-net's admin endpoint). The
+    /// instance calls it once it runs; by default it is ignored.
+    fn attach_stats(&self, _stats: StatsSource) {}
+    /// Whether an operator asked the cluster to drain: every worker should
+    /// stop at its next clock boundary (after a checkpoint, if it keeps
+    /// them). By default never.
+    fn drain_requested(&self) -> bool {
+        false
+    }
 }
+
+/// Reads a worker's statistics as of now (see [`Transport::attach_stats`]).
+pub type StatsSource = std::sync::Arc<dyn Fn() -> crate::Stats + Send + Sync>;
 
 /// Checks that a payload holds exactly `floats` floats.
 pub(crate) fn check_payload(bytes: &[u8], floats: usize) -> Result<()> {

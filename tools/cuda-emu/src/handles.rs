@@ -1,5 +1,5 @@
 //! Registries that turn driver objects (contexts, streams, events, modules,
-//! functions) into opaque handle values: a kind tag, a slot index and a
+//! functions, cuBLAS handles) into opaque handle values: a kind tag, a slot index and a
 //! generation counter, so a destroyed or foreign handle is detected and
 //! answered with an error, never dereferenced. The values are non-canonical
 //! addresses (tag in the top byte), so a caller that dereferences one faults.
@@ -16,6 +16,7 @@ pub enum Kind {
     Event = 0xC3,
     Module = 0xC4,
     Function = 0xC5,
+    Blas = 0xC6,
 }
 
 struct Slot<T> {

@@ -16,6 +16,8 @@
 //!   sources are staged at the call;
 //! - kernels run in the ptoxide PTX interpreter, or natively for geeps' row
 //!   kernels (`GEEPS_CUDA_EMU_KERNELS=native`);
+//! - cuBLAS's sgemm, strided-batched sgemm and sgemv (the same library
+//!   answers as `libcublas.so`), computed on the CPU as stream operations;
 //! - stale handles, freed pointers and out-of-bounds copies are refused with
 //!   the driver's codes; faults of queued work are sticky.
 //!
@@ -23,6 +25,7 @@
 //! directly. See `docs/gpu.md`, "The emulated driver".
 
 pub mod abi;
+mod blas;
 pub mod config;
 mod context;
 mod event;

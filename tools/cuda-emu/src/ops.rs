@@ -1,5 +1,5 @@
 //! The operations a stream runs: copies between host and device memory,
-//! device-to-device copies, memsets, kernel launches and waits on another
+//! device-to-device copies, memsets, kernel launches, cuBLAS products and waits on another
 //! stream. Each holds what it touches (allocations, pinned blocks, the host
 //! bytes staged from pageable memory), so freeing either side while the
 //! operation is queued cannot make it touch freed storage. Must never be run
@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use crate::blas::Gemm;
 use crate::launch::Launch;
 use crate::memory::Span;
 use crate::pinned::PinnedBlock;
@@ -51,6 +52,8 @@ pub enum Op {
         width: usize,
     },
     Launch(Box<Launch>),
+    /// A cuBLAS product.
+    Gemm(Box<Gemm>),
     /// Waits until another stream has completed operation `seq`.
     Wait {
         progress: Arc<Progress>,
@@ -81,6 +84,7 @@ impl Op {
                 format!("a memset of {} bytes at {:#x}", dst.len, dst.alloc.base + dst.offset as u64)
             }
             Op::Launch(l) => format!("kernel `{}`", l.name()),
+            Op::Gemm(g) => g.describe(),
             Op::Wait { .. } => "a wait for another stream".into(),
         }
     }
@@ -139,6 +143,7 @@ impl Op {
                 }
             }
             Op::Launch(launch) => launch.run()?,
+            Op::Gemm(gemm) => gemm.run(),
             Op::Wait { progress, seq } => progress.wait_for(seq),
         }
         Ok(())

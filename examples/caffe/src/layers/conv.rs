@@ -1,35 +1,96 @@
-//! Convolution (Caffe's `Convolution` layer, group 1): im2col + GEMM per
-//! image, images spread over rayon's threads, weight gradients summed per
-//! thread then reduced. It owns the conv math; it must never allocate per
-//! image (scratch is per thread).
+//! Convolution (Caffe's `Convolution` layer, with `group`, `dilation` and
+//! an optional bias): im2col + GEMM per image, one GEMM per channel group,
+//! images spread over rayon's threads, weight gradients summed per thread
+//! then reduced. It owns the conv math; it must never allocate per image
+//! (scratch is per thread).
 
 use rayon::prelude::*;
 
 use crate::blas::gemm;
 use crate::layers::im2col::{col2im, im2col, Geometry};
-use crate::layers::{Backward, Forward, Layer, ParamBlob, Reads, Shape};
+use crate::layers::{Backward, Filler, Forward, Layer, ParamBlob, Reads, Shape};
 use crate::proto::net::ConvConf;
 
+/// Everything a convolution is built from (Caffe's `convolution_param`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConvSpec {
+    pub num_output: usize,
+    pub kernel: (usize, usize),
+    pub stride: (usize, usize),
+    pub pad: (usize, usize),
+    pub dilation: (usize, usize),
+    /// Channel groups: input and output channels split into `group` parts,
+    /// output part g seeing input part g only.
+    pub group: usize,
+    pub bias_term: bool,
+    pub weight_filler: Filler,
+    pub bias_filler: Filler,
+}
+
+impl From<&ConvConf> for ConvSpec {
+    fn from(c: &ConvConf) -> ConvSpec {
+        ConvSpec {
+            num_output: c.num_output,
+            kernel: c.kernel,
+            stride: c.stride,
+            pad: c.pad,
+            dilation: (1, 1),
+            group: 1,
+            bias_term: c.bias_term,
+            weight_filler: c.weight_filler.clone(),
+            bias_filler: c.bias_filler.clone(),
+        }
+    }
+}
+
+#[derive(Debug)]
 pub struct Conv {
-    conf: ConvConf,
+    conf: ConvSpec,
     num: usize,
     g: Geometry,
 }
 
 impl Conv {
-    pub fn new(conf: &ConvConf, bottom: &Shape) -> Result<Conv, String> {
+    pub fn new(conf: &ConvSpec, bottom: &Shape) -> Result<Conv, String> {
         let [num, channels, height, width] = bottom[..] else {
             return Err(format!("needs a 4-D bottom (num, channels, height, width), got {bottom:?}"));
         };
         let (kh, kw) = conf.kernel;
-        if height + 2 * conf.pad.0 < kh || width + 2 * conf.pad.1 < kw {
-            return Err(format!("kernel {kh}x{kw} is larger than the padded {height}x{width} input"));
+        let (dh, dw) = conf.dilation;
+        if kh == 0 || kw == 0 || dh == 0 || dw == 0 || conf.stride.0 == 0 || conf.stride.1 == 0 {
+            return Err("kernel size, stride and dilation must be at least 1".into());
         }
-        let out_h = (height + 2 * conf.pad.0 - kh) / conf.stride.0 + 1;
-        let out_w = (width + 2 * conf.pad.1 - kw) / conf.stride.1 + 1;
-        let g =
-            Geometry { channels, height, width, kernel: conf.kernel, stride: conf.stride, pad: conf.pad, out_h, out_w };
+        let group = conf.group;
+        if group == 0 || channels % group != 0 || conf.num_output % group != 0 {
+            return Err(format!(
+                "group {group} must divide both the {channels} input channels and num_output {}",
+                conf.num_output
+            ));
+        }
+        // The span a dilated kernel covers.
+        let (eh, ew) = (dh * (kh - 1) + 1, dw * (kw - 1) + 1);
+        if height + 2 * conf.pad.0 < eh || width + 2 * conf.pad.1 < ew {
+            return Err(format!("kernel spanning {eh}x{ew} is larger than the padded {height}x{width} input"));
+        }
+        let out_h = (height + 2 * conf.pad.0 - eh) / conf.stride.0 + 1;
+        let out_w = (width + 2 * conf.pad.1 - ew) / conf.stride.1 + 1;
+        let g = Geometry {
+            channels,
+            height,
+            width,
+            kernel: conf.kernel,
+            stride: conf.stride,
+            pad: conf.pad,
+            dilation: conf.dilation,
+            out_h,
+            out_w,
+        };
         Ok(Conv { conf: conf.clone(), num, g })
+    }
+
+    /// (output channels, column rows) of one channel group.
+    fn per_group(&self) -> (usize, usize) {
+        (self.conf.num_output / self.conf.group, self.g.col_rows() / self.conf.group)
     }
 
     /// Images per GEMM: enough output columns (about 1024) to keep the
@@ -40,7 +101,7 @@ impl Conv {
     }
 
     fn weights_len(&self) -> usize {
-        self.conf.num_output * self.g.col_rows()
+        self.conf.num_output * self.per_group().1
     }
 }
 
@@ -56,7 +117,7 @@ impl Layer for Conv {
     fn param_blobs(&self) -> Vec<ParamBlob> {
         let (kh, kw) = self.conf.kernel;
         let mut p = vec![ParamBlob {
-            shape: vec![self.conf.num_output, self.g.channels, kh, kw],
+            shape: vec![self.conf.num_output, self.g.channels / self.conf.group, kh, kw],
             filler: self.conf.weight_filler.clone(),
         }];
         if self.conf.bias_term {
@@ -85,8 +146,12 @@ impl Layer for Conv {
                     let i = gi * group + j;
                     im2col(&g, &x[i * image..(i + 1) * image], &mut col[j * p..], ld);
                 }
-                // One product for the whole group: Y (o × n·p) = W · col.
-                gemm(false, false, o, ld, k, 1.0, w, &col[..k * ld], 0.0, &mut yg[..o * ld]);
+                // One product per channel group for all n images: Y_g (og × n·p) = W_g · col_g.
+                let (og, kg) = self.per_group();
+                for gr in 0..self.conf.group {
+                    let (wg, cg) = (&w[gr * og * kg..], &col[gr * kg * ld..(gr + 1) * kg * ld]);
+                    gemm(false, false, og, ld, kg, 1.0, wg, cg, 0.0, &mut yg[gr * og * ld..(gr + 1) * og * ld]);
+                }
                 for j in 0..n {
                     for c in 0..o {
                         let dst = &mut y[(j * o + c) * p..(j * o + c + 1) * p];
@@ -135,16 +200,36 @@ impl Layer for Conv {
                             dyg[c * ld + j * p..c * ld + (j + 1) * p].copy_from_slice(src);
                         }
                     }
-                    // dW = dY · colᵀ over the whole group.
-                    gemm(false, true, o, k, ld, 1.0, &dyg[..o * ld], &col[..k * ld], 0.0, &mut acc[..wl]);
+                    // dW_g = dY_g · col_gᵀ over the whole group of images.
+                    let (og, kg) = self.per_group();
+                    for gr in 0..self.conf.group {
+                        let (dyr, cr) =
+                            (&dyg[gr * og * ld..(gr + 1) * og * ld], &col[gr * kg * ld..(gr + 1) * kg * ld]);
+                        gemm(false, true, og, kg, ld, 1.0, dyr, cr, 0.0, &mut acc[gr * og * kg..(gr + 1) * og * kg]);
+                    }
                     if bias {
                         for (db, row) in acc[wl..].iter_mut().zip(dyg[..o * ld].chunks_exact(ld)) {
                             *db = row.iter().sum::<f32>();
                         }
                     }
                     if let Some(dxg) = dxg {
-                        // dcol = Wᵀ · dY, then back to images.
-                        gemm(true, false, k, ld, o, 1.0, w, &dyg[..o * ld], 0.0, &mut col[..k * ld]);
+                        // dcol_g = W_gᵀ · dY_g, then back to images.
+                        for gr in 0..self.conf.group {
+                            let (wg, dyr) =
+                                (&w[gr * og * kg..(gr + 1) * og * kg], &dyg[gr * og * ld..(gr + 1) * og * ld]);
+                            gemm(
+                                true,
+                                false,
+                                kg,
+                                ld,
+                                og,
+                                1.0,
+                                wg,
+                                dyr,
+                                0.0,
+                                &mut col[gr * kg * ld..(gr + 1) * kg * ld],
+                            );
+                        }
                         for (j, dxi) in dxg.chunks_mut(image).enumerate() {
                             dxi.fill(0.0);
                             col2im(&g, &col[j * p..], ld, dxi);

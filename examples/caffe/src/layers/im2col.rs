@@ -1,6 +1,7 @@
 //! im2col and col2im for one image (Caffe's layout): a C×H×W image becomes a
-//! (C·kh·kw) × (OH·OW) matrix so a convolution is one GEMM. It owns the
-//! index arithmetic and zero padding; it must never allocate.
+//! (C·kh·kw) × (OH·OW) matrix so a convolution is one GEMM; kernel taps are
+//! `dilation` pixels apart. It owns the index arithmetic and zero padding;
+//! it must never allocate.
 
 /// Geometry of a 2-D convolution or pooling window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -11,6 +12,8 @@ pub struct Geometry {
     pub kernel: (usize, usize),
     pub stride: (usize, usize),
     pub pad: (usize, usize),
+    /// Distance between kernel taps (1: adjacent).
+    pub dilation: (usize, usize),
     pub out_h: usize,
     pub out_w: usize,
 }
@@ -28,7 +31,7 @@ impl Geometry {
 
     /// A 1×1 kernel with stride 1 and no pad: the image is its own column matrix.
     pub fn is_identity(&self) -> bool {
-        self.kernel == (1, 1) && self.stride == (1, 1) && self.pad == (0, 0)
+        self.kernel == (1, 1) && self.stride == (1, 1) && self.pad == (0, 0) && self.dilation == (1, 1)
     }
 }
 
@@ -44,7 +47,7 @@ pub fn im2col(g: &Geometry, image: &[f32], col: &mut [f32], ld: usize) {
             for kj in 0..kw {
                 let row = &mut col[((c * kh + ki) * kw + kj) * ld..][..cols];
                 for oh in 0..g.out_h {
-                    let h = (oh * g.stride.0 + ki) as isize - g.pad.0 as isize;
+                    let h = (oh * g.stride.0 + ki * g.dilation.0) as isize - g.pad.0 as isize;
                     let out = &mut row[oh * g.out_w..(oh + 1) * g.out_w];
                     if h < 0 || h >= g.height as isize {
                         out.fill(0.0);
@@ -53,11 +56,11 @@ pub fn im2col(g: &Geometry, image: &[f32], col: &mut [f32], ld: usize) {
                     let src = &plane[h as usize * g.width..(h as usize + 1) * g.width];
                     if g.stride.1 == 1 && g.pad.1 == 0 {
                         // The common case: a contiguous run of the row.
-                        out.copy_from_slice(&src[kj..kj + g.out_w]);
+                        out.copy_from_slice(&src[kj * g.dilation.1..kj * g.dilation.1 + g.out_w]);
                         continue;
                     }
                     for (ow, o) in out.iter_mut().enumerate() {
-                        let w = (ow * g.stride.1 + kj) as isize - g.pad.1 as isize;
+                        let w = (ow * g.stride.1 + kj * g.dilation.1) as isize - g.pad.1 as isize;
                         *o = if w < 0 || w >= g.width as isize { 0.0 } else { src[w as usize] };
                     }
                 }
@@ -77,7 +80,7 @@ pub fn col2im(g: &Geometry, col: &[f32], ld: usize, image: &mut [f32]) {
             for kj in 0..kw {
                 let row = &col[((c * kh + ki) * kw + kj) * ld..][..cols];
                 for oh in 0..g.out_h {
-                    let h = (oh * g.stride.0 + ki) as isize - g.pad.0 as isize;
+                    let h = (oh * g.stride.0 + ki * g.dilation.0) as isize - g.pad.0 as isize;
                     if h < 0 || h >= g.height as isize {
                         continue;
                     }
@@ -85,11 +88,14 @@ pub fn col2im(g: &Geometry, col: &[f32], ld: usize, image: &mut [f32]) {
                     let src = &row[oh * g.out_w..(oh + 1) * g.out_w];
                     if g.stride.1 == 1 && g.pad.1 == 0 {
                         // The common case: a contiguous run of the row.
-                        dst[kj..kj + g.out_w].iter_mut().zip(src).for_each(|(d, s)| *d += s);
+                        dst[kj * g.dilation.1..kj * g.dilation.1 + g.out_w]
+                            .iter_mut()
+                            .zip(src)
+                            .for_each(|(d, s)| *d += s);
                         continue;
                     }
                     for (ow, s) in src.iter().enumerate() {
-                        let w = (ow * g.stride.1 + kj) as isize - g.pad.1 as isize;
+                        let w = (ow * g.stride.1 + kj * g.dilation.1) as isize - g.pad.1 as isize;
                         if w >= 0 && w < g.width as isize {
                             dst[w as usize] += s;
                         }
@@ -107,11 +113,11 @@ mod tests {
     #[test]
     fn col2im_is_the_adjoint_of_im2col() {
         // <im2col(x), y> == <x, col2im(y)> for any x, y.
-        for (stride, pad) in [((1, 1), (0, 0)), ((2, 1), (1, 2))] {
+        for (stride, pad, dilation) in [((1, 1), (0, 0), (1, 1)), ((2, 1), (1, 2), (1, 1)), ((1, 2), (1, 0), (2, 2))] {
             let (h, w, k) = (5, 6, (3, 2));
-            let out_h = (h + 2 * pad.0 - k.0) / stride.0 + 1;
-            let out_w = (w + 2 * pad.1 - k.1) / stride.1 + 1;
-            let g = Geometry { channels: 2, height: h, width: w, kernel: k, stride, pad, out_h, out_w };
+            let out_h = (h + 2 * pad.0 - dilation.0 * (k.0 - 1) - 1) / stride.0 + 1;
+            let out_w = (w + 2 * pad.1 - dilation.1 * (k.1 - 1) - 1) / stride.1 + 1;
+            let g = Geometry { channels: 2, height: h, width: w, kernel: k, stride, pad, dilation, out_h, out_w };
             let x: Vec<f32> = (0..2 * h * w).map(|i| (i as f32 * 0.7).sin()).collect();
             let y: Vec<f32> = (0..g.col_rows() * g.col_cols()).map(|i| (i as f32 * 0.3).cos()).collect();
             let mut col = vec![0.0; y.len()];

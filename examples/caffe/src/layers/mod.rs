@@ -6,21 +6,43 @@
 
 pub mod accuracy;
 pub mod activation;
+pub mod batch_norm;
+pub mod concat;
 pub mod conv;
 pub mod dropout;
+pub mod eltwise;
 pub mod filler;
 pub mod im2col;
 pub mod inner_product;
+pub mod input;
+pub mod lrn;
 pub mod pool;
+pub mod power;
+pub mod prelu;
+pub mod reshape;
+pub mod scale;
+pub mod softmax;
 pub mod softmax_loss;
+pub mod spec;
+pub mod split;
 
-use crate::proto::net::{Filler, LayerKind};
+pub use crate::proto::net::Filler;
+use crate::proto::net::LayerKind;
 
 /// A blob's shape: (num, channels, height, width) or (num, features).
 pub type Shape = Vec<usize>;
 
 pub fn count(shape: &[usize]) -> usize {
     shape.iter().product()
+}
+
+/// Caffe's axis index: negative counts from the end (−1 is the last axis).
+pub fn axis_index(axis: i64, axes: usize) -> Result<usize, String> {
+    let n = axes as i64;
+    if axis >= n || axis < -n {
+        return Err(format!("axis {axis} is outside a blob of {axes} axes (use {} to {})", -n, n - 1));
+    }
+    Ok(if axis < 0 { axis + n } else { axis } as usize)
 }
 
 /// A parameter blob of a layer: its shape and how to initialise it.
@@ -96,6 +118,13 @@ pub trait Layer: Send + Sync {
     fn is_loss(&self) -> bool {
         false
     }
+    /// Whether the parameters are running statistics (BatchNorm's), not
+    /// weights: backward then writes into `param_grad` the change to add to
+    /// them (each of N workers adds its change / N, so the shared values
+    /// follow the average), and no solver touches them.
+    fn param_grad_is_update(&self) -> bool {
+        false
+    }
     /// Whether the layer has a backward at all (Accuracy does not).
     fn has_backward(&self) -> bool {
         true
@@ -119,7 +148,7 @@ pub fn build(kind: &LayerKind, bottoms: &[Shape]) -> Result<Box<dyn Layer>, Stri
         LayerKind::Data(_) => return Err("Data layers have no compute".into()),
         LayerKind::Convolution(c) => {
             want(1)?;
-            Box::new(conv::Conv::new(c, &bottoms[0])?)
+            Box::new(conv::Conv::new(&c.into(), &bottoms[0])?)
         }
         LayerKind::Pooling(p) => {
             want(1)?;

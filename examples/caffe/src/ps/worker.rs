@@ -364,7 +364,8 @@ impl<'a> PsWorker<'a> {
                                 label = s;
                             }
                         }
-                        src.set.fill(&idx, src.conf.scale, src.conf.mean_value, data, label);
+                        let seed = crate::plain::layer_seed(seed, li);
+                        src.set.fill(&idx, &src.transform, true, seed, src.label_limit.get(), data, label)?;
                     } else {
                         forward_layer(net, li, w, io, aux, true, crate::plain::layer_seed(seed, li));
                     }
@@ -449,7 +450,10 @@ impl<'a> PsWorker<'a> {
                             None => &mut none,
                         };
                         backward_layer(net, li, w, io, aux, grad);
-                        if let (Some(p), Some(h)) = (params.index_of_layer(li), history_view.as_mut()) {
+                        if l.compute.as_ref().is_some_and(|c| c.param_grad_is_update()) {
+                            // Running statistics: this worker's share of their change.
+                            grad.iter_mut().for_each(|g| *g *= step.scale);
+                        } else if let (Some(p), Some(h)) = (params.index_of_layer(li), history_view.as_mut()) {
                             sgd_delta(&params.layers[p], step, w, grad, &mut h[..l.param_len]);
                         }
                     }

@@ -12,6 +12,7 @@
 
 mod context;
 mod copy;
+mod cublas;
 mod device;
 mod event;
 mod init;
@@ -23,6 +24,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 pub use context::*;
 pub use copy::*;
+pub use cublas::*;
 pub use device::*;
 pub use event::*;
 pub use init::*;

@@ -1,0 +1,80 @@
+//! The sync scenario through the whole engine: one rank per process over
+//! geeps-net on loopback; per clock each rank pre-updates and updates its
+//! whole table (adding `rank + 1` to every value), clocks, then reads it
+//! back under BSP, which waits for every rank's update of the clock. It
+//! owns this loop; it never aggregates times.
+
+use std::time::Instant;
+
+use geeps::{keys, Config, Geeps, Slack, TableId};
+
+use crate::device::BenchDevice;
+use crate::error::{BenchError, Result};
+use crate::ranks::RankEnv;
+use crate::socket_bytes;
+use crate::sync_job::{self, ClockTimes, SyncJob};
+use crate::workload::ROW_WIDTH;
+
+pub const ROLE: &str = "engine-sync";
+
+fn sync_loop(ps: &Geeps, t: TableId, rows: u32, job: &SyncJob, rank: usize, world: usize) -> Result<ClockTimes> {
+    let k = keys(t, 0..rows);
+    let u = ps.virtual_pre_update(&k)?;
+    ps.virtual_update(u)?;
+    ps.virtual_table_clock(t)?;
+    let r = ps.virtual_read(&k, Slack::BSP)?;
+    ps.virtual_post_read(r)?;
+    ps.finish_virtual_iteration()?;
+    let mut seconds = Vec::with_capacity(job.clocks);
+    let mut counter = socket_bytes::Counter::default();
+    for clock in 0..=job.clocks {
+        counter.at_clock(clock, job.clocks);
+        let start = Instant::now();
+        let mut update = ps.pre_update(u)?;
+        // Writing the deltas is the application's work (untimed), as in the ring's run.
+        // On a device the host cannot address (a GPU) the deltas stay the
+        // zeros pre_update hands out, and the sums are not checked here.
+        let fill = Instant::now();
+        let wrote = update.as_mut_slice().map(|d| d.fill((rank + 1) as f32)).is_ok();
+        let untimed = fill.elapsed();
+        update.update()?;
+        ps.table_clock(t)?;
+        let read = ps.read(r)?;
+        let took = start.elapsed().saturating_sub(untimed);
+        if let (true, Ok(values)) = (wrote, read.as_slice()) {
+            sync_job::check("engine", values, sync_job::accumulated(world, clock))?;
+        }
+        read.post()?;
+        if clock > 0 {
+            seconds.push(took.as_secs_f64());
+        }
+    }
+    Ok(ClockTimes { seconds, received_bytes_per_clock: counter.per_clock() })
+}
+
+/// A rank of the sync scenario.
+pub fn rank_main(env: &RankEnv) -> Result<ClockTimes> {
+    let job: SyncJob = env.job()?;
+    let rows = job.bytes / (ROW_WIDTH * 4);
+    if rows == 0 {
+        return Err(BenchError::msg(format!("sync table of {} bytes holds no {ROW_WIDTH}-float row", job.bytes)));
+    }
+    let mut cluster = env.join_cluster()?;
+    let run = || -> Result<ClockTimes> {
+        // Room for the read, the update and their double buffers.
+        let budget = 6 * rows * ROW_WIDTH * 4 + (1 << 20);
+        let mut b = Geeps::builder(Config::default().with_row_width(ROW_WIDTH).with_device_memory(budget));
+        let t = b.parameter_table("w", rows as u32);
+        b.transport(cluster.transport());
+        if let Some(gpu) = BenchDevice::from_env()?.open(budget)? {
+            b.device(gpu);
+        }
+        let ps = b.build()?;
+        let times = sync_loop(&ps, t, rows as u32, &job, env.rank, env.world);
+        ps.shutdown()?;
+        times
+    };
+    let times = run();
+    cluster.shutdown()?;
+    times
+}

@@ -1,0 +1,99 @@
+//! The two halves of a connection to a peer, plain TCP or TLS, as one type
+//! each, so the frame code reads and writes either without knowing which.
+//! Plain TCP keeps tokio's owned halves (no lock between them); a TLS
+//! stream is split through a lock, as rustls needs both directions. Must
+//! never buffer or interpret bytes.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+
+#[cfg(feature = "tls")]
+type TlsStream = tokio_rustls::TlsStream<TcpStream>;
+
+/// What a connection reads from.
+pub(crate) enum ReadSide {
+    Plain(OwnedReadHalf),
+    #[cfg(feature = "tls")]
+    Tls(tokio::io::ReadHalf<TlsStream>),
+}
+
+/// What a connection writes to.
+pub(crate) enum WriteSide {
+    Plain(OwnedWriteHalf),
+    #[cfg(feature = "tls")]
+    Tls(tokio::io::WriteHalf<TlsStream>),
+}
+
+/// A plain TCP connection's halves.
+pub(crate) fn plain(stream: TcpStream) -> (ReadSide, WriteSide) {
+    let (rd, wr) = stream.into_split();
+    (ReadSide::Plain(rd), WriteSide::Plain(wr))
+}
+
+/// A TLS connection's halves.
+#[cfg(feature = "tls")]
+pub(crate) fn tls(stream: TlsStream) -> (ReadSide, WriteSide) {
+    let (rd, wr) = tokio::io::split(stream);
+    (ReadSide::Tls(rd), WriteSide::Tls(wr))
+}
+
+impl AsyncRead for ReadSide {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ReadSide::Plain(r) => Pin::new(r).poll_read(cx, buf),
+            #[cfg(feature = "tls")]
+            ReadSide::Tls(r) => Pin::new(r).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for WriteSide {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            WriteSide::Plain(w) => Pin::new(w).poll_write(cx, buf),
+            #[cfg(feature = "tls")]
+            WriteSide::Tls(w) => Pin::new(w).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            WriteSide::Plain(w) => Pin::new(w).poll_write_vectored(cx, bufs),
+            #[cfg(feature = "tls")]
+            WriteSide::Tls(w) => Pin::new(w).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            WriteSide::Plain(w) => w.is_write_vectored(),
+            #[cfg(feature = "tls")]
+            WriteSide::Tls(w) => w.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            WriteSide::Plain(w) => Pin::new(w).poll_flush(cx),
+            #[cfg(feature = "tls")]
+            WriteSide::Tls(w) => Pin::new(w).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            WriteSide::Plain(w) => Pin::new(w).poll_shutdown(cx),
+            #[cfg(feature = "tls")]
+            WriteSide::Tls(w) => Pin::new(w).poll_shutdown(cx),
+        }
+    }
+}
