@@ -1,6 +1,6 @@
 //! The records of Caffe's databases and mean files: `Datum` (one image,
 //! raw bytes, floats or an encoded JPEG/PNG, with its label) and `BlobProto`
-//! (a mean image), with Caffe's field numbers, through `prost`. It owns
+//! (a mean image), the types generated from `caffe.proto`. It owns
 //! turning records into C×H×W images and back; it must never touch a
 //! database or a transform.
 
@@ -8,48 +8,7 @@ use prost::Message;
 
 use crate::error::{Error, Result};
 
-/// Caffe's `Datum`.
-#[derive(Clone, PartialEq, Message)]
-pub struct Datum {
-    #[prost(int32, optional, tag = "1")]
-    pub channels: Option<i32>,
-    #[prost(int32, optional, tag = "2")]
-    pub height: Option<i32>,
-    #[prost(int32, optional, tag = "3")]
-    pub width: Option<i32>,
-    #[prost(bytes = "vec", optional, tag = "4")]
-    pub data: Option<Vec<u8>>,
-    #[prost(int32, optional, tag = "5")]
-    pub label: Option<i32>,
-    #[prost(float, repeated, packed = "false", tag = "6")]
-    pub float_data: Vec<f32>,
-    #[prost(bool, optional, tag = "7")]
-    pub encoded: Option<bool>,
-}
-
-/// Caffe's `BlobShape`.
-#[derive(Clone, PartialEq, Message)]
-pub struct BlobShape {
-    #[prost(int64, repeated, tag = "1")]
-    pub dim: Vec<i64>,
-}
-
-/// Caffe's `BlobProto` (the fields a mean file uses).
-#[derive(Clone, PartialEq, Message)]
-pub struct BlobProto {
-    #[prost(int32, optional, tag = "1")]
-    pub num: Option<i32>,
-    #[prost(int32, optional, tag = "2")]
-    pub channels: Option<i32>,
-    #[prost(int32, optional, tag = "3")]
-    pub height: Option<i32>,
-    #[prost(int32, optional, tag = "4")]
-    pub width: Option<i32>,
-    #[prost(float, repeated, tag = "5")]
-    pub data: Vec<f32>,
-    #[prost(message, optional, tag = "7")]
-    pub shape: Option<BlobShape>,
-}
+pub use crate::proto::caffe::{BlobProto, BlobShape, Datum};
 
 /// An image's values as a record holds them.
 #[derive(Debug, Clone, PartialEq)]
@@ -142,6 +101,7 @@ pub fn encode_mean(channels: usize, height: usize, width: usize, values: &[f32])
         width: Some(width as i32),
         data: values.to_vec(),
         shape: Some(BlobShape { dim: vec![1, channels as i64, height as i64, width as i64] }),
+        ..BlobProto::default()
     }
     .encode_to_vec()
 }
@@ -213,7 +173,7 @@ mod tests {
             height: Some(1),
             width: Some(2),
             data: vec![1.0, 2.0],
-            shape: None,
+            ..BlobProto::default()
         };
         assert_eq!(decode_mean(&old.encode_to_vec(), p).unwrap(), (1, 1, 2, vec![1.0, 2.0]));
         let bad =

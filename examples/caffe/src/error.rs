@@ -10,6 +10,10 @@ pub enum Error {
     /// A prototxt file that does not parse or does not fit the schema.
     #[error("{}:{line}: {msg}", file.display())]
     Prototxt { file: PathBuf, line: usize, msg: String },
+    /// Several problems in one prototxt file, by line (more: how many past
+    /// the reporting limit were left out).
+    #[error("{}", list_problems(file, problems, *more))]
+    Problems { file: PathBuf, problems: Vec<(usize, String)>, more: usize },
     /// A net or solver that parses but cannot be built or run.
     #[error("{0}")]
     Config(String),
@@ -20,6 +24,14 @@ pub enum Error {
     Geeps(#[from] geeps::Error),
     #[error("worker {rank}: {source}")]
     Worker { rank: usize, source: Box<Error> },
+}
+
+fn list_problems(file: &std::path::Path, problems: &[(usize, String)], more: usize) -> String {
+    let mut out: Vec<String> = problems.iter().map(|(line, msg)| format!("{}:{line}: {msg}", file.display())).collect();
+    if more > 0 {
+        out.push(format!("{}: and {more} more problem(s) past these", file.display()));
+    }
+    out.join("\n")
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

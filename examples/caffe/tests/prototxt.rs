@@ -5,13 +5,14 @@ mod common;
 
 use std::path::Path;
 
-use geeps_caffe::proto::net::{Filler, LayerKind, NetParam, Phase, PoolMethod, VarianceNorm};
+use geeps_caffe::proto::net::{Filler, LayerKind, NetParam, Normalization, Phase, PoolMethod, VarianceNorm};
 use geeps_caffe::proto::solver::{LrPolicy, SolverParam};
 use geeps_caffe::Error;
 
 fn net_err(src: &str) -> (usize, String) {
     match NetParam::parse(src, Path::new("broken.prototxt")) {
         Err(Error::Prototxt { line, msg, .. }) => (line, msg),
+        Err(Error::Problems { mut problems, .. }) => problems.remove(0),
         Err(other) => panic!("expected a prototxt error, got {other}"),
         Ok(_) => panic!("expected an error for:\n{src}"),
     }
@@ -20,6 +21,7 @@ fn net_err(src: &str) -> (usize, String) {
 fn solver_err(src: &str) -> (usize, String) {
     match SolverParam::parse(src, Path::new("broken_solver.prototxt")) {
         Err(Error::Prototxt { line, msg, .. }) => (line, msg),
+        Err(Error::Problems { mut problems, .. }) => problems.remove(0),
         Err(other) => panic!("expected a prototxt error, got {other}"),
         Ok(_) => panic!("expected an error for:\n{src}"),
     }
@@ -193,4 +195,70 @@ fn broken_solvers_are_named() {
     assert!(msg.contains("not supported"), "{msg}");
     let (_, msg) = solver_err("net: \"n\"\nbase_lr: 0.1\nmax_iter: five\n");
     assert!(msg.contains("max_iter"), "{msg}");
+}
+
+#[test]
+fn every_problem_of_a_net_is_reported_in_one_run() {
+    let src = "name: \"x\"\n\
+               layer {\n  name: \"c\"\n  type: \"Convolution\"\n  convolution_param {\n    num_output: 0\n    kernel_size: 3\n    group: 2\n  }\n}\n\
+               layer {\n  name: \"p\"\n  type: \"Pooling\"\n  pooling_param { pool: MAXX kernel_size: 2 }\n}\n\
+               layer {\n  name: \"r\"\n  type: \"ReLU\"\n  colour: 3\n}\n";
+    let e = NetParam::parse(src, Path::new("many.prototxt")).unwrap_err().to_string();
+    // Schema problems first (unknown fields and enum values), each at its line.
+    let lines: Vec<&str> = e.lines().collect();
+    assert_eq!(lines.len(), 2, "{e}");
+    assert!(lines[0].starts_with("many.prototxt:14: field `pool`: `MAXX` is not a PoolingParameter.PoolMethod"), "{e}");
+    assert!(lines[0].contains("MAX, AVE, STOCHASTIC"), "{e}");
+    assert!(lines[1].starts_with("many.prototxt:19: unknown field `colour` in LayerParameter"), "{e}");
+
+    // Once the file parses, every check on its values in one run too.
+    let src = src.replace("MAXX", "MAX").replace("  colour: 3\n", "");
+    let e = NetParam::parse(&src, Path::new("many.prototxt")).unwrap_err().to_string();
+    let lines: Vec<&str> = e.lines().collect();
+    assert_eq!(lines.len(), 2, "{e}");
+    assert!(lines[0].starts_with("many.prototxt:5: convolution_param needs num_output >= 1"), "{e}");
+    assert!(lines[1].starts_with("many.prototxt:8: group 2"), "{e}");
+}
+
+#[test]
+fn a_duplicate_layer_name_names_both_lines() {
+    let layer = |name: &str, phase: &str| {
+        format!("layer {{\n  name: \"{name}\"\n  type: \"ReLU\"\n  bottom: \"a\"\n  top: \"a\"\n{phase}}}\n")
+    };
+    let src = format!("{}{}", layer("r", ""), layer("r", ""));
+    let (line, msg) = net_err(&src);
+    assert_eq!(line, 7);
+    assert!(msg.contains("layer name `r` is used twice") && msg.contains("lines 1 and 7"), "{msg}");
+    // One per phase, as Caffe's LeNet names both its Data layers `mnist`.
+    let train = "  include { phase: TRAIN }\n";
+    let test = "  include { phase: TEST }\n";
+    let src = format!("{}{}", layer("r", train), layer("r", test));
+    NetParam::parse(&src, Path::new("ok.prototxt")).unwrap();
+    let src = format!("{}{}", layer("r", train), layer("r", ""));
+    let (_, msg) = net_err(&src);
+    assert!(msg.contains("in the TRAIN net (lines 1 and 8)"), "{msg}");
+}
+
+#[test]
+fn misspelt_fields_get_a_suggestion() {
+    let (line, msg) =
+        net_err("layer {\n name: \"c\"\n type: \"Convolution\"\n convolution_param {\n  num_ouptut: 3\n }\n}\n");
+    assert_eq!(line, 5);
+    assert!(msg.contains("unknown field `num_ouptut` in ConvolutionParameter; did you mean `num_output`?"), "{msg}");
+}
+
+#[test]
+fn loss_normalization_as_caffe_reads_it() {
+    let norm = |loss_param: &str| {
+        let src = format!("layer {{ name: \"l\" type: \"SoftmaxWithLoss\" {loss_param} }}");
+        match NetParam::parse(&src, Path::new("n")).unwrap().layers[0].kind {
+            LayerKind::SoftmaxWithLoss { normalization } => normalization,
+            ref other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(norm(""), Normalization::Batch);
+    assert_eq!(norm("loss_param { normalization: NONE }"), Normalization::None);
+    // The old flag: false means BATCH_SIZE; `normalization`, when given, wins.
+    assert_eq!(norm("loss_param { normalize: false }"), Normalization::Batch);
+    assert_eq!(norm("loss_param { normalize: false normalization: NONE }"), Normalization::None);
 }

@@ -1,8 +1,12 @@
-//! The `.caffemodel` weights file: a binary protobuf `NetParameter` whose
-//! layers carry only their name, type and parameter blobs (shape + float
-//! data), as Caffe writes it, so weights move between Caffe and this trainer.
-//! It owns the wire encoding of those few fields; it must never interpret a
-//! blob (matching names and shapes is `params.rs`'s job).
+//! The `.caffemodel` weights file: a binary `NetParameter` whose layers
+//! carry their name, type and parameter blobs, as Caffe writes it, so
+//! weights move between Caffe and this trainer. It owns the conversion
+//! between those messages and plain (shape, values) blobs; it must never
+//! interpret a blob (matching names and shapes is `params.rs`'s job).
+
+use prost::Message;
+
+use crate::proto::caffe::{BlobProto, BlobShape, LayerParameter, NetParameter};
 
 /// One layer's parameter blobs.
 #[derive(Debug, Clone, PartialEq)]
@@ -13,200 +17,86 @@ pub struct LayerBlobs {
     pub blobs: Vec<(Vec<usize>, Vec<f32>)>,
 }
 
-// Field numbers of caffe.proto.
-const NET_NAME: u32 = 1;
-const NET_LAYER: u32 = 100;
-const NET_V1_LAYERS: u32 = 2;
-const LAYER_NAME: u32 = 1;
-const LAYER_TYPE: u32 = 2;
-const LAYER_BLOBS: u32 = 7;
-const BLOB_DATA: u32 = 5;
-const BLOB_SHAPE: u32 = 7;
-// Old files give num, channels, height, width as fields 1 to 4.
-const BLOB_NUM: u32 = 1;
-const BLOB_WIDTH: u32 = 4;
-const SHAPE_DIM: u32 = 1;
-
-const VARINT: u32 = 0;
-const FIXED64: u32 = 1;
-const LEN: u32 = 2;
-const FIXED32: u32 = 5;
-
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
+/// A blob as Caffe stores it.
+pub fn blob_proto(shape: &[usize], data: &[f32]) -> BlobProto {
+    BlobProto {
+        shape: Some(BlobShape { dim: shape.iter().map(|&d| d as i64).collect() }),
+        data: data.to_vec(),
+        ..Default::default()
     }
-    out.push(v as u8);
 }
 
-fn put_key(out: &mut Vec<u8>, field: u32, wire: u32) {
-    put_varint(out, u64::from(field << 3 | wire));
-}
-
-fn put_bytes(out: &mut Vec<u8>, field: u32, bytes: &[u8]) {
-    put_key(out, field, LEN);
-    put_varint(out, bytes.len() as u64);
-    out.extend_from_slice(bytes);
+/// A stored blob's shape and values (old files give num/channels/height/width
+/// instead of a shape; double-precision files give `double_data`).
+pub fn blob_values(b: &BlobProto) -> Result<(Vec<usize>, Vec<f32>), String> {
+    let shape = match &b.shape {
+        Some(s) => s
+            .dim
+            .iter()
+            .map(|&d| usize::try_from(d).map_err(|_| format!("a blob has a negative dimension {d}")))
+            .collect::<Result<Vec<_>, _>>()?,
+        None if b.num.is_some() || b.channels.is_some() || b.height.is_some() || b.width.is_some() => {
+            [b.num, b.channels, b.height, b.width]
+                .iter()
+                .map(|d| usize::try_from(d.unwrap_or(1)).map_err(|_| "a blob has a negative dimension".to_string()))
+                .collect::<Result<Vec<_>, _>>()?
+        }
+        None => Vec::new(),
+    };
+    let data = if b.data.is_empty() && !b.double_data.is_empty() {
+        b.double_data.iter().map(|&v| v as f32).collect()
+    } else {
+        b.data.clone()
+    };
+    Ok((shape, data))
 }
 
 /// Encodes a weights file.
 pub fn encode(net_name: &str, layers: &[LayerBlobs]) -> Vec<u8> {
-    let mut out = Vec::new();
-    put_bytes(&mut out, NET_NAME, net_name.as_bytes());
-    for l in layers {
-        let mut layer = Vec::new();
-        put_bytes(&mut layer, LAYER_NAME, l.name.as_bytes());
-        put_bytes(&mut layer, LAYER_TYPE, l.type_name.as_bytes());
-        for (shape, data) in &l.blobs {
-            let mut dims = Vec::new();
-            for &d in shape {
-                put_varint(&mut dims, d as u64);
-            }
-            let mut shape_msg = Vec::new();
-            put_bytes(&mut shape_msg, SHAPE_DIM, &dims);
-            let mut blob = Vec::new();
-            put_bytes(&mut blob, BLOB_SHAPE, &shape_msg);
-            let floats: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
-            put_bytes(&mut blob, BLOB_DATA, &floats);
-            put_bytes(&mut layer, LAYER_BLOBS, &blob);
+    NetParameter {
+        name: Some(net_name.to_string()),
+        layer: layers
+            .iter()
+            .map(|l| LayerParameter {
+                name: Some(l.name.clone()),
+                r#type: Some(l.type_name.clone()),
+                blobs: l.blobs.iter().map(|(s, d)| blob_proto(s, d)).collect(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+/// Field 2 of NetParameter: Caffe's old V1 layers, which caffe.proto leaves out.
+const V1_LAYERS: u32 = 2;
+
+/// Whether a binary NetParameter has top-level field `number`.
+fn has_field(mut bytes: &[u8], number: u32) -> Result<bool, String> {
+    use prost::encoding::{decode_key, skip_field, DecodeContext};
+    while !bytes.is_empty() {
+        let (tag, wire) = decode_key(&mut bytes).map_err(|e| e.to_string())?;
+        if tag == number {
+            return Ok(true);
         }
-        put_bytes(&mut out, NET_LAYER, &layer);
+        skip_field(wire, tag, &mut bytes, DecodeContext::default()).map_err(|e| e.to_string())?;
     }
-    out
-}
-
-/// A field read off the wire.
-enum Wire<'a> {
-    Varint(u64),
-    Bytes(&'a [u8]),
-    Fixed32([u8; 4]),
-    Fixed64,
-}
-
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn new(buf: &'a [u8]) -> Self {
-        Reader { buf, pos: 0 }
-    }
-
-    fn varint(&mut self) -> Result<u64, String> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = *self.buf.get(self.pos).ok_or("truncated varint")?;
-            self.pos += 1;
-            v |= u64::from(b & 0x7f) << shift;
-            if b < 0x80 {
-                return Ok(v);
-            }
-        }
-        Err("varint longer than 10 bytes".into())
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        let end = self.pos.checked_add(n).filter(|e| *e <= self.buf.len()).ok_or("truncated field")?;
-        let s = &self.buf[self.pos..end];
-        self.pos = end;
-        Ok(s)
-    }
-
-    fn next(&mut self) -> Result<Option<(u32, Wire<'a>)>, String> {
-        if self.pos >= self.buf.len() {
-            return Ok(None);
-        }
-        let key = self.varint()?;
-        let (field, wire) = ((key >> 3) as u32, (key & 7) as u32);
-        let value = match wire {
-            VARINT => Wire::Varint(self.varint()?),
-            LEN => {
-                let n = self.varint()? as usize;
-                Wire::Bytes(self.take(n)?)
-            }
-            FIXED32 => Wire::Fixed32(self.take(4)?.try_into().expect("4 bytes")),
-            FIXED64 => {
-                self.take(8)?;
-                Wire::Fixed64
-            }
-            w => return Err(format!("wire type {w} of field {field} is not protobuf")),
-        };
-        Ok(Some((field, value)))
-    }
-}
-
-fn utf8(b: &[u8]) -> Result<String, String> {
-    String::from_utf8(b.to_vec()).map_err(|_| "a name is not UTF-8".to_string())
-}
-
-fn blob(buf: &[u8]) -> Result<(Vec<usize>, Vec<f32>), String> {
-    let mut r = Reader::new(buf);
-    let (mut shape, mut legacy, mut data) = (Vec::new(), [None; 4], Vec::new());
-    while let Some((field, w)) = r.next()? {
-        match (field, w) {
-            (BLOB_SHAPE, Wire::Bytes(b)) => {
-                let mut s = Reader::new(b);
-                while let Some((f, w)) = s.next()? {
-                    match (f, w) {
-                        (SHAPE_DIM, Wire::Bytes(packed)) => {
-                            let mut p = Reader::new(packed);
-                            while p.pos < packed.len() {
-                                shape.push(p.varint()? as usize);
-                            }
-                        }
-                        (SHAPE_DIM, Wire::Varint(d)) => shape.push(d as usize),
-                        _ => {}
-                    }
-                }
-            }
-            (BLOB_DATA, Wire::Bytes(b)) => {
-                if b.len() % 4 != 0 {
-                    return Err("packed float data is not a multiple of 4 bytes".into());
-                }
-                data.extend(b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])));
-            }
-            (BLOB_DATA, Wire::Fixed32(b)) => data.push(f32::from_le_bytes(b)),
-            (f @ BLOB_NUM..=BLOB_WIDTH, Wire::Varint(v)) => legacy[(f - BLOB_NUM) as usize] = Some(v as usize),
-            _ => {}
-        }
-    }
-    if shape.is_empty() && legacy.iter().any(Option::is_some) {
-        // Old files give num/channels/height/width instead of a shape.
-        shape = legacy.iter().map(|d| d.unwrap_or(1)).collect();
-    }
-    Ok((shape, data))
+    Ok(false)
 }
 
 /// Decodes a weights file into its layers that have blobs.
 pub fn decode(bytes: &[u8]) -> Result<Vec<LayerBlobs>, String> {
-    let mut r = Reader::new(bytes);
+    let net = NetParameter::decode(bytes).map_err(|e| e.to_string())?;
+    if net.layer.is_empty() && has_field(bytes, V1_LAYERS)? {
+        return Err("this weights file uses Caffe's old V1 layer format; upgrade it with Caffe's \
+                    upgrade_net_proto_binary"
+            .into());
+    }
     let mut layers = Vec::new();
-    while let Some((field, w)) = r.next()? {
-        match (field, w) {
-            (NET_LAYER, Wire::Bytes(b)) => {
-                let mut l = Reader::new(b);
-                let mut layer = LayerBlobs { name: String::new(), type_name: String::new(), blobs: Vec::new() };
-                while let Some((f, w)) = l.next()? {
-                    match (f, w) {
-                        (LAYER_NAME, Wire::Bytes(s)) => layer.name = utf8(s)?,
-                        (LAYER_TYPE, Wire::Bytes(s)) => layer.type_name = utf8(s)?,
-                        (LAYER_BLOBS, Wire::Bytes(s)) => layer.blobs.push(blob(s)?),
-                        _ => {}
-                    }
-                }
-                if !layer.blobs.is_empty() {
-                    layers.push(layer);
-                }
-            }
-            (NET_V1_LAYERS, Wire::Bytes(_)) => {
-                return Err("this weights file uses Caffe's old V1 layer format; upgrade it with Caffe's \
-                            upgrade_net_proto_binary"
-                    .into())
-            }
-            (_, Wire::Varint(_) | Wire::Bytes(_) | Wire::Fixed32(_) | Wire::Fixed64) => {}
-        }
+    for l in net.layer.iter().filter(|l| !l.blobs.is_empty()) {
+        let blobs = l.blobs.iter().map(blob_values).collect::<Result<Vec<_>, _>>()?;
+        layers.push(LayerBlobs { name: l.name().to_string(), type_name: l.r#type().to_string(), blobs });
     }
     Ok(layers)
 }
@@ -234,9 +124,18 @@ mod tests {
     }
 
     #[test]
-    fn truncated_files_are_errors() {
+    fn truncated_and_old_files_are_errors() {
         let layers = vec![LayerBlobs { name: "a".into(), type_name: "B".into(), blobs: vec![(vec![4], vec![1.0; 4])] }];
         let bytes = encode("n", &layers);
         assert!(decode(&bytes[..bytes.len() - 3]).is_err());
+        // A V1 `layers` entry (field 2, length-delimited, empty).
+        let e = decode(&[0x12, 0x00]).unwrap_err();
+        assert!(e.contains("V1"), "{e}");
+    }
+
+    #[test]
+    fn old_4d_shapes_are_read() {
+        let b = BlobProto { num: Some(2), channels: Some(3), data: vec![0.0; 6], ..Default::default() };
+        assert_eq!(blob_values(&b).unwrap(), (vec![2, 3, 1, 1], vec![0.0; 6]));
     }
 }

@@ -1,13 +1,16 @@
-//! Caffe's `NetParameter` (the `*_train_test.prototxt` file): the subset of
-//! layer types and fields this trainer runs, read strictly. It owns the
-//! mapping from prototxt fields to typed layer settings and their defaults
-//! (Caffe's); it must never check shapes or build anything (`net.rs` does).
+//! Caffe's `NetParameter` (the `*_train_test.prototxt` file) read into the
+//! settings this trainer runs: the generated message is checked field by
+//! field, every problem of the file collected with its line and what to
+//! write instead. It owns that translation and Caffe's defaults; it must
+//! never check shapes or build anything (`net.rs` does).
 
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::proto::fields::Fields;
-use crate::proto::text::{self, Message};
+use crate::proto::caffe::{self, filler_parameter, loss_parameter, pooling_parameter};
+use crate::proto::locate::Loc;
+use crate::proto::problems::Problems;
+use crate::proto::text;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -195,59 +198,51 @@ pub struct NetParam {
     pub file: PathBuf,
 }
 
-/// Fields of LayerParameter that Caffe knows and this trainer does not run.
-const LAYER_CAFFE_ONLY: &[&str] = &[
-    "propagate_down",
-    "blobs",
-    "bottom_shape",
-    "accuracy_param",
-    "argmax_param",
-    "batch_norm_param",
-    "bias_param",
-    "concat_param",
-    "contrastive_loss_param",
-    "crop_param",
-    "dummy_data_param",
-    "eltwise_param",
-    "elu_param",
-    "embed_param",
-    "exp_param",
-    "flatten_param",
-    "hdf5_data_param",
-    "hdf5_output_param",
-    "hinge_loss_param",
-    "image_data_param",
-    "infogain_loss_param",
-    "input_param",
-    "log_param",
-    "lrn_param",
-    "memory_data_param",
-    "mvn_param",
-    "parameter_param",
-    "power_param",
-    "prelu_param",
-    "python_param",
-    "recurrent_param",
-    "reduction_param",
-    "reshape_param",
-    "scale_param",
-    "sigmoid_param",
-    "softmax_param",
-    "spp_param",
-    "slice_param",
-    "tanh_param",
-    "threshold_param",
-    "tile_param",
-    "window_data_param",
-    "convolution_param",
-    "pooling_param",
-    "inner_product_param",
-    "relu_param",
-    "dropout_param",
-    "data_param",
-    "transform_param",
-    "loss_param",
+/// The `*_param` fields of LayerParameter each layer type reads; any other
+/// one set on a layer is a mistake.
+const TYPE_PARAMS: &[(&str, &[&str])] = &[
+    ("Data", &["data_param", "transform_param"]),
+    ("Convolution", &["convolution_param"]),
+    ("Pooling", &["pooling_param"]),
+    ("InnerProduct", &["inner_product_param"]),
+    ("ReLU", &["relu_param"]),
+    ("Sigmoid", &["sigmoid_param"]),
+    ("TanH", &["tanh_param"]),
+    ("Dropout", &["dropout_param"]),
+    ("SoftmaxWithLoss", &["loss_param", "softmax_param"]),
+    ("Accuracy", &["accuracy_param"]),
 ];
+
+/// The `*_param` fields a layer sets.
+fn set_params(lp: &caffe::LayerParameter) -> Vec<&'static str> {
+    [
+        ("transform_param", lp.transform_param.is_some()),
+        ("loss_param", lp.loss_param.is_some()),
+        ("accuracy_param", lp.accuracy_param.is_some()),
+        ("batch_norm_param", lp.batch_norm_param.is_some()),
+        ("concat_param", lp.concat_param.is_some()),
+        ("convolution_param", lp.convolution_param.is_some()),
+        ("data_param", lp.data_param.is_some()),
+        ("dropout_param", lp.dropout_param.is_some()),
+        ("eltwise_param", lp.eltwise_param.is_some()),
+        ("flatten_param", lp.flatten_param.is_some()),
+        ("inner_product_param", lp.inner_product_param.is_some()),
+        ("input_param", lp.input_param.is_some()),
+        ("lrn_param", lp.lrn_param.is_some()),
+        ("pooling_param", lp.pooling_param.is_some()),
+        ("power_param", lp.power_param.is_some()),
+        ("prelu_param", lp.prelu_param.is_some()),
+        ("relu_param", lp.relu_param.is_some()),
+        ("reshape_param", lp.reshape_param.is_some()),
+        ("scale_param", lp.scale_param.is_some()),
+        ("sigmoid_param", lp.sigmoid_param.is_some()),
+        ("softmax_param", lp.softmax_param.is_some()),
+        ("tanh_param", lp.tanh_param.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(name, set)| set.then_some(name))
+    .collect()
+}
 
 impl NetParam {
     /// Reads and checks a net prototxt.
@@ -258,348 +253,461 @@ impl NetParam {
 
     /// Parses net prototxt text; `path` names it in errors and anchors relative sources.
     pub fn parse(src: &str, path: &Path) -> Result<NetParam> {
-        let msg = text::parse(src).map_err(|e| Error::Prototxt {
-            file: path.to_path_buf(),
-            line: e.line,
-            msg: e.msg.clone(),
-        })?;
-        let mut f = Fields::new(path, "NetParameter", &msg);
-        let name = f.string("name")?.unwrap_or_default();
-        if let Some(old) = f.all("layers").first() {
-            return Err(f.err(
-                old.line,
-                "this net uses Caffe's old V1 `layers` format; convert it with Caffe's upgrade_net_proto_text",
-            ));
+        let (msg, locs) = text::parse::<caffe::NetParameter>(src, path, "NetParameter")?;
+        Self::from_proto(&msg, &locs.root(), path)
+    }
+
+    /// Checks a parsed net (`loc`: where it is written in `path`, for errors).
+    pub fn from_proto(msg: &caffe::NetParameter, loc: &Loc<'_>, path: &Path) -> Result<NetParam> {
+        let mut p = Problems::new(path);
+        let old_inputs = "declares net inputs the old way, which caffe-geeps does not run; remove it";
+        for (field, set) in [
+            ("input", !msg.input.is_empty()),
+            ("input_shape", !msg.input_shape.is_empty()),
+            ("input_dim", !msg.input_dim.is_empty()),
+        ] {
+            if set {
+                p.push(loc.of(field), format!("`{field}` {old_inputs}"));
+            }
+        }
+        for (field, set) in [
+            ("force_backward", msg.force_backward.is_some()),
+            ("state", msg.state.is_some()),
+            ("debug_info", msg.debug_info.is_some()),
+        ] {
+            if set {
+                p.push(
+                    loc.of(field),
+                    format!("field `{field}` of NetParameter is not supported by caffe-geeps; remove it"),
+                );
+            }
         }
         let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let mut layers = Vec::new();
-        for m in f.messages("layer")? {
-            layers.push(layer(path, m, &base_dir)?);
+        for (i, lp) in msg.layer.iter().enumerate() {
+            if let Some(l) = layer(lp, &loc.nth("layer", i), &base_dir, &mut p) {
+                layers.push(l);
+            }
         }
-        f.finish(&["input", "input_shape", "input_dim", "force_backward", "state", "debug_info"])?;
-        if layers.is_empty() {
-            return Err(Error::Prototxt { file: path.to_path_buf(), line: 1, msg: "the net has no `layer`".into() });
+        if msg.layer.is_empty() {
+            p.push(loc.line(), "the net has no `layer`");
         }
-        Ok(NetParam { name, layers, file: path.to_path_buf() })
+        duplicate_names(&layers, &mut p);
+        p.finish()?;
+        Ok(NetParam { name: msg.name().to_string(), layers, file: path.to_path_buf() })
     }
 }
 
-fn layer(file: &Path, m: &Message, base_dir: &Path) -> Result<LayerParam> {
-    let mut f = Fields::new(file, "LayerParameter", m);
-    let line = m.line;
-    let name = f.string("name")?.unwrap_or_default();
-    let type_field = f.one("type")?;
-    let Some(type_field) = type_field else {
-        return Err(f.err(line, format!("layer `{name}` has no `type`")));
+/// Two layers of one phase with one name: both lines.
+fn duplicate_names(layers: &[LayerParam], p: &mut Problems) {
+    let mut reported = std::collections::HashSet::new();
+    for phase in [Phase::Train, Phase::Test] {
+        let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for l in layers.iter().filter(|l| l.phases.admits(phase) && !l.name.is_empty()) {
+            match seen.get(l.name.as_str()) {
+                Some(&first) if reported.insert((first, l.line)) => p.push(
+                    l.line,
+                    format!(
+                        "layer name `{}` is used twice in the {} net (lines {first} and {}); give each layer its own name",
+                        l.name,
+                        phase.name(),
+                        l.line
+                    ),
+                ),
+                Some(_) => {}
+                None => {
+                    seen.insert(&l.name, l.line);
+                }
+            }
+        }
+    }
+}
+
+/// One layer; `None` when it has problems (all recorded in `p`).
+fn layer(lp: &caffe::LayerParameter, loc: &Loc<'_>, base_dir: &Path, p: &mut Problems) -> Option<LayerParam> {
+    let before = p.len();
+    let name = lp.name().to_string();
+    let line = loc.line();
+    let Some(type_name) = lp.r#type.as_deref() else {
+        p.push(line, format!("layer `{name}` has no `type`"));
+        return None;
     };
-    let type_name = match &type_field.value {
-        text::Value::Scalar(text::Scalar::Str(s)) => s.clone(),
-        _ => return Err(f.err(type_field.line, "field `type` needs a quoted layer type, like \"Convolution\"")),
-    };
-    let bottoms = f.strings("bottom")?;
-    let tops = f.strings("top")?;
     let mut params = Vec::new();
-    for p in f.messages("param")? {
-        let mut pf = Fields::new(file, "ParamSpec", p);
-        let lr_mult = pf.f32("lr_mult")?.unwrap_or(1.0);
-        let decay_mult = pf.f32("decay_mult")?.unwrap_or(1.0);
-        pf.finish(&["name", "share_mode"])?;
-        params.push(ParamSpec { lr_mult, decay_mult });
-    }
-    let loss_weight: Vec<f32> = {
-        let all = f.all("loss_weight");
-        let mut out = Vec::new();
-        for fl in all {
-            match &fl.value {
-                text::Value::Scalar(s) => {
-                    let t = s.to_string();
-                    out.push(t.parse().map_err(|_| f.err(fl.line, format!("loss_weight needs a number, got {t}")))?)
-                }
-                _ => return Err(f.err(fl.line, "loss_weight takes a number")),
-            }
+    for (i, ps) in lp.param.iter().enumerate() {
+        let pl = loc.nth("param", i);
+        if ps.name.is_some() || ps.share_mode.is_some() {
+            let field = if ps.name.is_some() { "name" } else { "share_mode" };
+            p.push(
+                pl.of(field),
+                format!("`param {{ {field} }}` (sharing parameters between layers) is not supported; remove it"),
+            );
         }
-        out
-    };
+        params.push(ParamSpec { lr_mult: ps.lr_mult(), decay_mult: ps.decay_mult() });
+    }
+    for (field, set) in [("propagate_down", !lp.propagate_down.is_empty()), ("blobs", !lp.blobs.is_empty())] {
+        if set {
+            p.push(
+                loc.of(field),
+                format!("field `{field}` of LayerParameter is not supported by caffe-geeps; remove it"),
+            );
+        }
+    }
     let mut phases = PhaseRules::default();
-    if let Some((p, _)) = f.enumeration("phase", &["TRAIN", "TEST"])? {
+    if let Some(ph) = lp.phase {
         // A layer-level `phase` is set by Caffe itself; honour it as an include.
-        phases.include.push(phase(&p));
+        phases.include.push(phase(ph));
     }
-    for (which, list) in [("include", &mut phases.include), ("exclude", &mut phases.exclude)] {
-        for r in f.messages(which)? {
-            let mut rf = Fields::new(file, "NetStateRule", r);
-            let p = rf.enumeration("phase", &["TRAIN", "TEST"])?;
-            rf.finish(&["min_level", "max_level", "stage", "not_stage"])?;
-            match p {
-                Some((p, _)) => list.push(phase(&p)),
-                None => return Err(rf.err(r.line, format!("this `{which}` rule has no `phase`"))),
+    for (which, rules, list) in
+        [("include", &lp.include, &mut phases.include), ("exclude", &lp.exclude, &mut phases.exclude)]
+    {
+        for (i, r) in rules.iter().enumerate() {
+            let rl = loc.nth(which, i);
+            for (field, set) in [
+                ("min_level", r.min_level.is_some()),
+                ("max_level", r.max_level.is_some()),
+                ("stage", !r.stage.is_empty()),
+                ("not_stage", !r.not_stage.is_empty()),
+            ] {
+                if set {
+                    p.push(rl.of(field), format!("`{field}` in a NetStateRule is not supported; rule on `phase` only"));
+                }
+            }
+            match r.phase {
+                Some(ph) => list.push(phase(ph)),
+                None => p.push(
+                    rl.line(),
+                    format!("this `{which}` rule has no `phase`; add `phase: TRAIN` or `phase: TEST`"),
+                ),
             }
         }
     }
-    let kind = match type_name.as_str() {
-        "Data" => LayerKind::Data(data(&mut f, base_dir)?),
-        "Convolution" => LayerKind::Convolution(conv(&mut f)?),
-        "Pooling" => LayerKind::Pooling(pool(&mut f)?),
-        "InnerProduct" => LayerKind::InnerProduct(inner_product(&mut f)?),
-        "ReLU" => {
-            let mut negative_slope = 0.0;
-            if let Some(m) = f.message("relu_param")? {
-                let mut rf = Fields::new(file, "ReLUParameter", m);
-                negative_slope = rf.f32("negative_slope")?.unwrap_or(0.0);
-                rf.finish(&["engine"])?;
-                if negative_slope < 0.0 {
-                    return Err(rf.err(m.line, "negative_slope must be >= 0"));
-                }
-            }
-            LayerKind::ReLU { negative_slope }
-        }
-        "Sigmoid" => LayerKind::Sigmoid,
-        "TanH" => LayerKind::TanH,
-        "Dropout" => {
-            let mut ratio = 0.5;
-            if let Some(m) = f.message("dropout_param")? {
-                let mut df = Fields::new(file, "DropoutParameter", m);
-                ratio = df.f32("dropout_ratio")?.unwrap_or(0.5);
-                df.finish(&["scale_train"])?;
-                if !(0.0..1.0).contains(&ratio) {
-                    return Err(df.err(m.line, format!("dropout_ratio {ratio} must be in [0, 1)")));
-                }
-            }
-            LayerKind::Dropout { ratio }
-        }
-        "SoftmaxWithLoss" => {
-            let mut normalization = Normalization::Batch;
-            if let Some(m) = f.message("loss_param")? {
-                let mut lf = Fields::new(file, "LossParameter", m);
-                if let Some(false) = lf.bool("normalize")? {
-                    normalization = Normalization::None;
-                }
-                if let Some((n, _)) = lf.enumeration("normalization", &["FULL", "VALID", "BATCH_SIZE", "NONE"])? {
-                    normalization = if n == "NONE" { Normalization::None } else { Normalization::Batch };
-                }
-                lf.finish(&["ignore_label"])?;
-            }
-            LayerKind::SoftmaxWithLoss { normalization }
-        }
-        "Accuracy" => {
-            let mut top_k = 1;
-            if let Some(m) = f.message("accuracy_param")? {
-                let mut af = Fields::new(file, "AccuracyParameter", m);
-                top_k = af.u32("top_k")?.unwrap_or(1) as usize;
-                af.finish(&["axis", "ignore_label"])?;
-                if top_k == 0 {
-                    return Err(af.err(m.line, "top_k must be at least 1"));
-                }
-            }
-            LayerKind::Accuracy { top_k }
-        }
-        other => {
-            return Err(f.err(
-                type_field.line,
-                format!("unknown layer type `{other}` (layer `{name}`); caffe-geeps runs {}", LAYER_TYPES.join(", ")),
-            ))
-        }
+    let Some(&(_, allowed)) = TYPE_PARAMS.iter().find(|(t, _)| *t == type_name) else {
+        p.push(
+            loc.of("type"),
+            format!("unknown layer type `{type_name}` (layer `{name}`); caffe-geeps runs {}", LAYER_TYPES.join(", ")),
+        );
+        return None;
     };
-    // What is left is unknown, or a parameter block of another layer type.
-    finish_layer(&f, &type_name)?;
-    Ok(LayerParam { name, kind, bottoms, tops, params, loss_weight, phases, line })
-}
-
-/// `finish` with a message that tells a misplaced `*_param` block from an unknown field.
-fn finish_layer(f: &Fields<'_>, type_name: &str) -> Result<()> {
-    match f.finish(LAYER_CAFFE_ONLY) {
-        Err(Error::Prototxt { file, line, msg }) if msg.contains("_param`") && msg.contains("not supported") => {
-            let field = msg.split('`').nth(1).unwrap_or_default().to_string();
-            Err(Error::Prototxt {
-                file,
-                line,
-                msg: format!("field `{field}` does not apply to a {type_name} layer (or is not supported); remove it"),
-            })
+    for field in set_params(lp) {
+        if !allowed.contains(&field) {
+            p.push(loc.of(field), format!("`{field}` does not apply to a {type_name} layer; remove it"));
         }
-        other => other,
     }
+    let kind = match type_name {
+        "Data" => data(lp, loc, base_dir, p).map(LayerKind::Data),
+        "Convolution" => conv(lp, loc, p).map(LayerKind::Convolution),
+        "Pooling" => pool(lp, loc, p).map(LayerKind::Pooling),
+        "InnerProduct" => inner_product(lp, loc, p).map(LayerKind::InnerProduct),
+        "ReLU" => {
+            let negative_slope = lp.relu_param.as_ref().map_or(0.0, |r| r.negative_slope());
+            if negative_slope < 0.0 {
+                p.push(loc.at("relu_param").of("negative_slope"), "negative_slope must be >= 0");
+            }
+            Some(LayerKind::ReLU { negative_slope })
+        }
+        "Sigmoid" => Some(LayerKind::Sigmoid),
+        "TanH" => Some(LayerKind::TanH),
+        "Dropout" => {
+            let ratio = lp.dropout_param.as_ref().map_or(0.5, |d| d.dropout_ratio());
+            if !(0.0..1.0).contains(&ratio) {
+                p.push(loc.at("dropout_param").of("dropout_ratio"), format!("dropout_ratio {ratio} must be in [0, 1)"));
+            }
+            Some(LayerKind::Dropout { ratio })
+        }
+        "SoftmaxWithLoss" => softmax_loss(lp, loc, p).map(|normalization| LayerKind::SoftmaxWithLoss { normalization }),
+        "Accuracy" => {
+            let a = lp.accuracy_param.unwrap_or_default();
+            let al = loc.at("accuracy_param");
+            if a.top_k() == 0 {
+                p.push(al.of("top_k"), "top_k must be at least 1");
+            }
+            if a.axis() != 1 {
+                p.push(al.of("axis"), format!("axis {}: only axis 1 (the class axis) is supported", a.axis()));
+            }
+            if a.ignore_label.is_some() {
+                p.push(al.of("ignore_label"), "ignore_label is not supported; remove it");
+            }
+            Some(LayerKind::Accuracy { top_k: a.top_k() as usize })
+        }
+        _ => unreachable!("TYPE_PARAMS lists only the types matched here"),
+    };
+    let kind = kind.filter(|_| p.len() == before)?;
+    Some(LayerParam {
+        name,
+        kind,
+        bottoms: lp.bottom.clone(),
+        tops: lp.top.clone(),
+        params,
+        loss_weight: lp.loss_weight.clone(),
+        phases,
+        line,
+    })
 }
 
-fn phase(p: &str) -> Phase {
-    if p == "TRAIN" {
+fn phase(p: i32) -> Phase {
+    if p == caffe::Phase::Train as i32 {
         Phase::Train
     } else {
         Phase::Test
     }
 }
 
-fn data(f: &mut Fields<'_>, base_dir: &Path) -> Result<DataConf> {
-    let file = f.file();
-    let Some(dp) = f.message("data_param")? else {
-        return Err(f.err(f.line(), "a Data layer needs `data_param { source: \"...\" batch_size: N }`"));
+fn softmax_loss(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<Normalization> {
+    let mut normalization = Normalization::Batch;
+    if let Some(l) = &lp.loss_param {
+        let ll = loc.at("loss_param");
+        if l.normalization.is_some() {
+            if l.normalization() == loss_parameter::NormalizationMode::None {
+                normalization = Normalization::None;
+            }
+        } else if l.normalize == Some(false) {
+            // Caffe's old `normalize: false` means BATCH_SIZE.
+            normalization = Normalization::Batch;
+        }
+        if l.ignore_label.is_some() {
+            p.push(ll.of("ignore_label"), "ignore_label is not supported; remove it");
+        }
+    }
+    if let Some(s) = &lp.softmax_param {
+        if s.axis() != 1 {
+            p.push(loc.at("softmax_param").of("axis"), format!("axis {}: only axis 1 is supported", s.axis()));
+        }
+    }
+    Some(normalization)
+}
+
+fn data(lp: &caffe::LayerParameter, loc: &Loc<'_>, base_dir: &Path, p: &mut Problems) -> Option<DataConf> {
+    let Some(dp) = &lp.data_param else {
+        p.push(loc.line(), "a Data layer needs `data_param { source: \"...\" batch_size: N }`");
+        return None;
     };
-    let mut df = Fields::new(file, "DataParameter", dp);
-    let source = df.string("source")?;
-    let batch_size = df.u32("batch_size")?;
-    // The IDX reader ignores the database kind and prefetch depth Caffe reads here.
-    df.enumeration("backend", &["LEVELDB", "LMDB"])?;
-    df.u32("prefetch")?;
-    df.finish(&["rand_skip", "scale", "mean_file", "crop_size", "mirror", "force_encoded_color"])?;
-    let Some(source) = source else { return Err(df.err(dp.line, "data_param has no `source`")) };
-    let batch_size = match batch_size {
-        Some(b) if b > 0 => b as usize,
-        _ => return Err(df.err(dp.line, "data_param needs `batch_size` of at least 1")),
-    };
+    let dl = loc.at("data_param");
+    // The IDX reader needs neither the database kind nor a prefetch depth.
+    for (field, set) in [
+        ("rand_skip", dp.rand_skip.is_some()),
+        ("scale", dp.scale.is_some()),
+        ("mean_file", dp.mean_file.is_some()),
+        ("crop_size", dp.crop_size.is_some()),
+        ("mirror", dp.mirror.is_some()),
+        ("force_encoded_color", dp.force_encoded_color.is_some()),
+    ] {
+        if set {
+            p.push(
+                dl.of(field),
+                format!("field `{field}` of DataParameter is not supported by caffe-geeps; remove it"),
+            );
+        }
+    }
+    let source = dp.source.clone();
+    if source.is_none() {
+        p.push(dl.line(), "data_param has no `source`");
+    }
+    let batch_size = dp.batch_size.unwrap_or(0) as usize;
+    if batch_size == 0 {
+        p.push(dl.line(), "data_param needs `batch_size` of at least 1");
+    }
     let (mut scale, mut mean_value) = (1.0, 0.0);
-    if let Some(tp) = f.message("transform_param")? {
-        let mut tf = Fields::new(file, "TransformationParameter", tp);
-        scale = tf.f32("scale")?.unwrap_or(1.0);
-        let means = tf.all("mean_value");
-        if means.len() > 1 {
-            return Err(tf.err(means[1].line, "one mean_value only: the images have one channel"));
+    if let Some(tp) = &lp.transform_param {
+        let tl = loc.at("transform_param");
+        scale = tp.scale();
+        if tp.mean_value.len() > 1 {
+            p.push(tl.nth("mean_value", 1).line(), "one mean_value only: the images have one channel");
         }
-        if let Some(m) = means.first() {
-            mean_value = value_number(m).ok_or_else(|| tf.err(m.line, "mean_value needs a number"))?;
+        mean_value = tp.mean_value.first().copied().unwrap_or(0.0);
+        for (field, set) in [
+            ("mirror", tp.mirror()),
+            ("crop_size", tp.crop_size() > 0),
+            ("mean_file", tp.mean_file.is_some()),
+            ("force_color", tp.force_color()),
+            ("force_gray", tp.force_gray()),
+        ] {
+            if set {
+                p.push(
+                    tl.of(field),
+                    format!("`{field}` of transform_param is not supported by caffe-geeps; remove it"),
+                );
+            }
         }
-        tf.finish(&["mirror", "crop_size", "mean_file", "force_color", "force_gray"])?;
     }
-    Ok(DataConf { source, batch_size, scale, mean_value, base_dir: base_dir.to_path_buf() })
+    Some(DataConf { source: source?, batch_size, scale, mean_value, base_dir: base_dir.to_path_buf() })
 }
 
-fn value_number(field: &text::Field) -> Option<f32> {
-    match &field.value {
-        text::Value::Scalar(text::Scalar::Number(s)) => s.trim_end_matches(['f', 'F']).parse().ok(),
-        _ => None,
-    }
-}
-
-/// A 2-D size from `name` (one or two values) or `name_h` / `name_w`.
-fn size2(f: &mut Fields<'_>, name: &str, default: Option<usize>, line: usize) -> Result<(usize, usize)> {
-    let both = f.u32s(name)?;
-    let h = f.u32(&format!("{}_h", name.trim_end_matches("_size")))?;
-    let w = f.u32(&format!("{}_w", name.trim_end_matches("_size")))?;
-    let v = match (both.as_slice(), h, w) {
-        ([], Some(h), Some(w)) => (h as usize, w as usize),
-        ([], None, None) => match default {
+/// A 2-D size from a repeated field (one or two values) or its `_h`/`_w` forms.
+fn dims2(
+    both: &[u32],
+    hw: (Option<u32>, Option<u32>),
+    default: Option<usize>,
+    (name, short): (&str, &str),
+    l: &Loc<'_>,
+    p: &mut Problems,
+) -> Option<(usize, usize)> {
+    let line = l.line();
+    let v = match (both, hw) {
+        ([], (Some(h), Some(w))) => (h as usize, w as usize),
+        ([], (None, None)) => match default {
             Some(d) => (d, d),
-            None => return Err(f.err(line, format!("`{name}` is required"))),
+            None => {
+                p.push(line, format!("`{name}` is required"));
+                return None;
+            }
         },
-        ([x], None, None) => (*x as usize, *x as usize),
-        ([a, b], None, None) => (*a as usize, *b as usize),
-        ([], _, _) => return Err(f.err(line, format!("give both `{0}_h` and `{0}_w`", name.trim_end_matches("_size")))),
-        (_, None, None) => return Err(f.err(line, format!("`{name}` takes one or two values (2-D only)"))),
-        _ => return Err(f.err(line, format!("give `{name}` or its _h/_w forms, not both"))),
-    };
-    Ok(v)
-}
-
-fn filler(f: &mut Fields<'_>, name: &str) -> Result<Filler> {
-    let file = f.file();
-    let Some(m) = f.message(name)? else { return Ok(Filler::Constant(0.0)) };
-    let mut ff = Fields::new(file, "FillerParameter", m);
-    let kind = ff.string("type")?.unwrap_or_else(|| "constant".into());
-    let value = ff.f32("value")?.unwrap_or(0.0);
-    let min = ff.f32("min")?.unwrap_or(0.0);
-    let max = ff.f32("max")?.unwrap_or(1.0);
-    let mean = ff.f32("mean")?.unwrap_or(0.0);
-    let std = ff.f32("std")?.unwrap_or(1.0);
-    let norm = match ff.enumeration("variance_norm", &["FAN_IN", "FAN_OUT", "AVERAGE"])? {
-        None => VarianceNorm::FanIn,
-        Some((n, _)) => match n.as_str() {
-            "FAN_OUT" => VarianceNorm::FanOut,
-            "AVERAGE" => VarianceNorm::Average,
-            _ => VarianceNorm::FanIn,
-        },
-    };
-    ff.finish(&["sparse"])?;
-    match kind.as_str() {
-        "constant" => Ok(Filler::Constant(value)),
-        "uniform" if min <= max => Ok(Filler::Uniform { min, max }),
-        "uniform" => Err(ff.err(m.line, format!("uniform filler has min {min} > max {max}"))),
-        "gaussian" if std >= 0.0 => Ok(Filler::Gaussian { mean, std }),
-        "gaussian" => Err(ff.err(m.line, "gaussian filler needs std >= 0")),
-        "xavier" => Ok(Filler::Xavier(norm)),
-        "msra" => Ok(Filler::Msra(norm)),
-        other => Err(ff.err(
-            m.line,
-            format!("unknown filler type `{other}` in {name}; use constant, uniform, gaussian, xavier or msra"),
-        )),
-    }
-}
-
-fn conv(f: &mut Fields<'_>) -> Result<ConvConf> {
-    let file = f.file();
-    let Some(m) = f.message("convolution_param")? else {
-        return Err(f.err(f.line(), "a Convolution layer needs `convolution_param { num_output kernel_size }`"));
-    };
-    let mut cf = Fields::new(file, "ConvolutionParameter", m);
-    let num_output = cf.u32("num_output")?.unwrap_or(0) as usize;
-    if num_output == 0 {
-        return Err(cf.err(m.line, "convolution_param needs num_output >= 1"));
-    }
-    let kernel = size2(&mut cf, "kernel_size", None, m.line)?;
-    let stride = size2(&mut cf, "stride", Some(1), m.line)?;
-    let pad = size2(&mut cf, "pad", Some(0), m.line)?;
-    let bias_term = cf.bool("bias_term")?.unwrap_or(true);
-    let weight_filler = filler(&mut cf, "weight_filler")?;
-    let bias_filler = filler(&mut cf, "bias_filler")?;
-    if let Some(g) = cf.u32("group")? {
-        if g != 1 {
-            return Err(cf.err(m.line, format!("group {g}: only group 1 is supported")));
+        ([x], (None, None)) => (*x as usize, *x as usize),
+        ([a, b], (None, None)) => (*a as usize, *b as usize),
+        ([], _) => {
+            p.push(line, format!("give both `{short}_h` and `{short}_w`"));
+            return None;
         }
-    }
-    if cf.u32s("dilation")?.iter().any(|d| *d != 1) {
-        return Err(cf.err(m.line, "only dilation 1 is supported"));
-    }
-    cf.enumeration("engine", &["DEFAULT", "CAFFE", "CUDNN"])?;
-    cf.finish(&["axis", "force_nd_im2col"])?;
-    if kernel.0 == 0 || kernel.1 == 0 || stride.0 == 0 || stride.1 == 0 {
-        return Err(cf.err(m.line, "kernel size and stride must be at least 1"));
-    }
-    Ok(ConvConf { num_output, kernel, stride, pad, bias_term, weight_filler, bias_filler })
+        (_, (None, None)) => {
+            p.push(l.nth(name, 2).line(), format!("`{name}` takes one or two values (2-D only)"));
+            return None;
+        }
+        _ => {
+            p.push(line, format!("give `{name}` or its _h/_w forms, not both"));
+            return None;
+        }
+    };
+    Some(v)
 }
 
-fn pool(f: &mut Fields<'_>) -> Result<PoolConf> {
-    let file = f.file();
-    let Some(m) = f.message("pooling_param")? else {
-        return Err(f.err(f.line(), "a Pooling layer needs `pooling_param { pool kernel_size stride }`"));
+fn filler(f: Option<&caffe::FillerParameter>, l: &Loc<'_>, name: &str, p: &mut Problems) -> Option<Filler> {
+    let Some(f) = f else { return Some(Filler::Constant(0.0)) };
+    let fl = l.at(name);
+    let norm = match f.variance_norm() {
+        filler_parameter::VarianceNorm::FanIn => VarianceNorm::FanIn,
+        filler_parameter::VarianceNorm::FanOut => VarianceNorm::FanOut,
+        filler_parameter::VarianceNorm::Average => VarianceNorm::Average,
     };
-    let mut pf = Fields::new(file, "PoolingParameter", m);
-    let method = match pf.enumeration("pool", &["MAX", "AVE"])? {
-        Some((p, _)) if p == "AVE" => PoolMethod::Ave,
-        _ => PoolMethod::Max,
+    if f.sparse() != -1 {
+        p.push(fl.of("sparse"), "sparse fillers are not supported; remove `sparse`");
+    }
+    let (min, max, mean, std) = (f.min(), f.max(), f.mean(), f.std());
+    let filler = match f.r#type() {
+        "constant" => Filler::Constant(f.value()),
+        "uniform" if min <= max => Filler::Uniform { min, max },
+        "uniform" => {
+            p.push(fl.line(), format!("uniform filler has min {min} > max {max}"));
+            return None;
+        }
+        "gaussian" if std >= 0.0 => Filler::Gaussian { mean, std },
+        "gaussian" => {
+            p.push(fl.of("std"), "gaussian filler needs std >= 0");
+            return None;
+        }
+        "xavier" => Filler::Xavier(norm),
+        "msra" => Filler::Msra(norm),
+        other => {
+            p.push(
+                fl.of("type"),
+                format!("unknown filler type `{other}` in {name}; use constant, uniform, gaussian, xavier or msra"),
+            );
+            return None;
+        }
     };
-    let global = pf.bool("global_pooling")?.unwrap_or(false);
-    let kernel = size2(&mut pf, "kernel_size", if global { Some(1) } else { None }, m.line)?;
-    let stride = size2(&mut pf, "stride", Some(1), m.line)?;
-    let pad = size2(&mut pf, "pad", Some(0), m.line)?;
-    pf.enumeration("engine", &["DEFAULT", "CAFFE", "CUDNN"])?;
-    pf.finish(&["round_mode"])?;
+    Some(filler)
+}
+
+fn conv(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<ConvConf> {
+    let Some(c) = &lp.convolution_param else {
+        p.push(loc.line(), "a Convolution layer needs `convolution_param { num_output kernel_size }`");
+        return None;
+    };
+    let cl = loc.at("convolution_param");
+    let num_output = c.num_output() as usize;
+    if num_output == 0 {
+        p.push(cl.line(), "convolution_param needs num_output >= 1");
+    }
+    let kernel = dims2(&c.kernel_size, (c.kernel_h, c.kernel_w), None, ("kernel_size", "kernel"), &cl, p);
+    let stride = dims2(&c.stride, (c.stride_h, c.stride_w), Some(1), ("stride", "stride"), &cl, p);
+    let pad = dims2(&c.pad, (c.pad_h, c.pad_w), Some(0), ("pad", "pad"), &cl, p);
+    let weight_filler = filler(c.weight_filler.as_ref(), &cl, "weight_filler", p);
+    let bias_filler = filler(c.bias_filler.as_ref(), &cl, "bias_filler", p);
+    if c.group() != 1 {
+        p.push(cl.of("group"), format!("group {}: only group 1 is supported", c.group()));
+    }
+    if c.dilation.iter().any(|d| *d != 1) {
+        p.push(cl.of("dilation"), "only dilation 1 is supported");
+    }
+    if c.axis() != 1 {
+        p.push(cl.of("axis"), format!("axis {}: only axis 1 is supported", c.axis()));
+    }
+    if c.force_nd_im2col() {
+        p.push(cl.of("force_nd_im2col"), "force_nd_im2col is not supported; remove it");
+    }
+    let (kernel, stride, pad) = (kernel?, stride?, pad?);
     if kernel.0 == 0 || kernel.1 == 0 || stride.0 == 0 || stride.1 == 0 {
-        return Err(pf.err(m.line, "kernel size and stride must be at least 1"));
+        p.push(cl.line(), "kernel size and stride must be at least 1");
+    }
+    Some(ConvConf {
+        num_output,
+        kernel,
+        stride,
+        pad,
+        bias_term: c.bias_term(),
+        weight_filler: weight_filler?,
+        bias_filler: bias_filler?,
+    })
+}
+
+fn pool(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<PoolConf> {
+    let Some(pp) = &lp.pooling_param else {
+        p.push(loc.line(), "a Pooling layer needs `pooling_param { pool kernel_size stride }`");
+        return None;
+    };
+    let pl = loc.at("pooling_param");
+    let method = match pp.pool() {
+        pooling_parameter::PoolMethod::Max => PoolMethod::Max,
+        pooling_parameter::PoolMethod::Ave => PoolMethod::Ave,
+        pooling_parameter::PoolMethod::Stochastic => {
+            p.push(pl.of("pool"), "pool: STOCHASTIC is not supported; use MAX, AVE");
+            return None;
+        }
+    };
+    if pp.round_mode() == pooling_parameter::RoundMode::Floor {
+        p.push(pl.of("round_mode"), "round_mode: FLOOR is not supported; caffe-geeps pools as CEIL (Caffe's default)");
+    }
+    let global = pp.global_pooling();
+    let one = |v: Option<u32>| v.map(|v| vec![v]).unwrap_or_default();
+    let kernel = dims2(
+        &one(pp.kernel_size),
+        (pp.kernel_h, pp.kernel_w),
+        global.then_some(1),
+        ("kernel_size", "kernel"),
+        &pl,
+        p,
+    )?;
+    let stride = dims2(&one(pp.stride), (pp.stride_h, pp.stride_w), Some(1), ("stride", "stride"), &pl, p)?;
+    let pad = dims2(&one(pp.pad), (pp.pad_h, pp.pad_w), Some(0), ("pad", "pad"), &pl, p)?;
+    if kernel.0 == 0 || kernel.1 == 0 || stride.0 == 0 || stride.1 == 0 {
+        p.push(pl.line(), "kernel size and stride must be at least 1");
     }
     if pad.0 >= kernel.0 || pad.1 >= kernel.1 {
-        return Err(pf.err(m.line, "pad must be smaller than the kernel"));
+        p.push(pl.line(), "pad must be smaller than the kernel");
     }
-    Ok(PoolConf { method, kernel, stride, pad, global })
+    Some(PoolConf { method, kernel, stride, pad, global })
 }
 
-fn inner_product(f: &mut Fields<'_>) -> Result<InnerProductConf> {
-    let file = f.file();
-    let Some(m) = f.message("inner_product_param")? else {
-        return Err(f.err(f.line(), "an InnerProduct layer needs `inner_product_param { num_output }`"));
+fn inner_product(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<InnerProductConf> {
+    let Some(ip) = &lp.inner_product_param else {
+        p.push(loc.line(), "an InnerProduct layer needs `inner_product_param { num_output }`");
+        return None;
     };
-    let mut pf = Fields::new(file, "InnerProductParameter", m);
-    let num_output = pf.u32("num_output")?.unwrap_or(0) as usize;
+    let il = loc.at("inner_product_param");
+    let num_output = ip.num_output() as usize;
     if num_output == 0 {
-        return Err(pf.err(m.line, "inner_product_param needs num_output >= 1"));
+        p.push(il.line(), "inner_product_param needs num_output >= 1");
     }
-    let bias_term = pf.bool("bias_term")?.unwrap_or(true);
-    let weight_filler = filler(&mut pf, "weight_filler")?;
-    let bias_filler = filler(&mut pf, "bias_filler")?;
-    if let Some(a) = pf.i64("axis")? {
-        if a != 1 {
-            return Err(pf.err(m.line, format!("axis {a}: only axis 1 is supported")));
-        }
+    let weight_filler = filler(ip.weight_filler.as_ref(), &il, "weight_filler", p);
+    let bias_filler = filler(ip.bias_filler.as_ref(), &il, "bias_filler", p);
+    if ip.axis() != 1 {
+        p.push(il.of("axis"), format!("axis {}: only axis 1 is supported", ip.axis()));
     }
-    if let Some(true) = pf.bool("transpose")? {
-        return Err(pf.err(m.line, "transpose: true is not supported"));
+    if ip.transpose() {
+        p.push(il.of("transpose"), "transpose: true is not supported");
     }
-    pf.finish(&[])?;
-    Ok(InnerProductConf { num_output, bias_term, weight_filler, bias_filler })
+    Some(InnerProductConf {
+        num_output,
+        bias_term: ip.bias_term(),
+        weight_filler: weight_filler?,
+        bias_filler: bias_filler?,
+    })
 }

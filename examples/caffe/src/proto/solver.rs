@@ -1,12 +1,14 @@
-//! Caffe's `SolverParameter` (the `*_solver.prototxt` file): SGD settings,
-//! the learning-rate policy, the schedule of display, test and snapshot. It
-//! owns reading and checking those fields with Caffe's defaults; it must
-//! never compute a rate or run anything (`solver.rs` does).
+//! Caffe's `SolverParameter` (the `*_solver.prototxt` file) read into the
+//! settings this trainer runs: SGD settings, the learning-rate policy, the
+//! schedule of display, test and snapshot. It owns checking those fields
+//! (every problem of the file, each at its line) with Caffe's defaults; it
+//! must never compute a rate or run anything (`solver.rs` does).
 
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::proto::fields::Fields;
+use crate::proto::caffe::{self, solver_parameter};
+use crate::proto::problems::Problems;
 use crate::proto::text;
 
 /// The learning-rate policy with its parameters.
@@ -83,163 +85,152 @@ impl SolverParam {
     }
 
     pub fn parse(src: &str, path: &Path) -> Result<SolverParam> {
-        let msg = text::parse(src).map_err(|e| Error::Prototxt {
-            file: path.to_path_buf(),
-            line: e.line,
-            msg: e.msg.clone(),
-        })?;
-        let mut f = Fields::new(path, "SolverParameter", &msg);
-        let line = |f: &mut Fields<'_>, name: &str| f.all(name).first().map_or(1, |x| x.line);
-        let at = |name: &str| msg.fields.iter().find(|x| x.name == name).map_or(1, |x| x.line);
-        let net_name = f.string("net")?;
-        let base_lr = f.f32("base_lr")?;
-        let momentum = f.f32("momentum")?.unwrap_or(0.0);
-        let weight_decay = f.f32("weight_decay")?.unwrap_or(0.0);
-        let policy = f.string("lr_policy")?;
-        let gamma = f.f32("gamma")?;
-        let power = f.f32("power")?;
-        let stepsize = f.u32("stepsize")?;
-        let stepvalues: Vec<u64> = f.u32s("stepvalue")?.into_iter().map(u64::from).collect();
-        let max_iter = f.u32("max_iter")?;
-        let display = f.u32("display")?.unwrap_or(0);
-        let average_loss = f.u32("average_loss")?.unwrap_or(1).max(1);
-        let test_iters = f.u32s("test_iter")?;
-        let test_interval = f.u32("test_interval")?.unwrap_or(0);
-        let test_initialization = f.bool("test_initialization")?.unwrap_or(true);
-        let snapshot = f.u32("snapshot")?.unwrap_or(0);
-        let snapshot_prefix = f.string("snapshot_prefix")?;
-        let snapshot_after_train = f.bool("snapshot_after_train")?.unwrap_or(true);
-        let random_seed = f.i64("random_seed")?;
+        let (s, locs) = text::parse::<caffe::SolverParameter>(src, path, "SolverParameter")?;
+        let loc = locs.root();
+        let at = |name: &str| loc.of(name);
+        let mut p = Problems::new(path);
+        let unsupported = |p: &mut Problems, field: &str, why: &str| {
+            p.push(at(field), format!("field `{field}` is not supported by caffe-geeps{why}; remove it"))
+        };
+        for (field, set) in [
+            ("train_net", s.train_net.is_some()),
+            ("test_net", !s.test_net.is_empty()),
+            ("net_param", s.net_param.is_some()),
+            ("train_net_param", s.train_net_param.is_some()),
+            ("test_net_param", !s.test_net_param.is_empty()),
+            ("train_state", s.train_state.is_some()),
+            ("test_state", !s.test_state.is_empty()),
+            ("test_compute_loss", s.test_compute_loss()),
+            ("clip_gradients", s.clip_gradients() >= 0.0),
+            ("snapshot_diff", s.snapshot_diff()),
+            ("delta", s.delta.is_some()),
+            ("momentum2", s.momentum2.is_some()),
+            ("rms_decay", s.rms_decay.is_some()),
+            ("weights", !s.weights.is_empty()),
+        ] {
+            if set {
+                unsupported(&mut p, field, "");
+            }
+        }
         // GPU: the workers keep their rows on GPU `device_id` (the layers
-        // still compute on the CPU).
-        let gpu_mode = f.enumeration("solver_mode", &["CPU", "GPU"])?.is_some_and(|(m, _)| m == "GPU");
-        let device_id = f.i64("device_id")?;
-        if let Some(id) = device_id.filter(|id| *id < 0) {
-            let l = line(&mut f, "device_id");
-            return Err(f.err(l, format!("device_id {id}: a GPU ordinal is 0 or more")));
+        // still compute on the CPU). Without `solver_mode`, the CPU.
+        let gpu_mode = s.solver_mode.is_some() && s.solver_mode() == solver_parameter::SolverMode::Gpu;
+        if s.device_id() < 0 {
+            p.push(at("device_id"), format!("device_id {}: a GPU ordinal is 0 or more", s.device_id()));
         }
-        let gpu = gpu_mode.then(|| device_id.unwrap_or(0) as usize);
-        f.bool("debug_info")?;
-        f.enumeration("snapshot_format", &["BINARYPROTO", "HDF5"])?;
-        if let Some(t) = f.string("type")? {
-            if t != "SGD" {
-                let l = line(&mut f, "type");
-                return Err(f.err(l, format!("solver type `{t}`: only SGD is supported")));
-            }
+        let gpu = gpu_mode.then(|| s.device_id().max(0) as usize);
+        if s.r#type() != "SGD" {
+            p.push(at("type"), format!("solver type `{}`: only SGD is supported", s.r#type()));
         }
-        if let Some((t, l)) =
-            f.enumeration("solver_type", &["SGD", "NESTEROV", "ADAGRAD", "RMSPROP", "ADADELTA", "ADAM"])?
-        {
-            if t != "SGD" {
-                return Err(f.err(l, format!("solver_type {t}: only SGD is supported")));
-            }
+        if s.solver_type() != solver_parameter::SolverType::Sgd {
+            p.push(at("solver_type"), format!("solver_type {}: only SGD is supported", s.solver_type().as_str_name()));
         }
-        if let Some(r) = f.string("regularization_type")? {
-            if r != "L2" {
-                let l = line(&mut f, "regularization_type");
-                return Err(f.err(l, format!("regularization_type `{r}`: only L2 is supported")));
-            }
+        if s.regularization_type() != "L2" {
+            p.push(
+                at("regularization_type"),
+                format!("regularization_type `{}`: only L2 is supported", s.regularization_type()),
+            );
         }
-        if let Some(n) = f.u32("iter_size")? {
-            if n != 1 {
-                let l = line(&mut f, "iter_size");
-                return Err(f.err(l, "iter_size other than 1 is not supported; raise batch_size instead"));
-            }
+        if s.iter_size() != 1 {
+            p.push(at("iter_size"), "iter_size other than 1 is not supported; raise batch_size instead");
         }
-        f.finish(&[
-            "train_net",
-            "test_net",
-            "net_param",
-            "train_net_param",
-            "test_net_param",
-            "train_state",
-            "test_state",
-            "test_compute_loss",
-            "clip_gradients",
-            "snapshot_diff",
-            "delta",
-            "momentum2",
-            "rms_decay",
-            "layer_wise_reduce",
-            "weights",
-            "snapshot_prefix_",
-        ])?;
 
-        let Some(net_name) = net_name else {
-            return Err(f_err(path, 1, "the solver has no `net: \"...prototxt\"`"));
-        };
-        let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let Some(base_lr) = base_lr else { return Err(f_err(path, 1, "the solver has no `base_lr`")) };
-        if !(base_lr.is_finite() && base_lr > 0.0) {
-            return Err(f_err(path, at("base_lr"), format!("base_lr {base_lr} must be a positive number")));
+        let net_name = s.net.clone();
+        if net_name.is_none() {
+            p.push(1, "the solver has no `net: \"...prototxt\"`");
         }
+        let base_lr = s.base_lr.unwrap_or(0.0);
+        if s.base_lr.is_none() {
+            p.push(1, "the solver has no `base_lr`");
+        } else if !(base_lr.is_finite() && base_lr > 0.0) {
+            p.push(at("base_lr"), format!("base_lr {base_lr} must be a positive number"));
+        }
+        let momentum = s.momentum();
         if !(0.0..1.0).contains(&momentum) {
-            return Err(f_err(path, at("momentum"), format!("momentum {momentum} must be in [0, 1)")));
+            p.push(at("momentum"), format!("momentum {momentum} must be in [0, 1)"));
         }
+        let weight_decay = s.weight_decay();
         if !(weight_decay >= 0.0 && weight_decay.is_finite()) {
-            return Err(f_err(path, at("weight_decay"), format!("weight_decay {weight_decay} must be >= 0")));
+            p.push(at("weight_decay"), format!("weight_decay {weight_decay} must be >= 0"));
         }
-        let need = |v: Option<f32>, what: &str, policy: &str| {
-            v.ok_or_else(|| f_err(path, at("lr_policy"), format!("lr_policy \"{policy}\" needs `{what}`")))
+        let mut need = |v: Option<f32>, what: &str, policy: &str| {
+            if v.is_none() {
+                p.push(at("lr_policy"), format!("lr_policy \"{policy}\" needs `{what}`"));
+            }
+            v.unwrap_or(0.0)
         };
-        let lr_policy = match policy.as_deref().unwrap_or("fixed") {
-            "fixed" => LrPolicy::Fixed,
-            "step" => LrPolicy::Step {
-                gamma: need(gamma, "gamma", "step")?,
-                stepsize: match stepsize {
-                    Some(s) if s > 0 => u64::from(s),
-                    _ => return Err(f_err(path, at("lr_policy"), "lr_policy \"step\" needs `stepsize` >= 1")),
-                },
-            },
-            "inv" => LrPolicy::Inv { gamma: need(gamma, "gamma", "inv")?, power: need(power, "power", "inv")? },
-            "multistep" => {
-                if stepvalues.windows(2).any(|w| w[0] >= w[1]) {
-                    return Err(f_err(path, at("stepvalue"), "stepvalue entries must increase"));
+        let lr_policy = match s.lr_policy.as_deref().unwrap_or("fixed") {
+            "fixed" => Some(LrPolicy::Fixed),
+            "step" => {
+                let gamma = need(s.gamma, "gamma", "step");
+                match s.stepsize {
+                    Some(st) if st > 0 => Some(LrPolicy::Step { gamma, stepsize: st as u64 }),
+                    _ => {
+                        p.push(at("lr_policy"), "lr_policy \"step\" needs `stepsize` >= 1");
+                        None
+                    }
                 }
-                LrPolicy::MultiStep { gamma: need(gamma, "gamma", "multistep")?, stepvalues }
+            }
+            "inv" => Some(LrPolicy::Inv { gamma: need(s.gamma, "gamma", "inv"), power: need(s.power, "power", "inv") }),
+            "multistep" => {
+                let gamma = need(s.gamma, "gamma", "multistep");
+                if s.stepvalue.windows(2).any(|w| w[0] >= w[1]) || s.stepvalue.iter().any(|v| *v < 0) {
+                    p.push(at("stepvalue"), "stepvalue entries must be >= 0 and increase");
+                }
+                let stepvalues = s.stepvalue.iter().map(|&v| v.max(0) as u64).collect();
+                Some(LrPolicy::MultiStep { gamma, stepvalues })
             }
             other => {
-                return Err(f_err(
-                    path,
+                p.push(
                     at("lr_policy"),
                     format!("lr_policy \"{other}\" is not supported; use fixed, step, inv or multistep"),
-                ))
+                );
+                None
             }
         };
-        let max_iter = match max_iter {
-            Some(m) if m > 0 => u64::from(m),
-            _ => return Err(f_err(path, at("max_iter"), "the solver needs `max_iter` >= 1")),
-        };
-        if test_iters.len() > 1 {
-            return Err(f_err(path, at("test_iter"), "one test net only: give `test_iter` once"));
+        let max_iter = s.max_iter.unwrap_or(0);
+        if max_iter <= 0 {
+            p.push(at("max_iter"), "the solver needs `max_iter` >= 1");
         }
-        let random_seed = match random_seed {
-            Some(s) if s >= 0 => Some(s as u64),
-            _ => None,
+        if s.test_iter.len() > 1 {
+            p.push(loc.nth("test_iter", 1).line(), "one test net only: give `test_iter` once");
+        }
+        let count = |p: &mut Problems, field: &str, v: i32| {
+            if v < 0 {
+                p.push(at(field), format!("{field} {v} must be >= 0"));
+            }
+            v.max(0) as u64
         };
+        let display = count(&mut p, "display", s.display());
+        let average_loss = count(&mut p, "average_loss", s.average_loss()).max(1);
+        let test_iter = count(&mut p, "test_iter", s.test_iter.first().copied().unwrap_or(0));
+        let test_interval = count(&mut p, "test_interval", s.test_interval());
+        let snapshot = count(&mut p, "snapshot", s.snapshot());
+        p.finish()?;
+
+        let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let random_seed = u64::try_from(s.random_seed()).ok();
         Ok(SolverParam {
-            net: resolve(&net_name, &base_dir),
+            net: resolve(&net_name.expect("checked above"), &base_dir),
             base_lr,
             momentum,
             weight_decay,
-            lr_policy,
-            max_iter,
-            display: u64::from(display),
-            average_loss: u64::from(average_loss),
-            test_iter: test_iters.first().copied().map_or(0, u64::from),
-            test_interval: u64::from(test_interval),
-            test_initialization,
-            snapshot: u64::from(snapshot),
-            snapshot_prefix: snapshot_prefix
+            lr_policy: lr_policy.expect("checked above"),
+            max_iter: max_iter as u64,
+            display,
+            average_loss,
+            test_iter,
+            test_interval,
+            test_initialization: s.test_initialization(),
+            snapshot,
+            snapshot_prefix: s
+                .snapshot_prefix
+                .clone()
                 .unwrap_or_else(|| path.file_stem().map_or("caffe-geeps".into(), |s| s.to_string_lossy().into_owned())),
-            snapshot_after_train,
+            snapshot_after_train: s.snapshot_after_train(),
             random_seed,
             gpu,
             file: path.to_path_buf(),
         })
     }
-}
-
-fn f_err(path: &Path, line: usize, msg: impl Into<String>) -> Error {
-    Error::Prototxt { file: path.to_path_buf(), line, msg: msg.into() }
 }

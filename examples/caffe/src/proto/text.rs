@@ -1,364 +1,215 @@
-//! The protobuf text format (what Caffe's `.prototxt` files are written in),
-//! parsed into a schema-free tree of fields that remember their line. It owns
-//! the syntax only: comments, strings and their escapes, numbers, enum
-//! identifiers, nested messages in `{}` or `<>`, and `[a, b]` lists. It must
-//! never decide what a field means; `fields.rs` and the message modules do.
+//! The protobuf text format of `.prototxt` files, parsed and printed through
+//! prost-reflect against `caffe.proto`, into and out of the generated types.
+//! It owns turning prost-reflect's errors into ones that name the file, the
+//! line, the field and what to write instead, and going on past a bad field
+//! to find the file's other problems; it must never check what a value
+//! means (`net.rs` and `solver.rs` do).
 
-use std::fmt;
+use std::path::Path;
 
-/// A message: its fields in file order (repeated fields appear repeatedly).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Message {
-    pub fields: Vec<Field>,
-    /// Line of the opening brace (1 for the top level).
-    pub line: usize,
-}
+use miette::Diagnostic;
+use prost::Message as _;
+use prost_reflect::text_format::FormatOptions;
+use prost_reflect::{DynamicMessage, MessageDescriptor};
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct Field {
-    pub name: String,
-    pub line: usize,
-    pub value: Value,
-}
+use crate::error::Result;
+use crate::proto::locate::{self, Locations};
+use crate::proto::problems::{Problems, LIMIT};
 
-#[derive(Debug, Clone, PartialEq)]
-pub enum Value {
-    Scalar(Scalar),
-    Message(Message),
-}
-
-/// A scalar as written; its type is decided by the schema that reads it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Scalar {
-    /// An identifier: an enum value, `true`/`false`, `inf`, `nan`.
-    Ident(String),
-    /// A number as written, sign included.
-    Number(String),
-    /// A string, escapes resolved, adjacent literals joined.
-    Str(String),
-}
-
-impl fmt::Display for Scalar {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Scalar::Ident(s) | Scalar::Number(s) => f.write_str(s),
-            Scalar::Str(s) => write!(f, "{s:?}"),
-        }
-    }
-}
-
-/// A syntax error at a line and column.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SyntaxError {
-    pub line: usize,
-    pub col: usize,
-    pub msg: String,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-enum Tok {
-    Ident(String),
-    Number(String),
-    Str(String),
-    Punct(char),
-    End,
-}
-
-impl fmt::Display for Tok {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Tok::Ident(s) => write!(f, "`{s}`"),
-            Tok::Number(s) => write!(f, "number {s}"),
-            Tok::Str(s) => write!(f, "string {s:?}"),
-            Tok::Punct(c) => write!(f, "`{c}`"),
-            Tok::End => f.write_str("end of file"),
-        }
-    }
-}
-
-struct Lexer<'a> {
-    chars: std::iter::Peekable<std::str::Chars<'a>>,
-    line: usize,
-    col: usize,
-}
-
-impl<'a> Lexer<'a> {
-    fn new(src: &'a str) -> Self {
-        Lexer { chars: src.chars().peekable(), line: 1, col: 1 }
-    }
-
-    fn bump(&mut self) -> Option<char> {
-        let c = self.chars.next()?;
-        if c == '\n' {
-            self.line += 1;
-            self.col = 1;
-        } else {
-            self.col += 1;
-        }
-        Some(c)
-    }
-
-    fn err(&self, line: usize, col: usize, msg: impl Into<String>) -> SyntaxError {
-        SyntaxError { line, col, msg: msg.into() }
-    }
-
-    /// Skips blanks and `#` comments.
-    fn skip(&mut self) {
-        while let Some(&c) = self.chars.peek() {
-            if c == '#' {
-                while let Some(c) = self.bump() {
-                    if c == '\n' {
-                        break;
-                    }
-                }
-            } else if c.is_whitespace() {
-                self.bump();
-            } else {
-                break;
+/// Parses `src` as the schema's message `name` (`"NetParameter"`), with the
+/// lines of its fields. Every field unknown to the schema, bad enum value
+/// and bad value is reported (up to the problem limit), each at its line.
+pub fn parse<T: prost::Message + Default>(src: &str, file: &Path, name: &str) -> Result<(T, Locations)> {
+    let desc = super::descriptor(name);
+    let mut text = src.to_string();
+    let mut problems = Problems::new(file);
+    // Past the reporting limit problems are only counted, and not forever.
+    for _ in 0..10 * LIMIT {
+        match DynamicMessage::parse_text_format(desc.clone(), &text) {
+            Ok(msg) if problems.is_empty() => {
+                let parsed = T::decode(msg.encode_to_vec().as_slice())
+                    .expect("a message prost-reflect built decodes as the generated type");
+                return Ok((parsed, Locations::index(src)));
+            }
+            Ok(_) => break,
+            Err(e) => {
+                let offset = e.labels().and_then(|mut l| l.next()).map(|l| l.offset());
+                let (line, msg) = explain(&text, offset, &e.to_string());
+                problems.push(line, msg);
+                // Step past the field at fault and look for more problems.
+                let Some(range) = offset.and_then(|o| bad_field(&text, o, &e.to_string())) else { break };
+                blank(&mut text, range);
             }
         }
     }
+    problems.finish()?;
+    unreachable!("problems were found")
+}
 
-    /// The next token and where it starts.
-    fn next(&mut self) -> Result<(Tok, usize, usize), SyntaxError> {
-        self.skip();
-        let (line, col) = (self.line, self.col);
-        let Some(&c) = self.chars.peek() else { return Ok((Tok::End, line, col)) };
-        let tok = if c.is_ascii_alphabetic() || c == '_' {
-            let mut s = String::new();
-            while let Some(&c) = self.chars.peek() {
-                if c.is_ascii_alphanumeric() || c == '_' || c == '.' {
-                    s.push(c);
-                    self.bump();
-                } else {
-                    break;
-                }
-            }
-            Tok::Ident(s)
-        } else if c.is_ascii_digit() || c == '-' || c == '+' || c == '.' {
-            let mut s = String::new();
-            s.push(c);
-            self.bump();
-            if c == '-' || c == '+' {
-                self.skip();
-                if let Some(&d) = self.chars.peek() {
-                    if d.is_ascii_alphabetic() {
-                        // `-inf`: the identifier follows; keep the sign with it.
-                        let (t, l, c) = self.next()?;
-                        return match t {
-                            Tok::Ident(id) => Ok((Tok::Number(format!("{s}{id}")), l, c)),
-                            other => Err(self.err(line, col, format!("expected a number after `{s}`, found {other}"))),
-                        };
-                    }
-                }
-            }
-            while let Some(&c) = self.chars.peek() {
-                let exp_sign = (c == '-' || c == '+') && matches!(s.chars().last(), Some('e' | 'E'));
-                if c.is_ascii_alphanumeric() || c == '.' || exp_sign {
-                    s.push(c);
-                    self.bump();
-                } else {
-                    break;
-                }
-            }
-            Tok::Number(s)
-        } else if c == '"' || c == '\'' {
-            Tok::Str(self.string(c, line, col)?)
-        } else if "{}<>[]:,;".contains(c) {
-            self.bump();
-            Tok::Punct(c)
-        } else {
-            return Err(self.err(line, col, format!("unexpected character `{c}`")));
+/// The extent of the field an error is about, when going on past it is safe.
+fn bad_field(text: &str, offset: usize, what: &str) -> Option<std::ops::Range<usize>> {
+    if what.starts_with("field '") {
+        return locate::field_extent(text, offset);
+    }
+    // A bad value: skip its whole field, found from the value.
+    let syntax = what.starts_with("expected ':'") || what.contains("a field name");
+    if syntax {
+        return None;
+    }
+    let (_, start) = locate::field_at(text, offset)?;
+    locate::field_extent(text, start)
+}
+
+/// Replaces a range by blanks, keeping line breaks (and so line numbers).
+fn blank(text: &mut String, range: std::ops::Range<usize>) {
+    let blanked: String = text[range.clone()].chars().map(|c| if c == '\n' { '\n' } else { ' ' }).collect();
+    text.replace_range(range, &blanked);
+}
+
+/// The type name without the package (`ConvolutionParameter.Engine`).
+fn short(name: &str) -> &str {
+    name.strip_prefix("caffe.").unwrap_or(name)
+}
+
+/// Text between the first two occurrences of `'` after `after`.
+fn quoted<'a>(s: &'a str, after: &str) -> Option<&'a str> {
+    let rest = &s[s.find(after)? + after.len()..];
+    let start = rest.find('\'')? + 1;
+    let end = rest[start..].find('\'')? + start;
+    Some(&rest[start..end])
+}
+
+/// The line and our wording of a prost-reflect error.
+fn explain(text: &str, offset: Option<usize>, what: &str) -> (usize, String) {
+    let Some(offset) = offset else {
+        // Only the end of the input has no position: something is not closed.
+        return match locate::unclosed(text) {
+            Some(line) => (line, format!("the `{{` on line {line} is not closed (found the end of the file)")),
+            None => (locate::line_of(text, text.len()), format!("the file ends too early: {what}")),
         };
-        Ok((tok, line, col))
+    };
+    let line = locate::line_of(text, offset);
+    let field = locate::field_at(text, offset).map(|f| f.0);
+    if let (Some(name), Some(message)) = (quoted(what, "field "), quoted(what, "for message ")) {
+        return (line, unknown_field(name, message));
     }
-
-    fn string(&mut self, quote: char, line: usize, col: usize) -> Result<String, SyntaxError> {
-        self.bump();
-        let mut s = String::new();
-        loop {
-            match self.bump() {
-                None | Some('\n') => return Err(self.err(line, col, "string is not closed on its line")),
-                Some(c) if c == quote => return Ok(s),
-                Some('\\') => {
-                    let c = self.bump().ok_or_else(|| self.err(line, col, "string is not closed"))?;
-                    s.push(match c {
-                        'n' => '\n',
-                        't' => '\t',
-                        'r' => '\r',
-                        '\\' | '\'' | '"' => c,
-                        other => {
-                            return Err(self.err(self.line, self.col, format!("unsupported escape `\\{other}`")));
-                        }
-                    });
-                }
-                Some(c) => s.push(c),
-            }
+    if let (Some(value), Some(enum_name)) = (quoted(what, "value "), quoted(what, "for enum ")) {
+        let allowed = super::pool()
+            .get_enum_by_name(enum_name)
+            .map(|e| e.values().map(|v| v.name().to_string()).collect::<Vec<_>>().join(", "))
+            .unwrap_or_default();
+        let field = field.map_or(String::new(), |f| format!("field `{f}`: "));
+        return (line, format!("{field}`{value}` is not a {}; use one of {allowed}", short(enum_name)));
+    }
+    if let Some(name) = quoted(what, "") {
+        if what.ends_with("is already set") {
+            return (line, format!("field `{name}` is given twice; give it once"));
         }
     }
+    let Some(field) = field else { return (line, syntax(what)) };
+    if what.starts_with("expected a string") {
+        let found = quoted(what, "but found ").unwrap_or("");
+        return (line, format!("field `{field}` needs a quoted string: write `{field}: \"{found}\"`"));
+    }
+    (line, format!("field `{field}`: {}", syntax(what)))
 }
 
-struct Parser<'a> {
-    lex: Lexer<'a>,
-    peeked: Option<(Tok, usize, usize)>,
+/// A syntax error in our words.
+fn syntax(what: &str) -> String {
+    what.replace("but found", "found").replace("expected ':' or a message value", "expected `:` after the field name")
 }
 
-impl Parser<'_> {
-    fn peek(&mut self) -> Result<&(Tok, usize, usize), SyntaxError> {
-        if self.peeked.is_none() {
-            self.peeked = Some(self.lex.next()?);
-        }
-        Ok(self.peeked.as_ref().expect("just filled"))
+/// "unknown field" with the closest field the message has, as a hint.
+fn unknown_field(name: &str, message: &str) -> String {
+    let short_msg = short(message);
+    if short_msg == "NetParameter" && name == "layers" {
+        return "this net uses Caffe's old V1 `layers` format; convert it with Caffe's upgrade_net_proto_text \
+                (each `layers` becomes `layer`, with its type quoted)"
+            .into();
     }
-
-    fn take(&mut self) -> Result<(Tok, usize, usize), SyntaxError> {
-        match self.peeked.take() {
-            Some(t) => Ok(t),
-            None => self.lex.next(),
-        }
-    }
-
-    fn message(&mut self, line: usize, close: Option<char>) -> Result<Message, SyntaxError> {
-        let mut fields = Vec::new();
-        loop {
-            let (tok, l, c) = self.take()?;
-            match tok {
-                Tok::Punct(p) if Some(p) == close => return Ok(Message { fields, line }),
-                Tok::End if close.is_none() => return Ok(Message { fields, line }),
-                Tok::End => {
-                    return Err(SyntaxError {
-                        line,
-                        col: 1,
-                        msg: format!("the message opened on line {line} is not closed"),
-                    })
-                }
-                Tok::Ident(name) => {
-                    let value = self.field_value(&name, l)?;
-                    for v in value {
-                        fields.push(Field { name: name.clone(), line: l, value: v });
-                    }
-                    if matches!(self.peek()?.0, Tok::Punct(',' | ';')) {
-                        self.take()?;
-                    }
-                }
-                Tok::Punct('[') => {
-                    return Err(SyntaxError {
-                        line: l,
-                        col: c,
-                        msg: "extension fields `[...]` are not supported".into(),
-                    })
-                }
-                other => {
-                    return Err(SyntaxError { line: l, col: c, msg: format!("expected a field name, found {other}") })
-                }
-            }
-        }
-    }
-
-    /// The value(s) after a field name: a list gives several.
-    fn field_value(&mut self, name: &str, line: usize) -> Result<Vec<Value>, SyntaxError> {
-        let colon = matches!(self.peek()?.0, Tok::Punct(':'));
-        if colon {
-            self.take()?;
-        }
-        let (tok, l, c) = self.take()?;
-        match tok {
-            Tok::Punct('{') => Ok(vec![Value::Message(self.message(l, Some('}'))?)]),
-            Tok::Punct('<') => Ok(vec![Value::Message(self.message(l, Some('>'))?)]),
-            Tok::Punct('[') if colon => {
-                let mut out = Vec::new();
-                if matches!(self.peek()?.0, Tok::Punct(']')) {
-                    self.take()?;
-                    return Ok(out);
-                }
-                loop {
-                    let (tok, l, c) = self.take()?;
-                    out.push(match tok {
-                        Tok::Punct('{') => Value::Message(self.message(l, Some('}'))?),
-                        t => Value::Scalar(self.scalar(t, l, c, name)?),
-                    });
-                    match self.take()? {
-                        (Tok::Punct(','), ..) => continue,
-                        (Tok::Punct(']'), ..) => return Ok(out),
-                        (t, l, c) => {
-                            return Err(SyntaxError { line: l, col: c, msg: format!("expected `,` or `]`, found {t}") })
-                        }
-                    }
-                }
-            }
-            t if colon => Ok(vec![Value::Scalar(self.scalar(t, l, c, name)?)]),
-            t => Err(SyntaxError {
-                line: l,
-                col: c,
-                msg: format!("expected `:` or `{{` after field `{name}` (line {line}), found {t}"),
-            }),
-        }
-    }
-
-    fn scalar(&mut self, tok: Tok, line: usize, col: usize, name: &str) -> Result<Scalar, SyntaxError> {
-        match tok {
-            Tok::Ident(s) => Ok(Scalar::Ident(s)),
-            Tok::Number(s) => Ok(Scalar::Number(s)),
-            Tok::Str(mut s) => {
-                // Adjacent literals are one string, as in C.
-                while let Tok::Str(_) = self.peek()?.0 {
-                    if let (Tok::Str(more), ..) = self.take()? {
-                        s.push_str(&more);
-                    }
-                }
-                Ok(Scalar::Str(s))
-            }
-            other => Err(SyntaxError { line, col, msg: format!("expected a value for field `{name}`, found {other}") }),
-        }
-    }
+    let hint = super::pool()
+        .get_message_by_name(message)
+        .and_then(|m| closest(&m, name))
+        .map_or(String::new(), |c| format!("; did you mean `{c}`?"));
+    format!("unknown field `{name}` in {short_msg}{hint}")
 }
 
-/// Parses a whole text-format file into its top-level message.
-pub fn parse(src: &str) -> Result<Message, SyntaxError> {
-    let mut p = Parser { lex: Lexer::new(src), peeked: None };
-    p.message(1, None)
+/// The field of `m` nearest to `name` by edit distance, if near enough.
+fn closest(m: &MessageDescriptor, name: &str) -> Option<String> {
+    m.fields()
+        .map(|f| (edit_distance(f.name(), name), f.name().to_string()))
+        .filter(|(d, _)| *d <= 2.max(name.len() / 4))
+        .min()
+        .map(|(_, n)| n)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur.push((prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Prints a message of the schema (`name`, as for `parse`) in the text format.
+pub fn print<T: prost::Message>(msg: &T, name: &str) -> String {
+    let dynamic = DynamicMessage::decode(super::descriptor(name), msg.encode_to_vec().as_slice())
+        .expect("a generated message decodes against its own descriptor");
+    dynamic.to_text_format_with_options(&FormatOptions::new().pretty(true))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proto::caffe::{NetParameter, SolverParameter};
 
-    fn scalar(m: &Message, i: usize) -> &Scalar {
-        match &m.fields[i].value {
-            Value::Scalar(s) => s,
-            Value::Message(_) => panic!("field {i} is a message"),
+    fn problems(src: &str) -> String {
+        match parse::<SolverParameter>(src, Path::new("s.prototxt"), "SolverParameter") {
+            Ok(_) => panic!("expected problems in:\n{src}"),
+            Err(e) => e.to_string(),
         }
     }
 
     #[test]
-    fn fields_messages_lists_and_lines() {
-        let m = parse(
-            "# comment\nname: \"Le\" 'Net'\nlayer {\n  type: \"Data\" # trailing\n  dims: [1, 2,3]\n}\nx < a: -1.5e-3 >; y: -inf\n",
-        )
-        .unwrap();
-        assert_eq!(m.fields.len(), 4);
-        assert_eq!(scalar(&m, 0), &Scalar::Str("LeNet".into()));
-        assert_eq!(m.fields[1].line, 3);
-        let Value::Message(layer) = &m.fields[1].value else { panic!() };
-        assert_eq!(layer.fields.len(), 4);
-        assert_eq!(layer.fields[0].line, 4);
-        assert_eq!(scalar(layer, 3), &Scalar::Number("3".into()));
-        let Value::Message(x) = &m.fields[2].value else { panic!() };
-        assert_eq!(scalar(x, 0), &Scalar::Number("-1.5e-3".into()));
-        assert_eq!(scalar(&m, 3), &Scalar::Number("-inf".into()));
+    fn every_problem_of_a_file_in_one_run() {
+        let e = problems("base_lr: 0.1\nlr_polcy: \"fixed\"\nsolver_mode: TPU\nmax_iter: five\nmomentm: { a: 1 }\n");
+        let lines: Vec<&str> = e.lines().collect();
+        assert_eq!(lines.len(), 4, "{e}");
+        assert!(lines[0]
+            .starts_with("s.prototxt:2: unknown field `lr_polcy` in SolverParameter; did you mean `lr_policy`?"));
+        assert!(
+            lines[1].starts_with(
+                "s.prototxt:3: field `solver_mode`: `TPU` is not a SolverParameter.SolverMode; use one of CPU, GPU"
+            ),
+            "{e}"
+        );
+        assert!(lines[2].starts_with("s.prototxt:4: field `max_iter`"), "{e}");
+        assert!(lines[3].starts_with("s.prototxt:5: unknown field `momentm`"), "{e}");
     }
 
     #[test]
-    fn syntax_errors_say_where() {
-        let e = parse("layer {\n  name: \"a\"\n").unwrap_err();
-        assert!(e.msg.contains("not closed"), "{e:?}");
-        let e = parse("a: 1\nb 2\n").unwrap_err();
-        assert_eq!(e.line, 2);
-        let e = parse("a: \"open\n").unwrap_err();
-        assert!(e.msg.contains("not closed"));
-        let e = parse("a: 1 }").unwrap_err();
-        assert!(e.msg.contains("expected a field name"));
-        let e = parse("a: @").unwrap_err();
-        assert!(e.msg.contains('@'));
+    fn the_limit_holds() {
+        let src: String = (0..40).map(|i| format!("bad{i}: 1\n")).collect();
+        let e = problems(&src);
+        assert_eq!(e.lines().count(), crate::proto::problems::LIMIT + 1, "{e}");
+        assert!(e.lines().last().unwrap().ends_with("and 20 more problem(s) past these"), "{e}");
+    }
+
+    #[test]
+    fn print_and_parse_round_trip() {
+        let src =
+            "name: \"n\"\nlayer { name: \"c\" type: \"Convolution\" convolution_param { num_output: 3 kernel_size: 2 \
+                   weight_filler { type: \"xavier\" } } include { phase: TRAIN } }\n";
+        let (net, _) = parse::<NetParameter>(src, Path::new("n"), "NetParameter").unwrap();
+        let printed = print(&net, "NetParameter");
+        assert!(printed.contains("phase: TRAIN"), "{printed}");
+        let (again, _) = parse::<NetParameter>(&printed, Path::new("n"), "NetParameter").unwrap();
+        assert_eq!(net, again);
+        assert_eq!(net.layer[0].convolution_param.as_ref().unwrap().kernel_size, [2]);
     }
 }
