@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 seconds="${GEEPS_FUZZ_SECONDS:-15}"
 
 cargo clippy -p geeps-net --all-targets --features fuzzing -- -D warnings
+# The entry points run every seed once, and the checked-in seeds are current.
+cargo test --release -p geeps-net --features fuzzing --lib fuzzing
 
 tools="${CARGO_TARGET_DIR:-target}/fuzz/tools"
 case "$tools" in /*) ;; *) tools="$PWD/$tools" ;; esac

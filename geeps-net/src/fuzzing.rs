@@ -508,17 +508,23 @@ mod tests {
         }
     }
 
-    /// Rewrites the seed corpus the fuzz targets start from
-    /// (`geeps-net/fuzz/seeds/<target>/`): `cargo test -p geeps-net
-    /// --features fuzzing write_seeds -- --ignored`.
+    /// The seed corpus the fuzz targets start from
+    /// (`geeps-net/fuzz/seeds/<target>/seed-NN`) holds exactly these seeds
+    /// (plus inputs fuzzing found, kept under other names). With
+    /// `GEEPS_WRITE_SEEDS=1` it rewrites them instead of checking.
     #[test]
-    #[ignore = "writes geeps-net/fuzz/seeds"]
-    fn write_seeds() {
+    fn checked_in_seeds_are_current() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds");
+        let write = std::env::var("GEEPS_WRITE_SEEDS").is_ok_and(|v| v == "1");
         for (i, (target, input)) in seeds().into_iter().enumerate() {
-            let dir = root.join(target);
-            std::fs::create_dir_all(&dir).unwrap();
-            std::fs::write(dir.join(format!("seed-{i:02}")), input).unwrap();
+            let path = root.join(target).join(format!("seed-{i:02}"));
+            if write {
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(&path, input).unwrap();
+            } else {
+                let on_disk = std::fs::read(&path).unwrap_or_default();
+                assert!(on_disk == input, "{} is stale: run with GEEPS_WRITE_SEEDS=1", path.display());
+            }
         }
     }
 }
