@@ -7,48 +7,22 @@
 //! a plain f64 reference. The body runs in a child process whose library
 //! path holds the driver and cuBLAS links to this crate's cdylib.
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
 
 use cudarc::cublas::sys::cublasOperation_t::{CUBLAS_OP_N, CUBLAS_OP_T};
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, Gemv, GemvConfig, StridedBatchedConfig};
 use cudarc::driver::CudaContext;
 use rand::{Rng, SeedableRng};
 
-const CHILD: &str = "GEEPS_CUDA_EMU_CUBLAS_CHILD";
-
-fn cdylib() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let deps = exe.parent().unwrap();
-    [deps.join("libgeeps_cuda_emu.so"), deps.parent().unwrap().join("libgeeps_cuda_emu.so")]
-        .into_iter()
-        .find(|p| p.exists())
-        .expect("cargo builds the cdylib with the tests")
-}
-
 #[test]
 fn cublas_products_through_cudarc_match_a_reference() {
-    if std::env::var(CHILD).is_ok() {
+    if common::is_child("cublas_products_through_cudarc_match_a_reference") {
         return body();
     }
-    let dir = std::env::temp_dir().join(format!("geeps-cuda-emu-cublas-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    for name in ["libcuda.so", "libcuda.so.1", "libcublas.so", "libcublas.so.12"] {
-        let link = dir.join(name);
-        let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink(cdylib(), &link).unwrap();
-    }
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["cublas_products_through_cudarc_match_a_reference", "--exact", "--nocapture"])
-        .env(CHILD, "1")
-        .env("LD_LIBRARY_PATH", &dir);
-    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("GEEPS_CUDA_EMU")) {
-        cmd.env_remove(k);
-    }
-    let out = cmd.output().unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success() && text.contains("1 passed"), "child failed:\n{text}");
+    common::child_passes_with_libraries(
+        "cublas_products_through_cudarc_match_a_reference",
+        &["libcuda.so", "libcuda.so.1", "libcublas.so", "libcublas.so.12"],
+    );
 }
 
 /// Column-major `C = α·op(A)·op(B) + β·C` in f64.

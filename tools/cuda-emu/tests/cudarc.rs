@@ -5,47 +5,24 @@
 //! a child process whose library path holds `libcuda.so` / `libcuda.so.1`
 //! links to this crate's cdylib.
 
+mod common;
+
 use std::ffi::{c_uint, c_void, CString};
-use std::path::PathBuf;
-use std::process::Command;
 
 use cudarc::driver::result::{self, stream::StreamKind};
 use cudarc::driver::sys;
 
-const CHILD: &str = "GEEPS_CUDA_EMU_CUDARC_CHILD";
 const ROWS_PTX: &str = include_str!("../../../geeps-cuda/kernels/rows.ptx");
-
-/// The cdylib cargo built next to this test binary.
-fn cdylib() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let deps = exe.parent().unwrap();
-    [deps.join("libgeeps_cuda_emu.so"), deps.parent().unwrap().join("libgeeps_cuda_emu.so")]
-        .into_iter()
-        .find(|p| p.exists())
-        .expect("cargo builds the cdylib with the tests")
-}
 
 #[test]
 fn geeps_calls_through_cudarc_work_on_the_emulator() {
-    if std::env::var(CHILD).is_ok() {
+    if common::is_child("geeps_calls_through_cudarc_work_on_the_emulator") {
         return body();
     }
-    let dir = std::env::temp_dir().join(format!("geeps-cuda-emu-lib-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    for name in ["libcuda.so", "libcuda.so.1"] {
-        let link = dir.join(name);
-        let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink(cdylib(), &link).unwrap();
-    }
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["geeps_calls_through_cudarc_work_on_the_emulator", "--exact", "--nocapture"])
-        .env(CHILD, "1")
-        .env("LD_LIBRARY_PATH", &dir)
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success() && text.contains("1 passed"), "child failed:\n{text}");
+    common::child_passes_with_libraries(
+        "geeps_calls_through_cudarc_work_on_the_emulator",
+        &["libcuda.so", "libcuda.so.1"],
+    );
 }
 
 fn body() {

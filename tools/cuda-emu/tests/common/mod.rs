@@ -100,3 +100,31 @@ pub fn read_u32(ptr: u64, n: usize) -> Vec<u32> {
 pub fn write_u32(ptr: u64, data: &[u32]) {
     unsafe { ok(emu::cuMemcpyHtoD_v2(ptr, data.as_ptr().cast(), data.len() * 4)) };
 }
+
+/// The cdylib cargo built next to this test binary.
+pub fn cdylib() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let deps = exe.parent().expect("the deps folder");
+    [deps.join("libgeeps_cuda_emu.so"), deps.parent().expect("the profile folder").join("libgeeps_cuda_emu.so")]
+        .into_iter()
+        .find(|p| p.exists())
+        .expect("cargo builds the cdylib with the tests")
+}
+
+/// Runs `test` in a child whose library path holds `names` (e.g.
+/// `libcuda.so.1`) as links to this crate's cdylib, as a program loading
+/// the real libraries would find them, and requires it to pass.
+pub fn child_passes_with_libraries(test: &str, names: &[&str]) {
+    let dir = std::env::temp_dir().join(format!("geeps-cuda-emu-{test}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch folder");
+    for name in names {
+        let link = dir.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(cdylib(), &link).expect("a link to the cdylib");
+    }
+    let path = dir.to_string_lossy().into_owned();
+    let out = run_child(test, &[("LD_LIBRARY_PATH", path.as_str())]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && text.contains("1 passed"), "child {test} failed ({}):\n{text}", out.status);
+}
