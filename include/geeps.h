@@ -119,6 +119,11 @@ typedef enum geeps_status {
    * what went wrong.
    */
   GEEPS_STATUS_OTHER = 18,
+  /**
+   * A checkpoint could not be written, or none usable was found to
+   * restore (the message names the folder or file and why).
+   */
+  GEEPS_STATUS_CHECKPOINT = 19,
 } geeps_status;
 
 /**
@@ -847,6 +852,58 @@ enum geeps_status geeps_drain_requested(const struct geeps_instance *ps, bool *o
  * tables. See `geeps_current_table_clock`.
  */
 enum geeps_status geeps_current_clock(const struct geeps_instance *ps, uint64_t *out);
+
+/**
+ * Saves every parameter table as of this clock into the folder `dir`,
+ * with `state_len` bytes of this worker's own state (momentum, data
+ * position; NULL when 0). Every worker calls it at the same clock
+ * boundary, after clocking every parameter table the same number of
+ * times; `dir` must be writable by every rank. On rank 0 it returns once
+ * the checkpoint is complete and published atomically, and sets
+ * `*written` (may be NULL) to true; elsewhere once this worker's state is
+ * written, with `*written` false. Exact under BSP. The two newest
+ * checkpoints are kept. Failures: `GEEPS_STATUS_CHECKPOINT` (not at a
+ * clock boundary, a folder that cannot be written, a rank that never
+ * wrote its state), or the status of a read that failed.
+ */
+enum geeps_status geeps_checkpoint(struct geeps_instance *ps,
+                                   const char *dir,
+                                   const uint8_t *state,
+                                   size_t state_len,
+                                   bool *written);
+
+/**
+ * Loads the newest complete checkpoint in `dir` into this fresh instance
+ * (after `geeps_finish_virtual_iteration`, before any update, clock or held
+ * buffer); every worker calls it. The checkpoint may come from a cluster
+ * of another size. It ends one clock on every parameter table and returns
+ * when the saved rows are visible to reads at any slack. `*clock` gets the
+ * clock the checkpoint was taken at (resume the application's count
+ * there) and `*workers` the number of workers that saved it; both may be
+ * NULL. Each saved worker's state is then available from
+ * `geeps_restored_state`. Fails with `GEEPS_STATUS_CHECKPOINT` when the
+ * folder holds no usable checkpoint or its tables differ from the declared
+ * ones (the message says which); a damaged newest checkpoint falls back to
+ * the one before.
+ */
+enum geeps_status geeps_restore(struct geeps_instance *ps,
+                                const char *dir,
+                                uint64_t *clock,
+                                size_t *workers);
+
+/**
+ * Copies the state that worker `rank` saved (of the restored checkpoint)
+ * into `buf[0..cap]`; `*len` gets its full length, so a call with `cap` 0
+ * (and `buf` NULL) asks for the size. `GEEPS_STATUS_INVALID_STATE` before
+ * a `geeps_restore`; `GEEPS_STATUS_INVALID_ARGUMENT` for a rank the
+ * checkpoint does not have or a `cap` smaller than the state (nothing is
+ * copied then).
+ */
+enum geeps_status geeps_restored_state(struct geeps_instance *ps,
+                                       size_t rank,
+                                       uint8_t *buf,
+                                       size_t cap,
+                                       size_t *len);
 
 /**
  * `read` of `rows[0..n]` of parameter table `table` with staleness bound

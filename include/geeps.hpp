@@ -421,6 +421,33 @@ public:
         check(geeps_drain_requested(p_, &d), "geeps_drain_requested");
         return d;
     }
+    /// Saves every parameter table as of this clock, with this worker's
+    /// state; every worker calls it at the same clock boundary. True on
+    /// rank 0 once the checkpoint is complete.
+    bool checkpoint(const std::string &dir, const std::vector<uint8_t> &state = {}) {
+        bool written = false;
+        check(geeps_checkpoint(p_, dir.c_str(), state.data(), state.size(), &written), "geeps_checkpoint");
+        return written;
+    }
+    /// What `restore` loaded: the checkpoint's clock and how many workers saved it.
+    struct Restored {
+        uint64_t clock;
+        size_t workers;
+    };
+    /// Loads the newest complete checkpoint of `dir` into this fresh instance.
+    Restored restore(const std::string &dir) {
+        Restored r{0, 0};
+        check(geeps_restore(p_, dir.c_str(), &r.clock, &r.workers), "geeps_restore");
+        return r;
+    }
+    /// The state worker `rank` saved in the restored checkpoint.
+    std::vector<uint8_t> restored_state(size_t rank) const {
+        size_t len = 0;
+        check(geeps_restored_state(p_, rank, nullptr, 0, &len), "geeps_restored_state");
+        std::vector<uint8_t> out(len);
+        check(geeps_restored_state(p_, rank, out.data(), out.size(), &len), "geeps_restored_state");
+        return out;
+    }
     void shutdown() { check(geeps_shutdown(p_), "geeps_shutdown"); }
     /// The deadline of blocking calls made from now on, in ms.
     void set_wait_deadline_ms(uint64_t ms) { check(geeps_set_wait_deadline_ms(p_, ms), "geeps_set_wait_deadline_ms"); }

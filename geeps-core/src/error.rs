@@ -115,6 +115,15 @@ pub enum Error {
     #[error("instance is shut down: {0}")]
     ShutDown(String),
 
+    /// A checkpoint cannot be written, or the one found cannot be used.
+    #[error("checkpoint {path}: {reason}")]
+    Checkpoint {
+        /// The folder or file concerned.
+        path: String,
+        /// What is wrong and what to do.
+        reason: String,
+    },
+
     /// An operating-system I/O failure.
     #[error("I/O error: {0}")]
     Io(String),

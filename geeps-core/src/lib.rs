@@ -10,6 +10,7 @@
 
 mod apply_order;
 mod buffer_pool;
+mod checkpoint;
 
 mod config;
 pub mod device;
@@ -32,7 +33,7 @@ pub use config::{Config, DEFAULT_ROW_WIDTH, DEFAULT_WAIT_DEADLINE};
 pub use device::HostDevice;
 pub use device::{Device, DeviceInfo, DevicePtr};
 pub use error::{Error, Result};
-pub use geeps::{Geeps, GeepsBuilder, ReleaseAs};
+pub use geeps::{Geeps, GeepsBuilder, ReleaseAs, Restored};
 pub use geeps::{LocalBuffer, RawBuffer, ReadBuffer, UpdateBuffer};
 pub use planner::{Plan, TablePlacement};
 pub use recorder::Handle;

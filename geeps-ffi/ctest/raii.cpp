@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -230,6 +232,52 @@ void network_cluster_of_one() {
     cluster.shutdown();
 }
 
+// Checkpoint, then restore into a fresh instance; the bad paths by status.
+void checkpoint_and_restore() {
+    char tmpl[] = "/tmp/geeps-ckpt-cpp-XXXXXX";
+    CHECK(mkdtemp(tmpl) != nullptr);
+    std::string dir = std::string(tmpl) + "/ckpt";
+    auto make = [](uint32_t rows) {
+        geeps::Instance ps(geeps::Config().row_width(kWidth).device_memory(1 << 20));
+        ps.parameter_table("w", rows);
+        ps.finish_virtual_iteration();
+        return ps;
+    };
+    {
+        geeps::Instance ps = make(kRows);
+        THROWS(GEEPS_STATUS_CHECKPOINT, ps.restore(dir));  // nothing saved yet
+        THROWS(GEEPS_STATUS_INVALID_STATE, ps.restored_state(0));
+        auto d = ps.pre_update_keys(0, geeps::rows(0, kRows));
+        for (size_t i = 0; i < d.size(); i++) d[i] = float(i);
+        d.update();
+        ps.clock();
+        CHECK(ps.checkpoint(dir, {1, 2, 3}));
+        THROWS(GEEPS_STATUS_CHECKPOINT, ps.restore(dir));  // not a fresh instance
+        THROWS(GEEPS_STATUS_NULL_POINTER, geeps::check(geeps_checkpoint(ps.get(), dir.c_str(), nullptr, 4, nullptr), "x"));
+    }
+    {
+        geeps::Instance ps = make(kRows);
+        auto r = ps.restore(dir);
+        CHECK(r.clock == 1 && r.workers == 1);
+        CHECK((ps.restored_state(0) == std::vector<uint8_t>{1, 2, 3}));
+        THROWS(GEEPS_STATUS_INVALID_ARGUMENT, ps.restored_state(1));
+        uint8_t small[2];
+        size_t len = 0;
+        THROWS(GEEPS_STATUS_INVALID_ARGUMENT, geeps::check(geeps_restored_state(ps.get(), 0, small, 2, &len), "x"));
+        CHECK(len == 3);
+        auto p = ps.read_keys(0, geeps::rows(0, kRows));
+        bool same = true;
+        for (size_t i = 0; i < p.size(); i++) same = same && p[i] == float(i);
+        CHECK(same);
+    }
+    {
+        geeps::Instance ps = make(kRows + 1);  // tables differ from the saved ones
+        THROWS(GEEPS_STATUS_CHECKPOINT, ps.restore(dir));
+    }
+    std::string cleanup = std::string("rm -rf ") + tmpl;
+    CHECK(std::system(cleanup.c_str()) == 0);
+}
+
 }  // namespace
 
 int main() {
@@ -237,6 +285,7 @@ int main() {
         single_worker();
         two_workers();
         network_cluster_of_one();
+        checkpoint_and_restore();
     } catch (const std::exception &e) {
         failed++;
         std::fprintf(stderr, "unexpected: %s\n", e.what());

@@ -44,6 +44,8 @@ pub struct GeepsInstance {
     /// so that a real call names the handle the caller passed when it is
     /// not one of them.
     recorded: Mutex<HashMap<GeepsHandle, Kind>>,
+    /// What `geeps_restore` loaded, for `geeps_restored_state`.
+    pub(crate) restored: Mutex<Option<geeps_core::Restored>>,
 }
 
 /// What the instance knows before it joins.
@@ -96,6 +98,7 @@ impl GeepsInstance {
             declaring: Mutex::new(Declaring { settings, tables: Vec::new(), shut_down: false }),
             held: Mutex::new(Held::default()),
             recorded: Mutex::new(HashMap::new()),
+            restored: Mutex::new(None),
         })
     }
 

@@ -37,6 +37,8 @@ mod virtual_calls;
 mod buffers;
 
 mod real_calls;
+// geeps_checkpoint, geeps_restore, geeps_restored_state.
+mod checkpoint_calls;
 
 mod keyed_calls;
 

@@ -58,6 +58,9 @@ pub enum GeepsStatus {
     /// An engine failure newer than this status list; the message says
     /// what went wrong.
     Other = 18,
+    /// A checkpoint could not be written, or none usable was found to
+    /// restore (the message names the folder or file and why).
+    Checkpoint = 19,
 }
 
 impl GeepsStatus {
@@ -82,10 +85,11 @@ impl GeepsStatus {
             GeepsStatus::Io => "GEEPS_STATUS_IO\0",
             GeepsStatus::Panic => "GEEPS_STATUS_PANIC\0",
             GeepsStatus::Other => "GEEPS_STATUS_OTHER\0",
+            GeepsStatus::Checkpoint => "GEEPS_STATUS_CHECKPOINT\0",
         }
     }
 
-    const ALL: [GeepsStatus; 19] = [
+    const ALL: [GeepsStatus; 20] = [
         GeepsStatus::Ok,
         GeepsStatus::NullPointer,
         GeepsStatus::InvalidArgument,
@@ -105,6 +109,7 @@ impl GeepsStatus {
         GeepsStatus::Io,
         GeepsStatus::Panic,
         GeepsStatus::Other,
+        GeepsStatus::Checkpoint,
     ];
 }
 
@@ -159,6 +164,7 @@ impl From<Error> for Failure {
             Error::Mismatch(_) => GeepsStatus::Mismatch,
             Error::ShutDown(_) => GeepsStatus::ShutDown,
             Error::Io(_) => GeepsStatus::Io,
+            Error::Checkpoint { .. } => GeepsStatus::Checkpoint,
             // `Error` is non-exhaustive: a kind of failure this version of
             // the C ABI does not name yet.
             _ => GeepsStatus::Other,

@@ -154,6 +154,7 @@ impl GeepsBuilder {
             threads: Mutex::new(Vec::new()),
             wait_deadline_ns: AtomicU64::new(wait_deadline_ns),
             drop_log: Mutex::new(DropLog::default()),
+            restored_clock: Mutex::new(None),
         })
     }
 }

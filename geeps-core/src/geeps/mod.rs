@@ -32,6 +32,7 @@ use crate::transport::Transport;
 mod acquire;
 mod buffers;
 mod builder;
+mod checkpoint_calls;
 #[cfg(test)]
 mod failure_tests;
 mod release;
@@ -39,6 +40,7 @@ mod virtual_iteration;
 
 pub use buffers::{LocalBuffer, RawBuffer, ReadBuffer, UpdateBuffer};
 pub use builder::GeepsBuilder;
+pub use checkpoint_calls::Restored;
 pub use release::ReleaseAs;
 
 enum Phase {
@@ -114,6 +116,10 @@ pub struct Geeps {
     wait_deadline_ns: AtomicU64,
     /// Releases on drop that failed: logged once per cause, then counted.
     drop_log: Mutex<DropLog>,
+    /// The clock of the checkpoint `restore` loaded: the instance's clock 1
+    /// (after the clock `restore` ends) is that clock, for the checkpoints
+    /// it writes next.
+    restored_clock: Mutex<Option<u64>>,
 }
 
 /// Failed releases of dropped buffers. A failure or a shutdown makes every

@@ -1,0 +1,269 @@
+//! Checkpoints of the whole parameter server: a run stopped at a checkpoint
+//! and resumed from it ends bit-identical to one never stopped (BSP's
+//! deterministic apply); a checkpoint loads into another number of
+//! workers; a process killed at random instants while checkpointing never
+//! leaves a checkpoint that does not load; and each misuse gets an error
+//! that says what to do.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use geeps::{keys, Config, Error, Geeps, InProcessCluster, Slack, TableId, Transport};
+
+const ROWS: u32 = 10;
+const WIDTH: usize = 4;
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("geeps-ckpt-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// What worker `rank` adds at application clock `clock`, given what it
+/// read: terms whose sum depends on the order they are added in.
+fn delta(rank: usize, clock: u64, read: &[f32], out: &mut [f32]) {
+    for (i, (o, r)) in out.iter_mut().zip(read).enumerate() {
+        let big = 1e7 * (1.0 + clock as f32 * 0.1);
+        *o += match (rank + i) % 3 {
+            0 => big + r * 0.5,
+            1 => 0.75 + rank as f32 * 0.125 + r * 1e-3,
+            _ => -big - r * 0.25,
+        };
+    }
+}
+
+fn build(transport: Arc<dyn Transport>, rows: u32) -> (Geeps, TableId, TableId) {
+    let mut b = Geeps::builder(Config::default().with_row_width(WIDTH).with_wait_deadline(Duration::from_secs(60)));
+    let w = b.parameter_table("w", rows);
+    let bias = b.parameter_table("bias", 3);
+    b.local_table("scratch", 2);
+    b.transport(transport);
+    let ps = b.build().unwrap();
+    ps.finish_virtual_iteration().unwrap();
+    (ps, w, bias)
+}
+
+fn bits(ps: &Geeps, t: TableId, rows: u32) -> Vec<u32> {
+    let buf = ps.read_keys(&keys(t, 0..rows), Slack::BSP).unwrap();
+    let out = buf.as_slice().unwrap().iter().map(|v| v.to_bits()).collect();
+    buf.post().unwrap();
+    out
+}
+
+/// Trains application clocks `from..to`; checkpoints into `save` after
+/// clock `at` with a state naming the rank and clock. Returns the final
+/// bits of both tables and, on rank 0, the bits at the checkpoint.
+fn train(
+    ps: &Geeps,
+    w: TableId,
+    bias: TableId,
+    from: u64,
+    to: u64,
+    save: Option<(&Path, u64)>,
+) -> (Vec<u32>, Vec<u32>) {
+    let rank = ps.rank();
+    let mut at_checkpoint = Vec::new();
+    for clock in from..to {
+        for (t, rows) in [(w, ROWS), (bias, 3)] {
+            let read = ps.read_keys(&keys(t, 0..rows), Slack::BSP).unwrap();
+            let mut d = ps.pre_update_keys(&keys(t, 0..rows)).unwrap();
+            delta(rank, clock, read.as_slice().unwrap(), d.as_mut_slice().unwrap());
+            d.update().unwrap();
+            read.post().unwrap();
+        }
+        ps.clock().unwrap();
+        if let Some((dir, at)) = save {
+            if clock + 1 == at {
+                let state = format!("rank {rank} at {at}");
+                let written = ps.checkpoint(dir, state.as_bytes()).unwrap();
+                assert_eq!(written.is_some(), rank == 0);
+                if rank == 0 {
+                    at_checkpoint = [bits(ps, w, ROWS), bits(ps, bias, 3)].concat();
+                }
+            }
+        }
+    }
+    ([bits(ps, w, ROWS), bits(ps, bias, 3)].concat(), at_checkpoint)
+}
+
+fn on_cluster<T: Send + 'static>(
+    workers: usize,
+    body: impl Fn(Arc<dyn Transport>) -> T + Send + Sync + 'static,
+) -> Vec<T> {
+    let cluster = InProcessCluster::new(workers).unwrap();
+    let body = Arc::new(body);
+    let threads: Vec<_> = (0..workers)
+        .map(|rank| {
+            let t = cluster.transport(rank).unwrap();
+            let body = body.clone();
+            std::thread::spawn(move || body(t))
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+#[test]
+fn a_resumed_run_ends_bit_identical_to_an_uninterrupted_one_and_loads_into_other_sizes() {
+    const WORKERS: usize = 3;
+    let dir = temp_dir("resume");
+    let d = dir.clone();
+    let whole = on_cluster(WORKERS, move |t| {
+        let (ps, w, bias) = build(t, ROWS);
+        let out = train(&ps, w, bias, 0, 10, Some((&d, 6)));
+        ps.shutdown().unwrap();
+        out
+    });
+    let at_checkpoint = whole[0].1.clone();
+    assert!(!at_checkpoint.is_empty());
+
+    let d = dir.clone();
+    let resumed = on_cluster(WORKERS, move |t| {
+        let (ps, w, bias) = build(t, ROWS);
+        let r = ps.restore(&d).unwrap();
+        assert_eq!((r.clock, r.workers, r.rank_states.len()), (6, WORKERS, WORKERS));
+        assert_eq!(r.rank_states[ps.rank()], format!("rank {} at 6", ps.rank()).into_bytes());
+        let restored = [bits(&ps, w, ROWS), bits(&ps, bias, 3)].concat();
+        let out = train(&ps, w, bias, r.clock, 10, None);
+        ps.shutdown().unwrap();
+        (out.0, restored)
+    });
+    for (rank, (end, restored)) in resumed.iter().enumerate() {
+        assert_eq!(restored, &at_checkpoint, "rank {rank} restored other rows than were saved");
+        assert_eq!(end, &whole[rank].0, "rank {rank}: the resumed run ended elsewhere than the uninterrupted one");
+    }
+
+    // Another world size: the rows re-shard over the keepers as they are.
+    for workers in [1, 2, 5] {
+        let d = dir.clone();
+        let loaded = on_cluster(workers, move |t| {
+            let (ps, w, bias) = build(t, ROWS);
+            let r = ps.restore(&d).unwrap();
+            assert_eq!(r.workers, WORKERS);
+            let rows = [bits(&ps, w, ROWS), bits(&ps, bias, 3)].concat();
+            ps.shutdown().unwrap();
+            rows
+        });
+        for rows in loaded {
+            assert_eq!(rows, at_checkpoint, "restored into {workers} workers");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn single() -> (Geeps, TableId, TableId) {
+    let t: Arc<dyn Transport> = InProcessCluster::new(1).unwrap().transport(0).unwrap();
+    build(t, ROWS)
+}
+
+#[test]
+fn misuse_gets_errors_that_say_what_to_do() {
+    let dir = temp_dir("misuse");
+    let (ps, w, bias) = single();
+    let e = ps.restore(&dir).unwrap_err();
+    assert!(matches!(e, Error::Checkpoint { .. }) && e.to_string().contains("no such folder"), "{e}");
+
+    // Not at a clock boundary: one table clocked, the other not.
+    ps.table_clock(w).unwrap();
+    let e = ps.checkpoint(&dir, b"").unwrap_err().to_string();
+    assert!(e.contains("not at a clock boundary") && e.contains("`w`") && e.contains("`bias`"), "{e}");
+    ps.table_clock(bias).unwrap();
+    assert!(ps.checkpoint(&dir, b"").unwrap().is_some());
+
+    // Restore needs a fresh instance.
+    let e = ps.restore(&dir).unwrap_err().to_string();
+    assert!(e.contains("fresh instance"), "{e}");
+    ps.shutdown().unwrap();
+
+    // Tables must match by name and size.
+    let t: Arc<dyn Transport> = InProcessCluster::new(1).unwrap().transport(0).unwrap();
+    let (other, _, _) = build(t, ROWS + 1);
+    let e = other.restore(&dir).unwrap_err().to_string();
+    assert!(e.contains("table `w` was saved with 10 rows; this instance declares 11"), "{e}");
+    other.shutdown().unwrap();
+
+    // A damaged newest checkpoint falls back to the one before.
+    let (ps, w, bias) = single();
+    for _ in 0..2 {
+        ps.table_clock(w).unwrap();
+        ps.table_clock(bias).unwrap();
+        ps.checkpoint(&dir, b"").unwrap();
+    }
+    ps.shutdown().unwrap();
+    let newest = dir.join(std::fs::read_to_string(dir.join("LATEST")).unwrap().trim());
+    std::fs::write(newest.join("table-0.f32"), b"torn").unwrap();
+    let (ps, _, _) = single();
+    assert_eq!(ps.restore(&dir).unwrap().clock, 1);
+    ps.shutdown().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Child process of the kill test: two workers that add 1 to every row each
+/// clock and checkpoint after every clock, until killed.
+#[test]
+fn checkpoint_writer_child() {
+    let Some(dir) = std::env::var_os("GEEPS_CKPT_CHILD_DIR") else { return };
+    let dir = PathBuf::from(dir);
+    on_cluster(2, move |t| {
+        let (ps, w, bias) = build(t, KILL_ROWS);
+        let start = match ps.restore(&dir) {
+            Ok(r) => r.clock,
+            Err(_) => 0,
+        };
+        for _ in start..u64::MAX {
+            for (t, rows) in [(w, KILL_ROWS), (bias, 3)] {
+                let mut d = ps.pre_update_keys(&keys(t, 0..rows)).unwrap();
+                d.as_mut_slice().unwrap().fill(1.0);
+                d.update().unwrap();
+            }
+            ps.clock().unwrap();
+            ps.checkpoint(&dir, &[ps.rank() as u8; 1000]).unwrap();
+        }
+    });
+}
+
+const KILL_ROWS: u32 = 20_000;
+
+#[cfg(unix)]
+#[test]
+fn a_kill_during_checkpoints_never_leaves_one_that_does_not_load() {
+    use rand::Rng;
+    let dir = temp_dir("kill");
+    let exe = std::env::current_exe().unwrap();
+    let mut rng = rand::thread_rng();
+    let mut loaded = 0;
+    for round in 0..12 {
+        let mut child = std::process::Command::new(&exe)
+            .args(["--exact", "checkpoint_writer_child", "--nocapture", "--test-threads", "1"])
+            .env("GEEPS_CKPT_CHILD_DIR", &dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(rng.gen_range(150..600)));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        if !dir.join("LATEST").exists() {
+            continue;
+        }
+        // Whatever instant the kill hit, the checkpoint found loads and is
+        // consistent: every row holds 2 × its clock.
+        let t: Arc<dyn Transport> = InProcessCluster::new(1).unwrap().transport(0).unwrap();
+        let (ps, w, bias) = build(t, KILL_ROWS);
+        let r = ps.restore(&dir).unwrap_or_else(|e| panic!("round {round}: {e}"));
+        let want = (2 * r.clock) as f32;
+        for (t, rows) in [(w, KILL_ROWS), (bias, 3)] {
+            let buf = ps.read_keys(&keys(t, 0..rows), Slack::BSP).unwrap();
+            assert!(
+                buf.as_slice().unwrap().iter().all(|&v| v == want),
+                "round {round}: rows differ from clock {}",
+                r.clock
+            );
+        }
+        assert_eq!(r.rank_states, vec![vec![0u8; 1000], vec![1u8; 1000]]);
+        ps.shutdown().unwrap();
+        loaded += 1;
+    }
+    assert!(loaded >= 6, "only {loaded} of 12 rounds left a checkpoint; the child may not be running");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
