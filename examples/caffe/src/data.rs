@@ -280,6 +280,11 @@ impl Cursor {
         out
     }
 
+    /// Moves on by `n` images, as `take` would.
+    pub fn skip(&mut self, n: u64) {
+        self.next = ((self.next as u64 + n) % self.slice.len() as u64) as usize;
+    }
+
     /// Images in this worker's slice.
     pub fn len(&self) -> usize {
         self.slice.len()

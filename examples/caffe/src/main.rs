@@ -52,6 +52,12 @@ enum Command {
         /// Start from these weights (a .caffemodel) instead of the fillers.
         #[arg(long)]
         weights: Option<PathBuf>,
+        /// Resume from a snapshot: a .solverstate (its .geeps checkpoint
+        /// beside it) or a geeps checkpoint folder. A rank restarted by
+        /// `geeps-launch --max-restarts` resumes from the newest complete
+        /// snapshot of snapshot_prefix without it.
+        #[arg(long, conflicts_with = "weights")]
+        snapshot: Option<PathBuf>,
         /// Override the solver's max_iter.
         #[arg(long)]
         max_iter: Option<u64>,
@@ -131,6 +137,7 @@ fn run(cli: Cli) -> geeps_caffe::Result<()> {
             layers_per_table,
             batches_per_clock,
             weights,
+            snapshot,
             max_iter,
             curve,
             no_progress,
@@ -163,6 +170,8 @@ fn run(cli: Cli) -> geeps_caffe::Result<()> {
                 verbose: true,
                 progress: !no_progress,
                 curve_prefix: curve,
+                resume: snapshot,
+                resume_on_restart: true,
             };
             let cluster =
                 if net || Cluster::in_environment() { Cluster::from_env()? } else { Cluster::in_process(workers)? };

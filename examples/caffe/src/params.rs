@@ -148,8 +148,8 @@ impl ParamLayout {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| Error::file(dir, format!("cannot create: {e}")))?;
         }
-        std::fs::write(path, caffemodel::encode(net_name, &layers))
-            .map_err(|e| Error::file(path, format!("cannot write weights: {e}")))
+        // Atomic: a snapshot killed mid-write leaves the previous file whole.
+        crate::proto::binary::write_atomic(path, &caffemodel::encode(net_name, &layers))
     }
 
     /// Per layer of `other` (a net sharing these parameters by layer name,

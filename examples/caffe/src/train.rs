@@ -41,6 +41,13 @@ pub struct TrainOptions {
     /// Where the curve goes: `<prefix>_curve.csv` and `.png` (default: the
     /// solver's snapshot_prefix).
     pub curve_prefix: Option<String>,
+    /// Resume from this snapshot: a `.solverstate` (its `.geeps` checkpoint
+    /// beside it) or a geeps checkpoint folder.
+    pub resume: Option<PathBuf>,
+    /// When restarted by a launcher (`GEEPS_RESTART_COUNT` above 0) and
+    /// `resume` is not given, resume from the newest complete snapshot of
+    /// `snapshot_prefix`, if any.
+    pub resume_on_restart: bool,
 }
 
 /// What a run did.
@@ -81,6 +88,8 @@ struct Shared<'a> {
     seed: u64,
     max_iter: u64,
     world: usize,
+    /// The geeps checkpoint to resume from.
+    resume: Option<PathBuf>,
     reporter: Option<Mutex<Reporter>>,
     abort: AtomicBool,
 }
@@ -126,6 +135,13 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
             solver.max_iter
         )));
     }
+    if solver.snapshot % b != 0 {
+        return Err(Error::config(format!(
+            "snapshot {} must be a multiple of batches_per_clock {b} (a snapshot is taken between clocks)",
+            solver.snapshot
+        )));
+    }
+    let resume = resume_folder(solver, opts)?;
     let cache = DataCache::default();
     let (train_net, test_net) = build_nets(solver, &cache)?;
     let layout = ParamLayout::of(&train_net);
@@ -168,6 +184,7 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
         seed,
         max_iter: solver.max_iter,
         world,
+        resume,
         reporter,
         abort: AtomicBool::new(false),
     };
@@ -306,31 +323,50 @@ fn run_rank(rank: usize, transport: Arc<dyn geeps::Transport>, sh: &Shared<'_>) 
             });
         }
     }
-    worker.initialize((rank == 0).then_some(sh.initial.as_slice()))?;
+    let start_iter = match &sh.resume {
+        Some(dir) => {
+            let iter = worker.restore(dir)?;
+            with_reporter(sh, |r| r.log(&format!("Resuming from {} at iteration {iter}", dir.display())));
+            iter
+        }
+        None => {
+            worker.initialize((rank == 0).then_some(sh.initial.as_slice()))?;
+            0
+        }
+    };
     let mut paused = Duration::ZERO;
     let loop_start = Instant::now();
     let mut losses = Vec::with_capacity(s.max_iter as usize);
     let mut window: Vec<f32> = Vec::new();
     let mut test = Vec::new();
     let mut test_prev: Vec<f32> = Vec::new();
+    if let (Some(net), true, 0) = (sh.test, start_iter > 0, rank) {
+        // The restored test sums are the baseline of the next test's means.
+        test_prev = worker.test_totals(net.outputs.len())?;
+    }
     let mut snapshots = Vec::new();
     let test_due = |iter: u64| {
         sh.test.is_some() && s.test_interval > 0 && iter % s.test_interval == 0 && (iter > 0 || s.test_initialization)
     };
     let loss_index =
         sh.train.outputs.iter().position(|&b| sh.train.layers.iter().any(|l| l.is_loss() && l.tops.contains(&b)));
-    for iter in 0..sh.max_iter {
+    for iter in start_iter..sh.max_iter {
         if sh.abort.load(Ordering::Relaxed) {
             return Err(Error::config("stopped: another worker failed"));
         }
-        if test_due(iter) {
+        // The resumed iteration's test and snapshot were done before the
+        // snapshot resumed from was taken.
+        let resumed_here = iter == start_iter && sh.resume.is_some();
+        if test_due(iter) && !resumed_here {
             let t0 = Instant::now();
             test = run_test(rank, &worker, sh, iter, &mut test_prev)?;
             paused += t0.elapsed();
         }
-        if rank == 0 && s.snapshot > 0 && iter > 0 && iter % s.snapshot == 0 {
+        if s.snapshot > 0 && iter > 0 && iter % s.snapshot == 0 && !resumed_here {
             let t0 = Instant::now();
-            snapshots.push(snapshot(&worker, sh, iter)?);
+            if let Some(path) = snapshot(&worker, sh, iter)? {
+                snapshots.push(path);
+            }
             paused += t0.elapsed();
         }
         let rate = learning_rate(s, iter);
@@ -366,9 +402,74 @@ fn run_rank(rank: usize, transport: Arc<dyn geeps::Transport>, sh: &Shared<'_>) 
     Ok(RankResult { stats, train_time, losses, test, final_params, snapshots })
 }
 
-fn snapshot(worker: &PsWorker<'_>, sh: &Shared<'_>, iter: u64) -> Result<PathBuf> {
+/// Every worker saves its part of geeps' checkpoint (`PREFIX_iter_N.geeps`);
+/// rank 0 then writes the weights and the solver state beside it.
+fn snapshot(worker: &PsWorker<'_>, sh: &Shared<'_>, iter: u64) -> Result<Option<PathBuf>> {
+    let dir = checkpoint_folder(&sh.solver.snapshot_prefix, iter);
+    if worker.checkpoint(&dir, iter)?.is_none() {
+        return Ok(None);
+    }
     let params = worker.current_params()?;
-    write_snapshot(sh, iter, &params)
+    let model = write_snapshot(sh, iter, &params)?;
+    let state = PathBuf::from(format!("{}_iter_{iter}.solverstate", sh.solver.snapshot_prefix));
+    worker.write_solverstate(&state, iter, &model)?;
+    with_reporter(sh, |r| r.log(&format!("Snapshotting solver state to binary proto file {}", state.display())));
+    Ok(Some(model))
+}
+
+/// The geeps checkpoint folder of the snapshot at `iter`.
+pub fn checkpoint_folder(prefix: &str, iter: u64) -> PathBuf {
+    PathBuf::from(format!("{prefix}_iter_{iter}.geeps"))
+}
+
+/// Where to resume from: the snapshot asked for, or on a restart the newest
+/// snapshot of the prefix that completed.
+fn resume_folder(solver: &SolverParam, opts: &TrainOptions) -> Result<Option<PathBuf>> {
+    if let Some(p) = &opts.resume {
+        if p.extension().is_some_and(|e| e == "solverstate") {
+            let folder = p.with_extension("geeps");
+            if !p.is_file() {
+                return Err(Error::file(p, "no such solver state"));
+            }
+            if !folder.is_dir() {
+                return Err(Error::file(
+                    p,
+                    format!(
+                        "its geeps checkpoint {} is missing; resume needs both (written together at each snapshot)",
+                        folder.display()
+                    ),
+                ));
+            }
+            return Ok(Some(folder));
+        }
+        return Ok(Some(p.clone()));
+    }
+    let restarted = std::env::var("GEEPS_RESTART_COUNT").ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) > 0;
+    if !(opts.resume_on_restart && restarted) {
+        return Ok(None);
+    }
+    Ok(newest_snapshot(&solver.snapshot_prefix))
+}
+
+/// The newest `PREFIX_iter_N.geeps` folder whose checkpoint was published.
+pub fn newest_snapshot(prefix: &str) -> Option<PathBuf> {
+    let prefix_path = Path::new(prefix);
+    let dir = match prefix_path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let stem = prefix_path.file_name()?.to_string_lossy().into_owned();
+    let mut found: Vec<(u64, PathBuf)> = std::fs::read_dir(&dir)
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let iter = name.strip_prefix(&format!("{stem}_iter_"))?.strip_suffix(".geeps")?.parse().ok()?;
+            e.path().join("LATEST").is_file().then(|| (iter, e.path()))
+        })
+        .collect();
+    found.sort();
+    found.pop().map(|(_, p)| p)
 }
 
 fn write_snapshot(sh: &Shared<'_>, iter: u64, params: &[Vec<f32>]) -> Result<PathBuf> {

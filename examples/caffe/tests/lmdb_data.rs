@@ -122,8 +122,15 @@ fn labels_beyond_the_scored_classes_stop_training_with_the_record_named() {
         .replace(&common::data("t10k"), &db.display().to_string());
     let path = common::write(&dir, &net, &common::solver("net.prototxt", 5, 0, 0, ""));
     let solver = SolverParam::load(&path).unwrap();
-    let opts =
-        TrainOptions { ps: PsOptions::default(), weights: None, verbose: false, progress: false, curve_prefix: None };
+    let opts = TrainOptions {
+        ps: PsOptions::default(),
+        weights: None,
+        verbose: false,
+        progress: false,
+        curve_prefix: None,
+        resume: None,
+        resume_on_restart: false,
+    };
     let Err(err) = train(&solver, &opts, &Cluster::in_process(1).unwrap()) else { panic!("refused") };
     let err = err.to_string();
     assert!(err.contains("record 10 has label 10 but layer `loss` scores only 10 classes"), "{err}");

@@ -15,7 +15,15 @@ use geeps_caffe::ps::PsOptions;
 use geeps_caffe::train::{train, TrainOptions};
 
 fn quiet() -> TrainOptions {
-    TrainOptions { ps: PsOptions::default(), weights: None, verbose: false, progress: false, curve_prefix: None }
+    TrainOptions {
+        ps: PsOptions::default(),
+        weights: None,
+        verbose: false,
+        progress: false,
+        curve_prefix: None,
+        resume: None,
+        resume_on_restart: false,
+    }
 }
 
 /// Converts the bundled `train` and `t10k` sets into LMDBs under `dir`.

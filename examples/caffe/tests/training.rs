@@ -15,7 +15,15 @@ use geeps_caffe::solver::{learning_rate, sgd_delta, Step};
 use geeps_caffe::train::{build_nets, iteration_seed, test_weights, train, TrainOptions};
 
 fn quiet(ps: PsOptions) -> TrainOptions {
-    TrainOptions { ps, weights: None, verbose: false, progress: false, curve_prefix: None }
+    TrainOptions {
+        ps,
+        weights: None,
+        verbose: false,
+        progress: false,
+        curve_prefix: None,
+        resume: None,
+        resume_on_restart: false,
+    }
 }
 
 /// Trains `solver` with one worker on plain memory; returns the final

@@ -146,6 +146,10 @@ pub(crate) fn latest(dir: &Path) -> Result<(PathBuf, Manifest)> {
             reason: "no such folder; pass the folder given to `checkpoint`".into(),
         });
     }
+    if dir.join(MANIFEST).is_file() {
+        // A checkpoint folder itself, not the folder of checkpoints.
+        return open(dir).map(|m| (dir.to_path_buf(), m));
+    }
     let named = fs::read_to_string(dir.join(LATEST)).ok().map(|s| dir.join(s.trim()));
     let mut tried = Vec::new();
     if let Some(folder) = named {

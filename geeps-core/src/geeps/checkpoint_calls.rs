@@ -56,8 +56,8 @@ fn err(path: &Path, reason: impl Into<String>) -> Error {
 impl Geeps {
     /// Saves every parameter table as of this clock into `dir`, with this
     /// worker's `state`. Every worker of the cluster calls it at the same
-    /// clock boundary (each parameter table ended the same number of
-    /// clocks); the call returns once this worker's part is written, and on
+    /// point of its program, between clocks (each table is saved as of the
+    /// clocks every worker ended on it); the call returns once this worker's part is written, and on
     /// rank 0 once the checkpoint is complete: `Some(folder)` there,
     /// `None` elsewhere. The folder must be writable by every rank (one
     /// machine, or a shared filesystem). Exact under BSP (slack 0); with
@@ -67,6 +67,10 @@ impl Geeps {
         let dir = dir.as_ref();
         self.running("checkpoint")?;
         let clock = self.boundary_clock(dir)?;
+        let app_clocks: Vec<u64> = {
+            let app = self.app.lock();
+            app.clocks.clone()
+        };
         let stage = layout::prepare(dir, clock)?;
         let rank = self.rank();
         layout::write_atomically(&stage.join(rank_file(rank)), state)?;
@@ -83,7 +87,7 @@ impl Geeps {
                 id: t.0,
                 name: spec.name.clone(),
                 rows: spec.rows,
-                clock,
+                clock: self.logical_clock(app_clocks[t.0 as usize]),
                 data: entry_of(&file, &bytes),
             });
         }
@@ -96,7 +100,8 @@ impl Geeps {
         Ok(Some(folder))
     }
 
-    /// Loads the newest complete checkpoint in `dir` into this fresh
+    /// Loads the newest complete checkpoint in `dir` (or the checkpoint
+    /// folder `dir` itself, one that holds a `MANIFEST`) into this fresh
     /// instance (after `finish_virtual_iteration`, before any update or
     /// clock). Every worker calls it; the saved cluster may have had another
     /// number of workers (rows are re-sharded by the keepers as any update
@@ -136,27 +141,25 @@ impl Geeps {
         Ok(Restored { folder, clock: manifest.clock, workers: manifest.workers, rank_states })
     }
 
-    /// The clock every parameter table is at, or an error if they differ.
+    /// The instance's clock (the lowest of its parameter tables'; each
+    /// table is saved as of its own clock), counted on from the restored
+    /// checkpoint's.
     fn boundary_clock(&self, dir: &Path) -> Result<u64> {
         let app = self.app.lock();
-        let clocks: Vec<(TableId, u64)> = self.param_tables().iter().map(|&t| (t, app.clocks[t.0 as usize])).collect();
-        let Some(&(_, first)) = clocks.first() else {
+        let Some(first) = self.param_tables().iter().map(|t| app.clocks[t.0 as usize]).min() else {
             return Err(err(dir, "this instance declares no parameter table; there is nothing to checkpoint"));
         };
-        if let Some(&(t, c)) = clocks.iter().find(|(_, c)| *c != first) {
-            return Err(err(
-                dir,
-                format!(
-                    "not at a clock boundary: table `{}` has ended {c} clocks and table `{}` {first}; call checkpoint after clocking every parameter table",
-                    self.tables[t.0 as usize].name, self.tables[clocks[0].0 .0 as usize].name
-                ),
-            ));
+        drop(app);
+        Ok(self.logical_clock(first))
+    }
+
+    /// A clock of this instance as the checkpoints count: after a restore,
+    /// the instance's clock 1 is the restored checkpoint's clock.
+    fn logical_clock(&self, clock: u64) -> u64 {
+        match *self.restored_clock.lock() {
+            Some(base) => base + clock.saturating_sub(1),
+            None => clock,
         }
-        // After a restore the instance's clock 1 is the checkpoint's clock.
-        Ok(match *self.restored_clock.lock() {
-            Some(base) => base + first.saturating_sub(1),
-            None => first,
-        })
     }
 
     /// Pairs each declared parameter table with the saved table of its name.

@@ -6,6 +6,7 @@
 pub mod device_choice;
 pub mod host_view;
 pub mod layout;
+pub mod resume;
 pub mod worker;
 
 pub use device_choice::DeviceChoice;

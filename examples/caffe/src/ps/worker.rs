@@ -133,6 +133,26 @@ impl<'a> PsWorker<'a> {
         &self.ps
     }
 
+    pub(crate) fn layout(&self) -> &PsLayout {
+        &self.layout
+    }
+
+    pub(crate) fn params(&self) -> &ParamLayout {
+        self.params
+    }
+
+    pub(crate) fn view(&self) -> &HostView {
+        &self.view
+    }
+
+    /// Moves every data cursor to where it is after `iterations` mini-batches.
+    pub(crate) fn skip_data(&mut self, iterations: u64) {
+        let batch = self.net.batch;
+        for c in self.cursors.iter_mut().flatten() {
+            c.skip(iterations.saturating_mul(batch as u64));
+        }
+    }
+
     fn access(&self, slots: Vec<Slot>, fetch: bool) -> Result<Option<Access>> {
         if slots.is_empty() {
             return Ok(None);
