@@ -325,6 +325,12 @@ fn run_rank(rank: usize, transport: Arc<dyn geeps::Transport>, sh: &Shared<'_>) 
     }
     let start_iter = match &sh.resume {
         Some(dir) => {
+            if rank == 0 {
+                // Snapshots a killed run left half-written would mix its
+                // workers' states with this run's; the others wait in
+                // `restore` until this rank has restored.
+                remove_incomplete_snapshots(&s.snapshot_prefix);
+            }
             let iter = worker.restore(dir)?;
             with_reporter(sh, |r| r.log(&format!("Resuming from {} at iteration {iter}", dir.display())));
             iter
@@ -451,25 +457,39 @@ fn resume_folder(solver: &SolverParam, opts: &TrainOptions) -> Result<Option<Pat
     Ok(newest_snapshot(&solver.snapshot_prefix))
 }
 
-/// The newest `PREFIX_iter_N.geeps` folder whose checkpoint was published.
-pub fn newest_snapshot(prefix: &str) -> Option<PathBuf> {
+/// Removes the `PREFIX_iter_N.geeps` folders whose checkpoint was never published.
+fn remove_incomplete_snapshots(prefix: &str) {
+    for (_, folder, complete) in snapshot_folders(prefix) {
+        if !complete {
+            let _ = std::fs::remove_dir_all(folder);
+        }
+    }
+}
+
+/// `PREFIX_iter_N.geeps` folders: iteration, path, whether published.
+fn snapshot_folders(prefix: &str) -> Vec<(u64, PathBuf, bool)> {
     let prefix_path = Path::new(prefix);
     let dir = match prefix_path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let stem = prefix_path.file_name()?.to_string_lossy().into_owned();
-    let mut found: Vec<(u64, PathBuf)> = std::fs::read_dir(&dir)
-        .ok()?
+    let Some(stem) = prefix_path.file_name().map(|s| s.to_string_lossy().into_owned()) else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(&dir) else { return Vec::new() };
+    let mut found: Vec<(u64, PathBuf, bool)> = entries
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
             let iter = name.strip_prefix(&format!("{stem}_iter_"))?.strip_suffix(".geeps")?.parse().ok()?;
-            e.path().join("LATEST").is_file().then(|| (iter, e.path()))
+            Some((iter, e.path(), e.path().join("LATEST").is_file()))
         })
         .collect();
     found.sort();
-    found.pop().map(|(_, p)| p)
+    found
+}
+
+/// The newest `PREFIX_iter_N.geeps` folder whose checkpoint was published.
+pub fn newest_snapshot(prefix: &str) -> Option<PathBuf> {
+    snapshot_folders(prefix).into_iter().filter(|(_, _, complete)| *complete).map(|(_, p, _)| p).last()
 }
 
 fn write_snapshot(sh: &Shared<'_>, iter: u64, params: &[Vec<f32>]) -> Result<PathBuf> {
