@@ -23,6 +23,7 @@ pub mod error;
 pub mod layers;
 pub mod lmdb;
 pub mod lmdb_data;
+pub mod memory;
 pub mod net;
 pub mod net_state;
 pub mod params;

@@ -93,12 +93,28 @@ impl ParamLayout {
     /// Values for each parameter layer from a `.caffemodel`, by layer name;
     /// every layer must be there with the same shapes.
     pub fn from_caffemodel(&self, path: &Path) -> Result<Vec<Vec<f32>>> {
+        let (found, missing) = self.fine_tune(path, None)?;
+        match missing.first() {
+            Some(name) => Err(Error::file(path, format!("has no weights for layer `{name}`"))),
+            None => Ok(found),
+        }
+    }
+
+    /// Fine-tuning, as Caffe's `--weights`: layers found in the `.caffemodel`
+    /// (by name, shapes checked) take its values, the others keep
+    /// `fillers`' (the net's own initial values). Returns the values and the
+    /// names of the layers the file did not have. With `fillers` `None`
+    /// every layer must be in the file (missing ones get no values).
+    pub fn fine_tune(&self, path: &Path, fillers: Option<&[Vec<f32>]>) -> Result<(Vec<Vec<f32>>, Vec<String>)> {
         let bytes = std::fs::read(path).map_err(|e| Error::file(path, format!("cannot read weights: {e}")))?;
         let file = caffemodel::decode(&bytes).map_err(|e| Error::file(path, format!("not a caffemodel: {e}")))?;
         let mut out = Vec::new();
-        for lp in &self.layers {
+        let mut missing = Vec::new();
+        for (p, lp) in self.layers.iter().enumerate() {
             let Some(found) = file.iter().find(|l| l.name == lp.name) else {
-                return Err(Error::file(path, format!("has no weights for layer `{}`", lp.name)));
+                missing.push(lp.name.clone());
+                out.push(fillers.and_then(|f| f.get(p)).cloned().unwrap_or_default());
+                continue;
             };
             if found.blobs.len() != lp.blobs.len() {
                 return Err(Error::file(
@@ -130,7 +146,7 @@ impl ParamLayout {
             }
             out.push(v);
         }
-        Ok(out)
+        Ok((out, missing))
     }
 
     /// Writes `values` (one vector per parameter layer) as a `.caffemodel`.

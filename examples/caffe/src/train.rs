@@ -144,14 +144,16 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
     let resume = resume_folder(solver, opts)?;
     let cache = DataCache::default();
     let (train_net, test_net) = build_nets(solver, &cache)?;
+    crate::memory::check_fits(&train_net, cluster.local_ranks().len(), None)?;
     let layout = ParamLayout::of(&train_net);
     if let Some(t) = &test_net {
         layout.share_with(t)?;
     }
     let seed = solver.random_seed.unwrap_or(DEFAULT_SEED);
-    let initial = match &opts.weights {
-        Some(w) => layout.from_caffemodel(w)?,
-        None => layout.initial(&train_net, seed),
+    let fillers = layout.initial(&train_net, seed);
+    let (initial, not_in_weights) = match &opts.weights {
+        Some(w) => layout.fine_tune(w, Some(&fillers))?,
+        None => (fillers, Vec::new()),
     };
     let world = cluster.world();
     let reporter = cluster
@@ -172,6 +174,13 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
                 opts.ps.layers_per_table,
                 opts.ps.batches_per_clock
             ));
+            if let (Some(w), false) = (&opts.weights, not_in_weights.is_empty()) {
+                r.log(&format!(
+                    "{} has no weights for layer(s) {}: they start from their fillers",
+                    w.display(),
+                    not_in_weights.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                ));
+            }
         }
     }
     let shared = Shared {
@@ -273,6 +282,17 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
         report.curve_png = Some(png);
     }
     Ok(report)
+}
+
+/// The error of an output (a loss) that turned NaN or infinite.
+fn diverged(net: &Net, output: usize, value: f32, iter: u64) -> Error {
+    let blob = net.outputs[output];
+    let layer = net.layers.iter().find(|l| l.tops.contains(&blob));
+    let (name, kind) = layer.map_or(("?", "?"), |l| (l.name.as_str(), l.type_name));
+    Error::Diverged(format!(
+        "output `{}` of layer `{name}` ({kind}) is {value} at iteration {iter}",
+        net.blobs[blob].name
+    ))
 }
 
 /// The name of the first output an Accuracy layer produces.
@@ -378,8 +398,14 @@ fn run_rank(rank: usize, transport: Arc<dyn geeps::Transport>, sh: &Shared<'_>) 
         let rate = learning_rate(s, iter);
         let step = Step { rate, momentum: s.momentum, weight_decay: s.weight_decay, scale: 1.0 / sh.world as f32 };
         let pass = (iter % sh.opts.ps.batches_per_clock as u64) as usize;
-        let outputs = worker.iteration(pass, step, iteration_seed(sh.seed, rank, iter))?;
+        let outputs = worker.iteration(pass, step, iteration_seed(sh.seed, rank, iter)).map_err(|e| match e {
+            Error::Diverged(what) => Error::Diverged(format!("{what} at iteration {iter}")),
+            other => other,
+        })?;
         let loss = loss_index.map_or(0.0, |k| outputs[k]);
+        if let Some(k) = outputs.iter().position(|v| !v.is_finite()) {
+            return Err(diverged(sh.train, k, outputs[k], iter));
+        }
         losses.push(loss);
         if rank == 0 {
             window.push(loss);

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use geeps::{Config, Geeps, Handle, LocalBuffer, RowKey, Slack, Stats, TableId, Transport};
 
 use crate::data::Cursor;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::net::{backward_layer, forward_layer, Io, Net};
 use crate::params::ParamLayout;
 use crate::ps::host_view::{HostView, Writable};
@@ -475,6 +475,12 @@ impl<'a> PsWorker<'a> {
                             grad.iter_mut().for_each(|g| *g *= step.scale);
                         } else if let (Some(p), Some(h)) = (params.index_of_layer(li), history_view.as_mut()) {
                             sgd_delta(&params.layers[p], step, w, grad, &mut h[..l.param_len]);
+                        }
+                        if let Some(bad) = grad.iter().find(|v| !v.is_finite()) {
+                            return Err(Error::Diverged(format!(
+                                "the update of layer `{}` ({}) is {bad}",
+                                l.name, l.type_name
+                            )));
                         }
                     }
                     for v in [grad_view, history_view, out_view, inout_view].into_iter().flatten() {

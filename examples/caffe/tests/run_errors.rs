@@ -1,0 +1,86 @@
+//! What a run says when the net or the weights do not fit: a net too big for
+//! memory is refused before anything is allocated, naming its biggest
+//! layers; a loss that turns NaN stops the run naming the iteration and the
+//! layer; `--weights` from a file missing a layer fine-tunes, the missing
+//! layer starting from its filler.
+
+mod common;
+
+use geeps_caffe::cluster::Cluster;
+use geeps_caffe::data::DataCache;
+use geeps_caffe::proto::solver::SolverParam;
+use geeps_caffe::ps::PsOptions;
+use geeps_caffe::train::{build_nets, train, TrainOptions};
+
+fn quiet() -> TrainOptions {
+    TrainOptions {
+        ps: PsOptions::default(),
+        weights: None,
+        verbose: false,
+        progress: false,
+        curve_prefix: None,
+        resume: None,
+        resume_on_restart: false,
+    }
+}
+
+#[test]
+fn a_net_too_big_for_memory_is_refused_up_front_with_its_biggest_layers() {
+    let dir = common::scratch("too-big");
+    let net = common::small_net(16).replace("num_output: 32 ", "num_output: 2000000000 ");
+    let path = common::write(&dir, &net, &common::solver("net.prototxt", 2, 0, 0, ""));
+    let solver = SolverParam::load(&path).unwrap();
+    let err = train(&solver, &quiet(), &Cluster::in_process(1).unwrap()).unwrap_err().to_string();
+    assert!(err.contains("needs about") && err.contains("available"), "{err}");
+    assert!(err.contains("layer `ip1` (InnerProduct, line"), "the biggest layer is named first: {err}");
+
+    // The estimate itself, against a small limit.
+    let solver =
+        SolverParam::load(&common::write(&dir, &common::small_net(16), &common::solver("net.prototxt", 2, 0, 0, "")))
+            .unwrap();
+    let (net, _) = build_nets(&solver, &DataCache::default()).unwrap();
+    assert!(geeps_caffe::memory::check_fits(&net, 1, Some(1 << 40)).is_ok());
+    let err = geeps_caffe::memory::check_fits(&net, 4, Some(1000)).unwrap_err().to_string();
+    assert!(err.contains("for 4 worker(s)"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_diverging_loss_stops_the_run_naming_the_iteration_and_layer() {
+    let dir = common::scratch("nan");
+    let solver = common::solver("net.prototxt", 50, 0, 0, "").replace("base_lr: 0.05", "base_lr: 1e30");
+    let path = common::write(&dir, &common::small_net(16), &solver);
+    let solver = SolverParam::load(&path).unwrap();
+    let err = train(&solver, &quiet(), &Cluster::in_process(1).unwrap()).unwrap_err().to_string();
+    // SoftmaxWithLoss clamps its log as Caffe does, so the first thing to
+    // turn NaN is a parameter update.
+    assert!(err.contains("training diverged") && err.contains("at iteration"), "{err}");
+    assert!(err.contains("the update of layer `") && (err.contains("is NaN") || err.contains("is inf")), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn fine_tuning_initialises_layers_the_weights_lack_from_their_fillers() {
+    let dir = common::scratch("fine-tune");
+    let extra = format!("snapshot_prefix: \"{}\"", dir.join("base").display());
+    let path = common::write(&dir, &common::small_net(16), &common::solver("net.prototxt", 5, 0, 0, &extra));
+    let solver = SolverParam::load(&path).unwrap();
+    let base = train(&solver, &quiet(), &Cluster::in_process(1).unwrap()).unwrap();
+    let weights = base.snapshots.last().unwrap().clone();
+
+    // The same net with its last layer renamed: that layer is not in the file.
+    let renamed = common::small_net(16).replace("name: \"ip2\"", "name: \"ip2_new\"");
+    let path = common::write(&dir, &renamed, &common::solver("net.prototxt", 1, 0, 0, "snapshot_after_train: false"));
+    let solver = SolverParam::load(&path).unwrap();
+    let opts = TrainOptions { weights: Some(weights.clone()), ..quiet() };
+    let tuned = train(&solver, &opts, &Cluster::in_process(1).unwrap()).unwrap();
+    assert_eq!(tuned.losses.len(), 1);
+    // With every layer required, the missing one is an error naming it.
+    let (net, _) = build_nets(&solver, &DataCache::default()).unwrap();
+    let layout = geeps_caffe::params::ParamLayout::of(&net);
+    let err = layout.from_caffemodel(&weights).unwrap_err().to_string();
+    assert!(err.contains("has no weights for layer `ip2_new`"), "{err}");
+    let (_, missing) = layout.fine_tune(&weights, None).unwrap();
+    assert_eq!(missing, ["ip2_new"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
