@@ -2,7 +2,8 @@
 //! Caffe's nets run them so, with automatic Splits where a blob feeds two
 //! layers) builds in both phases from its prototxt and trains through the
 //! normal entry point on the bundled data: finite losses, every learned
-//! layer moved, BatchNorm's running statistics gathered.
+//! layer moved, BatchNorm's running statistics gathered. A `mean_file`
+//! is found beside the net and checked against the images.
 
 mod common;
 
@@ -10,6 +11,7 @@ use std::collections::BTreeSet;
 
 use geeps_caffe::cluster::Cluster;
 use geeps_caffe::data::DataCache;
+use geeps_caffe::datum::encode_mean;
 use geeps_caffe::params::ParamLayout;
 use geeps_caffe::proto::net::LAYER_TYPES;
 use geeps_caffe::proto::solver::SolverParam;
@@ -95,5 +97,32 @@ fn a_net_of_every_layer_type_builds_and_trains() {
         assert!(end.iter().all(|v| v.is_finite()), "`{name}` has non-finite parameters");
         assert!(end != start, "`{name}`'s parameters did not change");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_mean_file_is_found_beside_the_net_and_checked_against_the_images() {
+    let dir = common::scratch("mean-file");
+    let net = |mean_file: &str| {
+        common::small_net(4).replace(
+            "transform_param { scale: 0.00390625 }",
+            &format!("transform_param {{ scale: 0.00390625 mean_file: \"{mean_file}\" }}"),
+        )
+    };
+    let build = |mean_file: &str| {
+        let path = common::write(&dir, &net(mean_file), &common::solver("net.prototxt", 1, 0, 0, ""));
+        build_nets(&SolverParam::load(&path).unwrap(), &DataCache::default()).map(|_| ())
+    };
+    // The bundled images are 1x28x28; a relative name resolves beside the net.
+    std::fs::write(dir.join("mean.binaryproto"), encode_mean(1, 28, 28, &[33.0; 28 * 28])).unwrap();
+    build("mean.binaryproto").unwrap();
+
+    let e = build("missing.binaryproto").unwrap_err().to_string();
+    assert!(e.starts_with(&format!("{}:2: layer `d`", dir.join("net.prototxt").display())), "{e}");
+    assert!(e.contains("missing.binaryproto") && e.contains("cannot read the mean_file"), "{e}");
+
+    std::fs::write(dir.join("small.binaryproto"), encode_mean(3, 8, 8, &[0.0; 3 * 64])).unwrap();
+    let e = build("small.binaryproto").unwrap_err().to_string();
+    assert!(e.contains(":2: layer `d`") && e.contains("the mean image is 3x8x8 but the images are 1x28x28"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
