@@ -103,10 +103,12 @@ fn lrn(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<La
     let ll = loc.at("lrn_param");
     let local_size = l.local_size() as usize;
     if local_size % 2 == 0 {
-        let odd = (local_size + 1).max(1);
         p.push(
             ll.of("local_size"),
-            format!("local_size {local_size} must be odd (the window is centred); use {odd}, say"),
+            format!(
+                "local_size {local_size} must be odd (the window is centred on each value); use {}",
+                local_size + 1
+            ),
         );
     }
     for (field, v) in [("alpha", l.alpha()), ("beta", l.beta())] {
@@ -114,13 +116,15 @@ fn lrn(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<La
             p.push(ll.of(field), format!("{field} must be a finite number"));
         }
     }
-    if l.k() <= 0.0 {
-        p.push(ll.of("k"), format!("k {} must be positive (it keeps the divisor above 0)", l.k()));
-    }
     let region = match l.norm_region() {
         lrn_parameter::NormRegion::AcrossChannels => NormRegion::AcrossChannels,
         lrn_parameter::NormRegion::WithinChannel => NormRegion::WithinChannel,
     };
+    // Across channels `k` is the divisor's floor, which a power of −β needs
+    // above 0; within a channel Caffe uses 1 and ignores it.
+    if region == NormRegion::AcrossChannels && l.k() <= 0.0 {
+        p.push(ll.of("k"), format!("k {} must be positive (Caffe's default is 1)", l.k()));
+    }
     // `engine` picks an implementation, not the math: every engine runs here as CAFFE.
     Some(LayerSpec::Lrn(LrnConf { local_size, alpha: l.alpha(), beta: l.beta(), k: l.k(), region }))
 }
