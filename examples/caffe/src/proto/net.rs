@@ -71,7 +71,7 @@ impl Default for ParamSpec {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct DataConf {
-    /// Path prefix of the IDX files, as written.
+    /// An LMDB directory or the path prefix of IDX files, as written.
     pub source: String,
     pub batch_size: usize,
     /// `transform_param`: `(x − mean) · scale`, after a crop (`crop_size`
@@ -83,7 +83,7 @@ pub struct DataConf {
     pub mean_values: Vec<f32>,
     /// A mean image (`.binaryproto`), as written; loaded by the net.
     pub mean_file: Option<String>,
-    /// The prototxt's directory, to resolve a relative source against.
+    /// The prototxt's directory, to resolve a relative source or mean_file against.
     pub base_dir: PathBuf,
 }
 
