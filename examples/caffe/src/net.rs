@@ -9,10 +9,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use crate::data::{DataCache, LabelLimit, Source};
+use crate::datum::decode_mean;
 use crate::error::{Error, Result};
 use crate::layers::split::Split;
 use crate::layers::{self, count, Backward, Forward, Layer, ParamBlob, Shape};
 use crate::proto::net::{DataConf, LayerKind, LayerParam, NetParam, ParamSpec, Phase};
+use crate::proto::solver::resolve;
 use crate::splits;
 use crate::transform::{Mean, TransformConf};
 
@@ -92,6 +94,23 @@ fn at(param: &NetParam, line: usize, msg: impl Into<String>) -> Error {
     Error::Prototxt { file: param.file.clone(), line, msg: msg.into() }
 }
 
+/// Caffe's transform of a Data layer's images, its mean image loaded (a
+/// relative `mean_file` against the current directory, else the net file's).
+fn transform(conf: &DataConf) -> Result<TransformConf> {
+    let mean = match &conf.mean_file {
+        Some(file) => {
+            let path = resolve(file, &conf.base_dir);
+            let bytes =
+                std::fs::read(&path).map_err(|e| Error::file(&path, format!("cannot read the mean_file: {e}")))?;
+            let (channels, height, width, values) = decode_mean(&bytes, &path)?;
+            Mean::Image { channels, height, width, values }
+        }
+        None if conf.mean_values.is_empty() => Mean::None,
+        None => Mean::Values(conf.mean_values.clone()),
+    };
+    Ok(TransformConf { scale: conf.scale, mirror: conf.mirror, crop_size: conf.crop_size, mean })
+}
+
 fn push_unique(v: &mut Vec<usize>, b: usize) {
     if !v.contains(&b) {
         v.push(b);
@@ -148,8 +167,7 @@ impl Net {
                         ));
                     }
                     let set = cache.get(conf).map_err(|e| at(param, lp.line, format!("layer `{name}`: {e}")))?;
-                    let mean = if conf.mean_value == 0.0 { Mean::None } else { Mean::Values(vec![conf.mean_value]) };
-                    let transform = TransformConf { scale: conf.scale, mean, ..TransformConf::default() };
+                    let transform = transform(conf).map_err(|e| at(param, lp.line, format!("layer `{name}`: {e}")))?;
                     let (c, h, w) =
                         set.image_shape(&transform).map_err(|e| at(param, lp.line, format!("layer `{name}`: {e}")))?;
                     let shapes = vec![vec![conf.batch_size, c, h, w], vec![conf.batch_size]];
@@ -167,7 +185,7 @@ impl Net {
                     )
                 }
                 (kind, None) => {
-                    let l = layers::build(kind, &bottom_shapes)
+                    let l = layers::build(kind, &bottom_shapes, phase == Phase::Train)
                         .map_err(|e| at(param, lp.line, format!("{} layer `{name}`: {e}", kind.type_name())))?;
                     let shapes = l.top_shapes();
                     (Some(l), None, shapes)

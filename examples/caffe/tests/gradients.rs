@@ -97,7 +97,7 @@ fn close(what: &str, i: usize, a: f32, n: f64) {
 /// Checks `kind` on bottoms of `shapes`; `labels` marks bottoms holding class labels.
 fn check(kind: LayerKind, shapes: &[Shape], labels: Option<usize>) {
     let mut rng = StdRng::seed_from_u64(42);
-    let l = layers::build(&kind, shapes).unwrap();
+    let l = layers::build(&kind, shapes, true).unwrap();
     let mut bottoms: Vec<Vec<f32>> = shapes.iter().map(|s| random(&mut rng, count(s))).collect();
     if matches!(kind, LayerKind::Pooling(_)) {
         bottoms[0] = distinct(&mut rng, bottoms[0].len());
@@ -170,6 +170,8 @@ fn convolution() {
         kernel: (3, 2),
         stride,
         pad,
+        dilation: (1, 1),
+        group: 1,
         bias_term: true,
         weight_filler: xavier(),
         bias_filler: Filler::Constant(0.0),
@@ -217,7 +219,7 @@ fn softmax_with_loss() {
 
 #[test]
 fn accuracy_counts_ties_against() {
-    let l = layers::build(&LayerKind::Accuracy { top_k: 1 }, &[vec![3, 3], vec![3]]).unwrap();
+    let l = layers::build(&LayerKind::Accuracy { top_k: 1 }, &[vec![3, 3], vec![3]], false).unwrap();
     let scores = [0.1, 0.7, 0.2, 0.5, 0.5, 0.0, 0.9, 0.0, 0.1];
     let labels = [1.0, 0.0, 0.0];
     let mut top = vec![0.0];
@@ -259,7 +261,7 @@ fn grouped_dilated_convolution_without_bias() {
 #[test]
 fn inner_product_without_bias() {
     let conf = InnerProductConf { num_output: 3, bias_term: false, weight_filler: xavier(), bias_filler: xavier() };
-    let l = layers::build(&LayerKind::InnerProduct(conf.clone()), &[vec![4, 5]]).unwrap();
+    let l = layers::build(&LayerKind::InnerProduct(conf.clone()), &[vec![4, 5]], true).unwrap();
     assert_eq!(l.param_blobs().len(), 1);
     check(LayerKind::InnerProduct(conf), &[vec![4, 5]], None);
 }

@@ -3,20 +3,13 @@
 
 mod common;
 
+use common::net_err;
+
 use std::path::Path;
 
 use geeps_caffe::proto::net::{Filler, LayerKind, NetParam, Normalization, Phase, PoolMethod, VarianceNorm};
 use geeps_caffe::proto::solver::{LrPolicy, SolverParam};
 use geeps_caffe::Error;
-
-fn net_err(src: &str) -> (usize, String) {
-    match NetParam::parse(src, Path::new("broken.prototxt")) {
-        Err(Error::Prototxt { line, msg, .. }) => (line, msg),
-        Err(Error::Problems { mut problems, .. }) => problems.remove(0),
-        Err(other) => panic!("expected a prototxt error, got {other}"),
-        Ok(_) => panic!("expected an error for:\n{src}"),
-    }
-}
 
 fn solver_err(src: &str) -> (usize, String) {
     match SolverParam::parse(src, Path::new("broken_solver.prototxt")) {
@@ -133,9 +126,9 @@ solver_mode: GPU
 
 #[test]
 fn unknown_layer_types_and_fields_are_named_with_their_line() {
-    let (line, msg) = net_err("name: \"x\"\nlayer {\n  name: \"n\"\n  type: \"LRN\"\n}\n");
+    let (line, msg) = net_err("name: \"x\"\nlayer {\n  name: \"n\"\n  type: \"Deconvolution\"\n}\n");
     assert_eq!(line, 4);
-    assert!(msg.contains("unknown layer type `LRN`"), "{msg}");
+    assert!(msg.contains("unknown layer type `Deconvolution`") && msg.contains("LRN, BatchNorm"), "{msg}");
 
     let (line, msg) = net_err("layer {\n  name: \"r\"\n  type: \"ReLU\"\n  bottom: \"a\"\n  colour: 3\n}\n");
     assert_eq!(line, 5);
@@ -200,7 +193,7 @@ fn broken_solvers_are_named() {
 #[test]
 fn every_problem_of_a_net_is_reported_in_one_run() {
     let src = "name: \"x\"\n\
-               layer {\n  name: \"c\"\n  type: \"Convolution\"\n  convolution_param {\n    num_output: 0\n    kernel_size: 3\n    group: 2\n  }\n}\n\
+               layer {\n  name: \"c\"\n  type: \"Convolution\"\n  convolution_param {\n    num_output: 0\n    kernel_size: 3\n    group: 0\n  }\n}\n\
                layer {\n  name: \"p\"\n  type: \"Pooling\"\n  pooling_param { pool: MAXX kernel_size: 2 }\n}\n\
                layer {\n  name: \"r\"\n  type: \"ReLU\"\n  colour: 3\n}\n";
     let e = NetParam::parse(src, Path::new("many.prototxt")).unwrap_err().to_string();
@@ -217,7 +210,7 @@ fn every_problem_of_a_net_is_reported_in_one_run() {
     let lines: Vec<&str> = e.lines().collect();
     assert_eq!(lines.len(), 2, "{e}");
     assert!(lines[0].starts_with("many.prototxt:5: convolution_param needs num_output >= 1"), "{e}");
-    assert!(lines[1].starts_with("many.prototxt:8: group 2"), "{e}");
+    assert!(lines[1].starts_with("many.prototxt:8: group 0: use group 1"), "{e}");
 }
 
 #[test]

@@ -134,9 +134,10 @@ pub trait Layer: Send + Sync {
     fn backward(&self, b: Backward<'_, '_>);
 }
 
-/// Builds a layer for its bottoms' shapes. `Data` has no compute and is
-/// handled by the net. Errors say what is wrong with the shapes.
-pub fn build(kind: &LayerKind, bottoms: &[Shape]) -> Result<Box<dyn Layer>, String> {
+/// Builds a layer for its bottoms' shapes, in a TRAIN (`train`) or TEST
+/// net. `Data` has no compute and is handled by the net. Errors say what is
+/// wrong with the shapes.
+pub fn build(kind: &LayerKind, bottoms: &[Shape], train: bool) -> Result<Box<dyn Layer>, String> {
     let want = |n: usize| {
         if bottoms.len() == n {
             Ok(())
@@ -182,6 +183,7 @@ pub fn build(kind: &LayerKind, bottoms: &[Shape]) -> Result<Box<dyn Layer>, Stri
             want(2)?;
             Box::new(accuracy::Accuracy::new(*top_k, &bottoms[0], &bottoms[1])?)
         }
+        LayerKind::Spec(spec) => return spec.build(bottoms, train),
     })
 }
 

@@ -2,8 +2,8 @@
 //! build time): the generated message types (`caffe`), the text format of
 //! `.prototxt` files with every problem reported at its line (`text`,
 //! `locate`, `problems`), the binary files (`binary`, `caffemodel`), and
-//! the net and solver settings read from them (`net`, `solver`). Nothing
-//! here runs a net.
+//! the net and solver settings read from them (`net`, with each layer
+//! type's settings in `layer_params`; `solver`). Nothing here runs a net.
 
 use std::sync::OnceLock;
 
@@ -11,6 +11,7 @@ use prost_reflect::{DescriptorPool, MessageDescriptor};
 
 pub mod binary;
 pub mod caffemodel;
+mod layer_params;
 pub mod locate;
 pub mod net;
 pub mod problems;

@@ -1,13 +1,17 @@
 //! Caffe's `NetParameter` (the `*_train_test.prototxt` file) read into the
 //! settings this trainer runs: the generated message is checked field by
 //! field, every problem of the file collected with its line and what to
-//! write instead. It owns that translation and Caffe's defaults; it must
-//! never check shapes or build anything (`net.rs` does).
+//! write instead. It owns the net-level checks and which `*_param` each
+//! layer type may set; reading each type's settings (with Caffe's defaults)
+//! is `layer_params`'s. It must never check shapes or build anything
+//! (`net.rs` does).
 
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::proto::caffe::{self, filler_parameter, loss_parameter, pooling_parameter};
+use crate::layers::spec::LayerSpec;
+use crate::proto::caffe;
+use crate::proto::layer_params;
 use crate::proto::locate::Loc;
 use crate::proto::problems::Problems;
 use crate::proto::text;
@@ -67,13 +71,19 @@ impl Default for ParamSpec {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct DataConf {
-    /// Path prefix of the IDX files, as written.
+    /// An LMDB directory or the path prefix of IDX files, as written.
     pub source: String,
     pub batch_size: usize,
+    /// `transform_param`: `(x − mean) · scale`, after a crop (`crop_size`
+    /// 0: none) and, in TRAIN, a random mirror.
     pub scale: f32,
-    /// Subtracted from every pixel before scaling (Caffe's order).
-    pub mean_value: f32,
-    /// The prototxt's directory, to resolve a relative source against.
+    pub mirror: bool,
+    pub crop_size: usize,
+    /// One value for every channel, or one per channel; empty: none.
+    pub mean_values: Vec<f32>,
+    /// A mean image (`.binaryproto`), as written; loaded by the net.
+    pub mean_file: Option<String>,
+    /// The prototxt's directory, to resolve a relative source or mean_file against.
     pub base_dir: PathBuf,
 }
 
@@ -83,6 +93,9 @@ pub struct ConvConf {
     pub kernel: (usize, usize),
     pub stride: (usize, usize),
     pub pad: (usize, usize),
+    pub dilation: (usize, usize),
+    /// Channel groups (AlexNet's two-tower convolutions).
+    pub group: usize,
     pub bias_term: bool,
     pub weight_filler: Filler,
     pub bias_filler: Filler,
@@ -126,12 +139,22 @@ pub enum LayerKind {
     Convolution(ConvConf),
     Pooling(PoolConf),
     InnerProduct(InnerProductConf),
-    ReLU { negative_slope: f32 },
+    ReLU {
+        negative_slope: f32,
+    },
     Sigmoid,
     TanH,
-    Dropout { ratio: f32 },
-    SoftmaxWithLoss { normalization: Normalization },
-    Accuracy { top_k: usize },
+    Dropout {
+        ratio: f32,
+    },
+    SoftmaxWithLoss {
+        normalization: Normalization,
+    },
+    Accuracy {
+        top_k: usize,
+    },
+    /// The types beyond LeNet's (LRN, Concat, BatchNorm, ...).
+    Spec(LayerSpec),
 }
 
 impl LayerKind {
@@ -147,19 +170,32 @@ impl LayerKind {
             LayerKind::Dropout { .. } => "Dropout",
             LayerKind::SoftmaxWithLoss { .. } => "SoftmaxWithLoss",
             LayerKind::Accuracy { .. } => "Accuracy",
+            LayerKind::Spec(s) => s.type_name(),
         }
     }
 }
 
-pub const LAYER_TYPES: [&str; 10] = [
+/// Every layer type a prototxt may name (the automatic Split aside).
+pub const LAYER_TYPES: [&str; 21] = [
     "Data",
+    "Input",
     "Convolution",
     "Pooling",
     "InnerProduct",
     "ReLU",
+    "PReLU",
     "Sigmoid",
     "TanH",
+    "Power",
     "Dropout",
+    "LRN",
+    "BatchNorm",
+    "Scale",
+    "Concat",
+    "Eltwise",
+    "Flatten",
+    "Reshape",
+    "Softmax",
     "SoftmaxWithLoss",
     "Accuracy",
 ];
@@ -202,13 +238,24 @@ pub struct NetParam {
 /// one set on a layer is a mistake.
 const TYPE_PARAMS: &[(&str, &[&str])] = &[
     ("Data", &["data_param", "transform_param"]),
+    ("Input", &["input_param"]),
     ("Convolution", &["convolution_param"]),
     ("Pooling", &["pooling_param"]),
     ("InnerProduct", &["inner_product_param"]),
     ("ReLU", &["relu_param"]),
+    ("PReLU", &["prelu_param"]),
     ("Sigmoid", &["sigmoid_param"]),
     ("TanH", &["tanh_param"]),
+    ("Power", &["power_param"]),
     ("Dropout", &["dropout_param"]),
+    ("LRN", &["lrn_param"]),
+    ("BatchNorm", &["batch_norm_param"]),
+    ("Scale", &["scale_param"]),
+    ("Concat", &["concat_param"]),
+    ("Eltwise", &["eltwise_param"]),
+    ("Flatten", &["flatten_param"]),
+    ("Reshape", &["reshape_param"]),
+    ("Softmax", &["softmax_param"]),
     ("SoftmaxWithLoss", &["loss_param", "softmax_param"]),
     ("Accuracy", &["accuracy_param"]),
 ];
@@ -393,44 +440,7 @@ fn layer(lp: &caffe::LayerParameter, loc: &Loc<'_>, base_dir: &Path, p: &mut Pro
             p.push(loc.of(field), format!("`{field}` does not apply to a {type_name} layer; remove it"));
         }
     }
-    let kind = match type_name {
-        "Data" => data(lp, loc, base_dir, p).map(LayerKind::Data),
-        "Convolution" => conv(lp, loc, p).map(LayerKind::Convolution),
-        "Pooling" => pool(lp, loc, p).map(LayerKind::Pooling),
-        "InnerProduct" => inner_product(lp, loc, p).map(LayerKind::InnerProduct),
-        "ReLU" => {
-            let negative_slope = lp.relu_param.as_ref().map_or(0.0, |r| r.negative_slope());
-            if negative_slope < 0.0 {
-                p.push(loc.at("relu_param").of("negative_slope"), "negative_slope must be >= 0");
-            }
-            Some(LayerKind::ReLU { negative_slope })
-        }
-        "Sigmoid" => Some(LayerKind::Sigmoid),
-        "TanH" => Some(LayerKind::TanH),
-        "Dropout" => {
-            let ratio = lp.dropout_param.as_ref().map_or(0.5, |d| d.dropout_ratio());
-            if !(0.0..1.0).contains(&ratio) {
-                p.push(loc.at("dropout_param").of("dropout_ratio"), format!("dropout_ratio {ratio} must be in [0, 1)"));
-            }
-            Some(LayerKind::Dropout { ratio })
-        }
-        "SoftmaxWithLoss" => softmax_loss(lp, loc, p).map(|normalization| LayerKind::SoftmaxWithLoss { normalization }),
-        "Accuracy" => {
-            let a = lp.accuracy_param.unwrap_or_default();
-            let al = loc.at("accuracy_param");
-            if a.top_k() == 0 {
-                p.push(al.of("top_k"), "top_k must be at least 1");
-            }
-            if a.axis() != 1 {
-                p.push(al.of("axis"), format!("axis {}: only axis 1 (the class axis) is supported", a.axis()));
-            }
-            if a.ignore_label.is_some() {
-                p.push(al.of("ignore_label"), "ignore_label is not supported; remove it");
-            }
-            Some(LayerKind::Accuracy { top_k: a.top_k() as usize })
-        }
-        _ => unreachable!("TYPE_PARAMS lists only the types matched here"),
-    };
+    let kind = layer_params::kind(type_name, lp, loc, base_dir, p);
     let kind = kind.filter(|_| p.len() == before)?;
     Some(LayerParam {
         name,
@@ -450,264 +460,4 @@ fn phase(p: i32) -> Phase {
     } else {
         Phase::Test
     }
-}
-
-fn softmax_loss(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<Normalization> {
-    let mut normalization = Normalization::Batch;
-    if let Some(l) = &lp.loss_param {
-        let ll = loc.at("loss_param");
-        if l.normalization.is_some() {
-            if l.normalization() == loss_parameter::NormalizationMode::None {
-                normalization = Normalization::None;
-            }
-        } else if l.normalize == Some(false) {
-            // Caffe's old `normalize: false` means BATCH_SIZE.
-            normalization = Normalization::Batch;
-        }
-        if l.ignore_label.is_some() {
-            p.push(ll.of("ignore_label"), "ignore_label is not supported; remove it");
-        }
-    }
-    if let Some(s) = &lp.softmax_param {
-        if s.axis() != 1 {
-            p.push(loc.at("softmax_param").of("axis"), format!("axis {}: only axis 1 is supported", s.axis()));
-        }
-    }
-    Some(normalization)
-}
-
-fn data(lp: &caffe::LayerParameter, loc: &Loc<'_>, base_dir: &Path, p: &mut Problems) -> Option<DataConf> {
-    let Some(dp) = &lp.data_param else {
-        p.push(loc.line(), "a Data layer needs `data_param { source: \"...\" batch_size: N }`");
-        return None;
-    };
-    let dl = loc.at("data_param");
-    // The IDX reader needs neither the database kind nor a prefetch depth.
-    for (field, set) in [
-        ("rand_skip", dp.rand_skip.is_some()),
-        ("scale", dp.scale.is_some()),
-        ("mean_file", dp.mean_file.is_some()),
-        ("crop_size", dp.crop_size.is_some()),
-        ("mirror", dp.mirror.is_some()),
-        ("force_encoded_color", dp.force_encoded_color.is_some()),
-    ] {
-        if set {
-            p.push(
-                dl.of(field),
-                format!("field `{field}` of DataParameter is not supported by caffe-geeps; remove it"),
-            );
-        }
-    }
-    let source = dp.source.clone();
-    if source.is_none() {
-        p.push(dl.line(), "data_param has no `source`");
-    }
-    let batch_size = dp.batch_size.unwrap_or(0) as usize;
-    if batch_size == 0 {
-        p.push(dl.line(), "data_param needs `batch_size` of at least 1");
-    }
-    let (mut scale, mut mean_value) = (1.0, 0.0);
-    if let Some(tp) = &lp.transform_param {
-        let tl = loc.at("transform_param");
-        scale = tp.scale();
-        if tp.mean_value.len() > 1 {
-            p.push(tl.nth("mean_value", 1).line(), "one mean_value only: the images have one channel");
-        }
-        mean_value = tp.mean_value.first().copied().unwrap_or(0.0);
-        for (field, set) in [
-            ("mirror", tp.mirror()),
-            ("crop_size", tp.crop_size() > 0),
-            ("mean_file", tp.mean_file.is_some()),
-            ("force_color", tp.force_color()),
-            ("force_gray", tp.force_gray()),
-        ] {
-            if set {
-                p.push(
-                    tl.of(field),
-                    format!("`{field}` of transform_param is not supported by caffe-geeps; remove it"),
-                );
-            }
-        }
-    }
-    Some(DataConf { source: source?, batch_size, scale, mean_value, base_dir: base_dir.to_path_buf() })
-}
-
-/// A 2-D size from a repeated field (one or two values) or its `_h`/`_w` forms.
-fn dims2(
-    both: &[u32],
-    hw: (Option<u32>, Option<u32>),
-    default: Option<usize>,
-    (name, short): (&str, &str),
-    l: &Loc<'_>,
-    p: &mut Problems,
-) -> Option<(usize, usize)> {
-    let line = l.line();
-    let v = match (both, hw) {
-        ([], (Some(h), Some(w))) => (h as usize, w as usize),
-        ([], (None, None)) => match default {
-            Some(d) => (d, d),
-            None => {
-                p.push(line, format!("`{name}` is required"));
-                return None;
-            }
-        },
-        ([x], (None, None)) => (*x as usize, *x as usize),
-        ([a, b], (None, None)) => (*a as usize, *b as usize),
-        ([], _) => {
-            p.push(line, format!("give both `{short}_h` and `{short}_w`"));
-            return None;
-        }
-        (_, (None, None)) => {
-            p.push(l.nth(name, 2).line(), format!("`{name}` takes one or two values (2-D only)"));
-            return None;
-        }
-        _ => {
-            p.push(line, format!("give `{name}` or its _h/_w forms, not both"));
-            return None;
-        }
-    };
-    Some(v)
-}
-
-fn filler(f: Option<&caffe::FillerParameter>, l: &Loc<'_>, name: &str, p: &mut Problems) -> Option<Filler> {
-    let Some(f) = f else { return Some(Filler::Constant(0.0)) };
-    let fl = l.at(name);
-    let norm = match f.variance_norm() {
-        filler_parameter::VarianceNorm::FanIn => VarianceNorm::FanIn,
-        filler_parameter::VarianceNorm::FanOut => VarianceNorm::FanOut,
-        filler_parameter::VarianceNorm::Average => VarianceNorm::Average,
-    };
-    if f.sparse() != -1 {
-        p.push(fl.of("sparse"), "sparse fillers are not supported; remove `sparse`");
-    }
-    let (min, max, mean, std) = (f.min(), f.max(), f.mean(), f.std());
-    let filler = match f.r#type() {
-        "constant" => Filler::Constant(f.value()),
-        "uniform" if min <= max => Filler::Uniform { min, max },
-        "uniform" => {
-            p.push(fl.line(), format!("uniform filler has min {min} > max {max}"));
-            return None;
-        }
-        "gaussian" if std >= 0.0 => Filler::Gaussian { mean, std },
-        "gaussian" => {
-            p.push(fl.of("std"), "gaussian filler needs std >= 0");
-            return None;
-        }
-        "xavier" => Filler::Xavier(norm),
-        "msra" => Filler::Msra(norm),
-        other => {
-            p.push(
-                fl.of("type"),
-                format!("unknown filler type `{other}` in {name}; use constant, uniform, gaussian, xavier or msra"),
-            );
-            return None;
-        }
-    };
-    Some(filler)
-}
-
-fn conv(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<ConvConf> {
-    let Some(c) = &lp.convolution_param else {
-        p.push(loc.line(), "a Convolution layer needs `convolution_param { num_output kernel_size }`");
-        return None;
-    };
-    let cl = loc.at("convolution_param");
-    let num_output = c.num_output() as usize;
-    if num_output == 0 {
-        p.push(cl.line(), "convolution_param needs num_output >= 1");
-    }
-    let kernel = dims2(&c.kernel_size, (c.kernel_h, c.kernel_w), None, ("kernel_size", "kernel"), &cl, p);
-    let stride = dims2(&c.stride, (c.stride_h, c.stride_w), Some(1), ("stride", "stride"), &cl, p);
-    let pad = dims2(&c.pad, (c.pad_h, c.pad_w), Some(0), ("pad", "pad"), &cl, p);
-    let weight_filler = filler(c.weight_filler.as_ref(), &cl, "weight_filler", p);
-    let bias_filler = filler(c.bias_filler.as_ref(), &cl, "bias_filler", p);
-    if c.group() != 1 {
-        p.push(cl.of("group"), format!("group {}: only group 1 is supported", c.group()));
-    }
-    if c.dilation.iter().any(|d| *d != 1) {
-        p.push(cl.of("dilation"), "only dilation 1 is supported");
-    }
-    if c.axis() != 1 {
-        p.push(cl.of("axis"), format!("axis {}: only axis 1 is supported", c.axis()));
-    }
-    if c.force_nd_im2col() {
-        p.push(cl.of("force_nd_im2col"), "force_nd_im2col is not supported; remove it");
-    }
-    let (kernel, stride, pad) = (kernel?, stride?, pad?);
-    if kernel.0 == 0 || kernel.1 == 0 || stride.0 == 0 || stride.1 == 0 {
-        p.push(cl.line(), "kernel size and stride must be at least 1");
-    }
-    Some(ConvConf {
-        num_output,
-        kernel,
-        stride,
-        pad,
-        bias_term: c.bias_term(),
-        weight_filler: weight_filler?,
-        bias_filler: bias_filler?,
-    })
-}
-
-fn pool(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<PoolConf> {
-    let Some(pp) = &lp.pooling_param else {
-        p.push(loc.line(), "a Pooling layer needs `pooling_param { pool kernel_size stride }`");
-        return None;
-    };
-    let pl = loc.at("pooling_param");
-    let method = match pp.pool() {
-        pooling_parameter::PoolMethod::Max => PoolMethod::Max,
-        pooling_parameter::PoolMethod::Ave => PoolMethod::Ave,
-        pooling_parameter::PoolMethod::Stochastic => {
-            p.push(pl.of("pool"), "pool: STOCHASTIC is not supported; use MAX, AVE");
-            return None;
-        }
-    };
-    if pp.round_mode() == pooling_parameter::RoundMode::Floor {
-        p.push(pl.of("round_mode"), "round_mode: FLOOR is not supported; caffe-geeps pools as CEIL (Caffe's default)");
-    }
-    let global = pp.global_pooling();
-    let one = |v: Option<u32>| v.map(|v| vec![v]).unwrap_or_default();
-    let kernel = dims2(
-        &one(pp.kernel_size),
-        (pp.kernel_h, pp.kernel_w),
-        global.then_some(1),
-        ("kernel_size", "kernel"),
-        &pl,
-        p,
-    )?;
-    let stride = dims2(&one(pp.stride), (pp.stride_h, pp.stride_w), Some(1), ("stride", "stride"), &pl, p)?;
-    let pad = dims2(&one(pp.pad), (pp.pad_h, pp.pad_w), Some(0), ("pad", "pad"), &pl, p)?;
-    if kernel.0 == 0 || kernel.1 == 0 || stride.0 == 0 || stride.1 == 0 {
-        p.push(pl.line(), "kernel size and stride must be at least 1");
-    }
-    if pad.0 >= kernel.0 || pad.1 >= kernel.1 {
-        p.push(pl.line(), "pad must be smaller than the kernel");
-    }
-    Some(PoolConf { method, kernel, stride, pad, global })
-}
-
-fn inner_product(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<InnerProductConf> {
-    let Some(ip) = &lp.inner_product_param else {
-        p.push(loc.line(), "an InnerProduct layer needs `inner_product_param { num_output }`");
-        return None;
-    };
-    let il = loc.at("inner_product_param");
-    let num_output = ip.num_output() as usize;
-    if num_output == 0 {
-        p.push(il.line(), "inner_product_param needs num_output >= 1");
-    }
-    let weight_filler = filler(ip.weight_filler.as_ref(), &il, "weight_filler", p);
-    let bias_filler = filler(ip.bias_filler.as_ref(), &il, "bias_filler", p);
-    if ip.axis() != 1 {
-        p.push(il.of("axis"), format!("axis {}: only axis 1 is supported", ip.axis()));
-    }
-    if ip.transpose() {
-        p.push(il.of("transpose"), "transpose: true is not supported");
-    }
-    Some(InnerProductConf {
-        num_output,
-        bias_term: ip.bias_term(),
-        weight_filler: weight_filler?,
-        bias_filler: bias_filler?,
-    })
 }

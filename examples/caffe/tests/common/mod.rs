@@ -1,9 +1,13 @@
 //! Helpers shared by the integration tests: a scratch directory per test,
-//! the bundled data's path, and small prototxt files written there.
+//! the bundled data's path, small prototxt files written there, and the
+//! first problem a broken net prototxt is refused with.
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+
+use geeps_caffe::proto::net::NetParam;
+use geeps_caffe::Error;
 
 /// A fresh directory for one test.
 pub fn scratch(name: &str) -> PathBuf {
@@ -78,4 +82,15 @@ pub fn write(dir: &Path, net: &str, solver: &str) -> PathBuf {
     let s = dir.join("solver.prototxt");
     std::fs::write(&s, solver).expect("write solver");
     s
+}
+
+/// The line and message of the first problem `src` (a net prototxt) is
+/// refused with; panics if it reads.
+pub fn net_err(src: &str) -> (usize, String) {
+    match NetParam::parse(src, Path::new("broken.prototxt")) {
+        Err(Error::Prototxt { line, msg, .. }) => (line, msg),
+        Err(Error::Problems { mut problems, .. }) => problems.remove(0),
+        Err(other) => panic!("expected a prototxt error, got {other}"),
+        Ok(_) => panic!("expected an error for:\n{src}"),
+    }
 }

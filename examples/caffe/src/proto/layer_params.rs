@@ -1,0 +1,545 @@
+//! Each layer type's `*_param` read into its settings: Caffe's field names
+//! and defaults, every bad value recorded at its line with what to write
+//! instead. It owns that per-type translation; which `*_param` a type may
+//! set, and the checks across layers, are `net.rs`'s. It must never check
+//! shapes (they are known only when the net is built) or read files.
+
+use std::path::Path;
+
+use crate::layers::eltwise::EltwiseOp;
+use crate::layers::lrn::{LrnConf, NormRegion};
+use crate::layers::power::PowerConf;
+use crate::layers::scale::ScaleConf;
+use crate::layers::spec::{BatchNormSpec, LayerSpec};
+use crate::proto::caffe::{
+    self, eltwise_parameter, filler_parameter, loss_parameter, lrn_parameter, pooling_parameter,
+};
+use crate::proto::locate::Loc;
+use crate::proto::net::{
+    ConvConf, DataConf, Filler, InnerProductConf, LayerKind, Normalization, PoolConf, PoolMethod, VarianceNorm,
+};
+use crate::proto::problems::Problems;
+
+/// The settings of a layer of type `type_name` (one `TYPE_PARAMS` lists);
+/// `None` when they cannot be read (the reasons recorded in `p`).
+pub(crate) fn kind(
+    type_name: &str,
+    lp: &caffe::LayerParameter,
+    loc: &Loc<'_>,
+    base_dir: &Path,
+    p: &mut Problems,
+) -> Option<LayerKind> {
+    let spec = |s: Option<LayerSpec>| s.map(LayerKind::Spec);
+    match type_name {
+        "Data" => data(lp, loc, base_dir, p).map(LayerKind::Data),
+        "Convolution" => conv(lp, loc, p).map(LayerKind::Convolution),
+        "Pooling" => pool(lp, loc, p).map(LayerKind::Pooling),
+        "InnerProduct" => inner_product(lp, loc, p).map(LayerKind::InnerProduct),
+        "ReLU" => {
+            let negative_slope = lp.relu_param.as_ref().map_or(0.0, |r| r.negative_slope());
+            if negative_slope < 0.0 {
+                p.push(loc.at("relu_param").of("negative_slope"), "negative_slope must be >= 0");
+            }
+            Some(LayerKind::ReLU { negative_slope })
+        }
+        "Sigmoid" => Some(LayerKind::Sigmoid),
+        "TanH" => Some(LayerKind::TanH),
+        "Dropout" => {
+            let ratio = lp.dropout_param.as_ref().map_or(0.5, |d| d.dropout_ratio());
+            if !(0.0..1.0).contains(&ratio) {
+                p.push(loc.at("dropout_param").of("dropout_ratio"), format!("dropout_ratio {ratio} must be in [0, 1)"));
+            }
+            Some(LayerKind::Dropout { ratio })
+        }
+        "SoftmaxWithLoss" => softmax_loss(lp, loc, p).map(|normalization| LayerKind::SoftmaxWithLoss { normalization }),
+        "Accuracy" => {
+            let a = lp.accuracy_param.unwrap_or_default();
+            let al = loc.at("accuracy_param");
+            if a.top_k() == 0 {
+                p.push(al.of("top_k"), "top_k must be at least 1");
+            }
+            if a.axis() != 1 {
+                p.push(al.of("axis"), format!("axis {}: only axis 1 (the class axis) is supported", a.axis()));
+            }
+            if a.ignore_label.is_some() {
+                p.push(al.of("ignore_label"), "ignore_label is not supported; remove it");
+            }
+            Some(LayerKind::Accuracy { top_k: a.top_k() as usize })
+        }
+        "LRN" => spec(lrn(lp, loc, p)),
+        "Concat" => spec(concat(lp, loc, p)),
+        "Eltwise" => spec(eltwise(lp, loc, p)),
+        "Flatten" => {
+            let f = lp.flatten_param.unwrap_or_default();
+            Some(LayerKind::Spec(LayerSpec::Flatten { axis: f.axis().into(), end_axis: f.end_axis().into() }))
+        }
+        "Reshape" => spec(reshape(lp, loc, p)),
+        "Softmax" => {
+            let axis = lp.softmax_param.as_ref().map_or(1, |s| s.axis()).into();
+            Some(LayerKind::Spec(LayerSpec::Softmax { axis }))
+        }
+        "BatchNorm" => spec(batch_norm(lp, loc, p)),
+        "Scale" => spec(scale(lp, loc, p)),
+        "PReLU" => {
+            let pr = lp.prelu_param.clone().unwrap_or_default();
+            let filler = filler(pr.filler.as_ref(), &loc.at("prelu_param"), "filler", Filler::Constant(0.25), p)?;
+            Some(LayerKind::Spec(LayerSpec::PRelu { channel_shared: pr.channel_shared(), filler }))
+        }
+        "Power" => {
+            let pw = lp.power_param.unwrap_or_default();
+            Some(LayerKind::Spec(LayerSpec::Power(PowerConf {
+                power: pw.power(),
+                scale: pw.scale(),
+                shift: pw.shift(),
+            })))
+        }
+        "Input" => spec(input(lp, loc, p)),
+        _ => unreachable!("TYPE_PARAMS lists only the types matched here"),
+    }
+}
+
+fn lrn(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<LayerSpec> {
+    let l = lp.lrn_param.unwrap_or_default();
+    let ll = loc.at("lrn_param");
+    let local_size = l.local_size() as usize;
+    if local_size % 2 == 0 {
+        p.push(
+            ll.of("local_size"),
+            format!(
+                "local_size {local_size} must be odd (the window is centred on each value); use {}",
+                local_size + 1
+            ),
+        );
+    }
+    for (field, v) in [("alpha", l.alpha()), ("beta", l.beta())] {
+        if !v.is_finite() {
+            p.push(ll.of(field), format!("{field} must be a finite number"));
+        }
+    }
+    let region = match l.norm_region() {
+        lrn_parameter::NormRegion::AcrossChannels => NormRegion::AcrossChannels,
+        lrn_parameter::NormRegion::WithinChannel => NormRegion::WithinChannel,
+    };
+    // Across channels `k` is the divisor's floor, which a power of −β needs
+    // above 0; within a channel Caffe uses 1 and ignores it.
+    if region == NormRegion::AcrossChannels && l.k() <= 0.0 {
+        p.push(ll.of("k"), format!("k {} must be positive (Caffe's default is 1)", l.k()));
+    }
+    // `engine` picks an implementation, not the math: every engine runs here as CAFFE.
+    Some(LayerSpec::Lrn(LrnConf { local_size, alpha: l.alpha(), beta: l.beta(), k: l.k(), region }))
+}
+
+fn concat(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<LayerSpec> {
+    let c = lp.concat_param.unwrap_or_default();
+    let cl = loc.at("concat_param");
+    match (c.axis, c.concat_dim) {
+        (Some(_), Some(_)) => {
+            p.push(cl.of("concat_dim"), "give `axis` or the old `concat_dim`, not both; keep `axis`");
+            None
+        }
+        // The old field, as Caffe still reads it.
+        (None, Some(d)) => Some(LayerSpec::Concat { axis: d.into() }),
+        _ => Some(LayerSpec::Concat { axis: c.axis().into() }),
+    }
+}
+
+fn eltwise(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<LayerSpec> {
+    let e = lp.eltwise_param.clone().unwrap_or_default();
+    let el = loc.at("eltwise_param");
+    // `stable_prod_grad: false` is Caffe's division shortcut for the same
+    // gradient; the stable product serves both.
+    let op = match e.operation() {
+        eltwise_parameter::EltwiseOp::Sum => EltwiseOp::Sum(e.coeff.clone()),
+        other => {
+            if !e.coeff.is_empty() {
+                p.push(
+                    el.of("coeff"),
+                    format!("coeff applies to operation: SUM only (this one is {}); remove it", other.as_str_name()),
+                );
+                return None;
+            }
+            if other == eltwise_parameter::EltwiseOp::Prod {
+                EltwiseOp::Prod
+            } else {
+                EltwiseOp::Max
+            }
+        }
+    };
+    Some(LayerSpec::Eltwise(op))
+}
+
+fn reshape(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<LayerSpec> {
+    let Some(r) = &lp.reshape_param else {
+        p.push(loc.line(), "a Reshape layer needs `reshape_param { shape { dim: ... } }`");
+        return None;
+    };
+    let rl = loc.at("reshape_param");
+    let Some(shape) = &r.shape else {
+        p.push(rl.line(), "reshape_param needs `shape { dim: ... }` (0 copies an axis, -1 infers one)");
+        return None;
+    };
+    let sl = rl.at("shape");
+    let before = p.len();
+    for (i, &d) in shape.dim.iter().enumerate() {
+        if d < -1 {
+            p.push(
+                sl.nth("dim", i).line(),
+                format!("dim {d} is invalid; use a positive size, 0 to copy or -1 to infer"),
+            );
+        }
+    }
+    if let Some(second) = shape.dim.iter().enumerate().filter(|(_, d)| **d == -1).nth(1) {
+        p.push(sl.nth("dim", second.0).line(), "only one dim can be -1 (inferred); give this one a size");
+    }
+    if r.num_axes() < -1 {
+        p.push(rl.of("num_axes"), format!("num_axes {} must be -1 (to the last axis) or more", r.num_axes()));
+    }
+    (p.len() == before).then(|| LayerSpec::Reshape {
+        dims: shape.dim.clone(),
+        axis: r.axis().into(),
+        num_axes: r.num_axes().into(),
+    })
+}
+
+fn batch_norm(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<LayerSpec> {
+    let b = lp.batch_norm_param.unwrap_or_default();
+    let bl = loc.at("batch_norm_param");
+    let fraction = b.moving_average_fraction();
+    if !(0.0..=1.0).contains(&fraction) {
+        p.push(bl.of("moving_average_fraction"), format!("moving_average_fraction {fraction} must be in [0, 1]"));
+    }
+    if b.eps() <= 0.0 {
+        p.push(bl.of("eps"), format!("eps {} must be positive (Caffe's default is 1e-5)", b.eps()));
+    }
+    Some(LayerSpec::BatchNorm(BatchNormSpec {
+        use_global_stats: b.use_global_stats,
+        moving_average_fraction: fraction,
+        eps: b.eps(),
+    }))
+}
+
+fn scale(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<LayerSpec> {
+    let s = lp.scale_param.clone().unwrap_or_default();
+    let sl = loc.at("scale_param");
+    let d = ScaleConf::default();
+    if s.num_axes() < -1 {
+        p.push(sl.of("num_axes"), format!("num_axes {} must be -1 (to the last axis) or more", s.num_axes()));
+    }
+    let weights = filler(s.filler.as_ref(), &sl, "filler", d.filler, p);
+    let bias = filler(s.bias_filler.as_ref(), &sl, "bias_filler", d.bias_filler, p);
+    Some(LayerSpec::Scale(ScaleConf {
+        axis: s.axis().into(),
+        num_axes: s.num_axes().into(),
+        bias_term: s.bias_term(),
+        filler: weights?,
+        bias_filler: bias?,
+    }))
+}
+
+fn input(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<LayerSpec> {
+    let Some(ip) = &lp.input_param else {
+        p.push(loc.line(), "an Input layer needs `input_param { shape { dim: ... } }`");
+        return None;
+    };
+    let il = loc.at("input_param");
+    let tops = lp.top.len();
+    if ip.shape.is_empty() || (ip.shape.len() != 1 && ip.shape.len() != tops) {
+        p.push(
+            il.line(),
+            format!("input_param has {} shapes for {tops} tops; give one shape, or one per top", ip.shape.len()),
+        );
+        return None;
+    }
+    let before = p.len();
+    let mut shapes = Vec::new();
+    for (i, s) in ip.shape.iter().enumerate() {
+        let sl = il.nth("shape", i);
+        if s.dim.is_empty() {
+            p.push(sl.line(), "this shape has no `dim`; give each axis's size");
+        }
+        for (k, &d) in s.dim.iter().enumerate() {
+            if d < 1 {
+                p.push(sl.nth("dim", k).line(), format!("dim {d}: every dim of an input must be at least 1"));
+            }
+        }
+        shapes.push(s.dim.iter().map(|&d| d.max(0) as usize).collect());
+    }
+    (p.len() == before).then_some(LayerSpec::Input { shapes, tops })
+}
+
+fn softmax_loss(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<Normalization> {
+    let mut normalization = Normalization::Batch;
+    if let Some(l) = &lp.loss_param {
+        let ll = loc.at("loss_param");
+        if l.normalization.is_some() {
+            if l.normalization() == loss_parameter::NormalizationMode::None {
+                normalization = Normalization::None;
+            }
+        } else if l.normalize == Some(false) {
+            // Caffe's old `normalize: false` means BATCH_SIZE.
+            normalization = Normalization::Batch;
+        }
+        if l.ignore_label.is_some() {
+            p.push(ll.of("ignore_label"), "ignore_label is not supported; remove it");
+        }
+    }
+    if let Some(s) = &lp.softmax_param {
+        if s.axis() != 1 {
+            p.push(loc.at("softmax_param").of("axis"), format!("axis {}: only axis 1 is supported", s.axis()));
+        }
+    }
+    Some(normalization)
+}
+
+fn data(lp: &caffe::LayerParameter, loc: &Loc<'_>, base_dir: &Path, p: &mut Problems) -> Option<DataConf> {
+    let Some(dp) = &lp.data_param else {
+        p.push(loc.line(), "a Data layer needs `data_param { source: \"...\" batch_size: N }`");
+        return None;
+    };
+    let dl = loc.at("data_param");
+    // Neither source needs the database kind (`backend`: a directory is
+    // read as an LMDB, a LevelDB refused with how to convert it) nor a
+    // prefetch depth, so both are accepted as written.
+    for (field, set, instead) in [
+        ("rand_skip", dp.rand_skip.is_some(), "remove it"),
+        ("scale", dp.scale.is_some(), "write it as transform_param { scale }"),
+        ("mean_file", dp.mean_file.is_some(), "write it as transform_param { mean_file }"),
+        ("crop_size", dp.crop_size.is_some(), "write it as transform_param { crop_size }"),
+        ("mirror", dp.mirror.is_some(), "write it as transform_param { mirror }"),
+        ("force_encoded_color", dp.force_encoded_color.is_some(), "remove it"),
+    ] {
+        if set {
+            p.push(
+                dl.of(field),
+                format!("field `{field}` of DataParameter is not supported by caffe-geeps; {instead}"),
+            );
+        }
+    }
+    let source = dp.source.clone();
+    if source.is_none() {
+        p.push(dl.line(), "data_param has no `source`");
+    }
+    let batch_size = dp.batch_size.unwrap_or(0) as usize;
+    if batch_size == 0 {
+        p.push(dl.line(), "data_param needs `batch_size` of at least 1");
+    }
+    let tp = lp.transform_param.clone().unwrap_or_default();
+    let tl = loc.at("transform_param");
+    for (field, set) in [("force_color", tp.force_color()), ("force_gray", tp.force_gray())] {
+        if set {
+            p.push(tl.of(field), format!("`{field}` of transform_param is not supported by caffe-geeps; remove it"));
+        }
+    }
+    if tp.mean_file.is_some() && !tp.mean_value.is_empty() {
+        p.push(tl.of("mean_value"), "give `mean_file` or `mean_value`, not both (Caffe refuses both); keep one");
+    }
+    if !tp.scale().is_finite() {
+        p.push(tl.of("scale"), "scale must be a finite number");
+    }
+    Some(DataConf {
+        source: source?,
+        batch_size,
+        scale: tp.scale(),
+        mirror: tp.mirror(),
+        crop_size: tp.crop_size() as usize,
+        mean_values: tp.mean_value.clone(),
+        mean_file: tp.mean_file.clone(),
+        base_dir: base_dir.to_path_buf(),
+    })
+}
+
+/// A 2-D size from a repeated field (one or two values) or its `_h`/`_w` forms.
+fn dims2(
+    both: &[u32],
+    hw: (Option<u32>, Option<u32>),
+    default: Option<usize>,
+    (name, short): (&str, &str),
+    l: &Loc<'_>,
+    p: &mut Problems,
+) -> Option<(usize, usize)> {
+    let line = l.line();
+    let v = match (both, hw) {
+        ([], (Some(h), Some(w))) => (h as usize, w as usize),
+        ([], (None, None)) => match default {
+            Some(d) => (d, d),
+            None => {
+                p.push(line, format!("`{name}` is required"));
+                return None;
+            }
+        },
+        ([x], (None, None)) => (*x as usize, *x as usize),
+        ([a, b], (None, None)) => (*a as usize, *b as usize),
+        ([], _) => {
+            p.push(line, format!("give both `{short}_h` and `{short}_w`"));
+            return None;
+        }
+        (_, (None, None)) => {
+            p.push(l.nth(name, 2).line(), format!("`{name}` takes one or two values (2-D only)"));
+            return None;
+        }
+        _ => {
+            p.push(line, format!("give `{name}` or its _h/_w forms, not both"));
+            return None;
+        }
+    };
+    Some(v)
+}
+
+/// Field `name` of `l` (`default` when it is not written).
+fn filler(
+    f: Option<&caffe::FillerParameter>,
+    l: &Loc<'_>,
+    name: &str,
+    default: Filler,
+    p: &mut Problems,
+) -> Option<Filler> {
+    let Some(f) = f else { return Some(default) };
+    let fl = l.at(name);
+    let norm = match f.variance_norm() {
+        filler_parameter::VarianceNorm::FanIn => VarianceNorm::FanIn,
+        filler_parameter::VarianceNorm::FanOut => VarianceNorm::FanOut,
+        filler_parameter::VarianceNorm::Average => VarianceNorm::Average,
+    };
+    if f.sparse() != -1 {
+        p.push(fl.of("sparse"), "sparse fillers are not supported; remove `sparse`");
+    }
+    let (min, max, mean, std) = (f.min(), f.max(), f.mean(), f.std());
+    let filler = match f.r#type() {
+        "constant" => Filler::Constant(f.value()),
+        "uniform" if min <= max => Filler::Uniform { min, max },
+        "uniform" => {
+            p.push(fl.line(), format!("uniform filler has min {min} > max {max}"));
+            return None;
+        }
+        "gaussian" if std >= 0.0 => Filler::Gaussian { mean, std },
+        "gaussian" => {
+            p.push(fl.of("std"), "gaussian filler needs std >= 0");
+            return None;
+        }
+        "xavier" => Filler::Xavier(norm),
+        "msra" => Filler::Msra(norm),
+        other => {
+            p.push(
+                fl.of("type"),
+                format!("unknown filler type `{other}` in {name}; use constant, uniform, gaussian, xavier or msra"),
+            );
+            return None;
+        }
+    };
+    Some(filler)
+}
+
+fn conv(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<ConvConf> {
+    let Some(c) = &lp.convolution_param else {
+        p.push(loc.line(), "a Convolution layer needs `convolution_param { num_output kernel_size }`");
+        return None;
+    };
+    let cl = loc.at("convolution_param");
+    let num_output = c.num_output() as usize;
+    if num_output == 0 {
+        p.push(cl.line(), "convolution_param needs num_output >= 1");
+    }
+    let kernel = dims2(&c.kernel_size, (c.kernel_h, c.kernel_w), None, ("kernel_size", "kernel"), &cl, p);
+    let stride = dims2(&c.stride, (c.stride_h, c.stride_w), Some(1), ("stride", "stride"), &cl, p);
+    let pad = dims2(&c.pad, (c.pad_h, c.pad_w), Some(0), ("pad", "pad"), &cl, p);
+    let dilation = dims2(&c.dilation, (None, None), Some(1), ("dilation", "dilation"), &cl, p);
+    let weight_filler = filler(c.weight_filler.as_ref(), &cl, "weight_filler", Filler::Constant(0.0), p);
+    let bias_filler = filler(c.bias_filler.as_ref(), &cl, "bias_filler", Filler::Constant(0.0), p);
+    let group = c.group() as usize;
+    if group == 0 {
+        p.push(cl.of("group"), "group 0: use group 1 (no grouping) or more");
+    } else if num_output % group != 0 {
+        p.push(
+            cl.of("group"),
+            format!("group {group} must divide num_output {num_output}; use a divisor of it (1 for no grouping)"),
+        );
+    }
+    if c.axis() != 1 {
+        p.push(cl.of("axis"), format!("axis {}: only axis 1 is supported", c.axis()));
+    }
+    if c.force_nd_im2col() {
+        p.push(cl.of("force_nd_im2col"), "force_nd_im2col is not supported; remove it");
+    }
+    let (kernel, stride, pad, dilation) = (kernel?, stride?, pad?, dilation?);
+    if kernel.0 == 0 || kernel.1 == 0 || stride.0 == 0 || stride.1 == 0 {
+        p.push(cl.line(), "kernel size and stride must be at least 1");
+    }
+    if dilation.0 == 0 || dilation.1 == 0 {
+        p.push(cl.of("dilation"), "dilation must be at least 1 (1: no dilation)");
+    }
+    Some(ConvConf {
+        num_output,
+        kernel,
+        stride,
+        pad,
+        dilation,
+        group,
+        bias_term: c.bias_term(),
+        weight_filler: weight_filler?,
+        bias_filler: bias_filler?,
+    })
+}
+
+fn pool(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<PoolConf> {
+    let Some(pp) = &lp.pooling_param else {
+        p.push(loc.line(), "a Pooling layer needs `pooling_param { pool kernel_size stride }`");
+        return None;
+    };
+    let pl = loc.at("pooling_param");
+    let method = match pp.pool() {
+        pooling_parameter::PoolMethod::Max => PoolMethod::Max,
+        pooling_parameter::PoolMethod::Ave => PoolMethod::Ave,
+        pooling_parameter::PoolMethod::Stochastic => {
+            p.push(pl.of("pool"), "pool: STOCHASTIC is not supported; use MAX, AVE");
+            return None;
+        }
+    };
+    if pp.round_mode() == pooling_parameter::RoundMode::Floor {
+        p.push(pl.of("round_mode"), "round_mode: FLOOR is not supported; caffe-geeps pools as CEIL (Caffe's default)");
+    }
+    let global = pp.global_pooling();
+    let one = |v: Option<u32>| v.map(|v| vec![v]).unwrap_or_default();
+    let kernel = dims2(
+        &one(pp.kernel_size),
+        (pp.kernel_h, pp.kernel_w),
+        global.then_some(1),
+        ("kernel_size", "kernel"),
+        &pl,
+        p,
+    )?;
+    let stride = dims2(&one(pp.stride), (pp.stride_h, pp.stride_w), Some(1), ("stride", "stride"), &pl, p)?;
+    let pad = dims2(&one(pp.pad), (pp.pad_h, pp.pad_w), Some(0), ("pad", "pad"), &pl, p)?;
+    if kernel.0 == 0 || kernel.1 == 0 || stride.0 == 0 || stride.1 == 0 {
+        p.push(pl.line(), "kernel size and stride must be at least 1");
+    }
+    if pad.0 >= kernel.0 || pad.1 >= kernel.1 {
+        p.push(pl.line(), "pad must be smaller than the kernel");
+    }
+    Some(PoolConf { method, kernel, stride, pad, global })
+}
+
+fn inner_product(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<InnerProductConf> {
+    let Some(ip) = &lp.inner_product_param else {
+        p.push(loc.line(), "an InnerProduct layer needs `inner_product_param { num_output }`");
+        return None;
+    };
+    let il = loc.at("inner_product_param");
+    let num_output = ip.num_output() as usize;
+    if num_output == 0 {
+        p.push(il.line(), "inner_product_param needs num_output >= 1");
+    }
+    let weight_filler = filler(ip.weight_filler.as_ref(), &il, "weight_filler", Filler::Constant(0.0), p);
+    let bias_filler = filler(ip.bias_filler.as_ref(), &il, "bias_filler", Filler::Constant(0.0), p);
+    if ip.axis() != 1 {
+        p.push(il.of("axis"), format!("axis {}: only axis 1 is supported", ip.axis()));
+    }
+    if ip.transpose() {
+        p.push(il.of("transpose"), "transpose: true is not supported");
+    }
+    Some(InnerProductConf {
+        num_output,
+        bias_term: ip.bias_term(),
+        weight_filler: weight_filler?,
+        bias_filler: bias_filler?,
+    })
+}

@@ -1,0 +1,128 @@
+//! A net that names every layer type a prototxt may use (in place where
+//! Caffe's nets run them so, with automatic Splits where a blob feeds two
+//! layers) builds in both phases from its prototxt and trains through the
+//! normal entry point on the bundled data: finite losses, every learned
+//! layer moved, BatchNorm's running statistics gathered. A `mean_file`
+//! is found beside the net and checked against the images.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use geeps_caffe::cluster::Cluster;
+use geeps_caffe::data::DataCache;
+use geeps_caffe::datum::encode_mean;
+use geeps_caffe::params::ParamLayout;
+use geeps_caffe::proto::net::LAYER_TYPES;
+use geeps_caffe::proto::solver::SolverParam;
+use geeps_caffe::ps::PsOptions;
+use geeps_caffe::train::{build_nets, train, TrainOptions};
+
+fn every_type_net() -> String {
+    format!(
+        r#"name: "every_type"
+layer {{ name: "d" type: "Data" top: "data" top: "label" include {{ phase: TRAIN }}
+  transform_param {{ scale: 0.00390625 mean_value: 33 crop_size: 24 mirror: true }}
+  data_param {{ source: "{train}" batch_size: 8 }} }}
+layer {{ name: "d" type: "Data" top: "data" top: "label" include {{ phase: TEST }}
+  transform_param {{ scale: 0.00390625 mean_value: 33 crop_size: 24 }}
+  data_param {{ source: "{test}" batch_size: 10 }} }}
+layer {{ name: "shape" type: "Input" top: "unused" input_param {{ shape {{ dim: 2 dim: 3 }} }} }}
+layer {{ name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+  convolution_param {{ num_output: 8 kernel_size: 3 pad: 2 dilation: 2 bias_term: false
+    weight_filler {{ type: "msra" }} }} }}
+layer {{ name: "bn1" type: "BatchNorm" bottom: "conv1" top: "conv1"
+  param {{ lr_mult: 0 }} param {{ lr_mult: 0 }} param {{ lr_mult: 0 }} }}
+layer {{ name: "scale1" type: "Scale" bottom: "conv1" top: "conv1" scale_param {{ bias_term: true }} }}
+layer {{ name: "prelu1" type: "PReLU" bottom: "conv1" top: "conv1" }}
+layer {{ name: "conv2a" type: "Convolution" bottom: "conv1" top: "conv2a"
+  convolution_param {{ num_output: 8 kernel_size: 3 pad: 1 group: 2 weight_filler {{ type: "xavier" }} }} }}
+layer {{ name: "conv2b" type: "Convolution" bottom: "conv1" top: "conv2b"
+  convolution_param {{ num_output: 8 kernel_size: 1 weight_filler {{ type: "xavier" }} }} }}
+layer {{ name: "sum" type: "Eltwise" bottom: "conv2a" bottom: "conv2b" top: "sum"
+  eltwise_param {{ operation: SUM coeff: 1 coeff: 0.5 }} }}
+layer {{ name: "norm" type: "LRN" bottom: "sum" top: "norm" lrn_param {{ local_size: 3 alpha: 0.0001 beta: 0.75 }} }}
+layer {{ name: "pool" type: "Pooling" bottom: "norm" top: "pool" pooling_param {{ pool: MAX kernel_size: 2 stride: 2 }} }}
+layer {{ name: "half" type: "Power" bottom: "pool" top: "half" power_param {{ scale: 0.5 }} }}
+layer {{ name: "cat" type: "Concat" bottom: "pool" bottom: "half" top: "cat" }}
+layer {{ name: "flat" type: "Flatten" bottom: "cat" top: "flat" }}
+layer {{ name: "ip" type: "InnerProduct" bottom: "flat" top: "ip"
+  inner_product_param {{ num_output: 10 weight_filler {{ type: "xavier" }} }} }}
+layer {{ name: "relu" type: "ReLU" bottom: "ip" top: "ip" relu_param {{ negative_slope: 0.1 }} }}
+layer {{ name: "tanh" type: "TanH" bottom: "ip" top: "ip" }}
+layer {{ name: "sig" type: "Sigmoid" bottom: "ip" top: "ip" }}
+layer {{ name: "drop" type: "Dropout" bottom: "ip" top: "ip" dropout_param {{ dropout_ratio: 0.1 }} }}
+layer {{ name: "scores" type: "Reshape" bottom: "ip" top: "scores" reshape_param {{ shape {{ dim: 0 dim: -1 }} }} }}
+layer {{ name: "prob" type: "Softmax" bottom: "scores" top: "prob" include {{ phase: TEST }} }}
+layer {{ name: "accuracy" type: "Accuracy" bottom: "scores" bottom: "label" top: "accuracy" include {{ phase: TEST }} }}
+layer {{ name: "loss" type: "SoftmaxWithLoss" bottom: "scores" bottom: "label" top: "loss" }}
+"#,
+        train = common::data("train"),
+        test = common::data("t10k"),
+    )
+}
+
+#[test]
+fn a_net_of_every_layer_type_builds_and_trains() {
+    let dir = common::scratch("every-layer-type");
+    let path = common::write(&dir, &every_type_net(), &common::solver("net.prototxt", 4, 2, 0, ""));
+    let solver = SolverParam::load(&path).unwrap();
+    let (net, test) = build_nets(&solver, &DataCache::default()).unwrap();
+    let test = test.expect("a TEST net");
+    let types: BTreeSet<&str> = net.layers.iter().chain(&test.layers).map(|l| l.type_name).collect();
+    let mut want: BTreeSet<&str> = LAYER_TYPES.into_iter().collect();
+    want.insert("Split");
+    assert_eq!(types, want);
+    let in_place: Vec<&str> = net.layers.iter().filter(|l| l.in_place).map(|l| l.name.as_str()).collect();
+    assert_eq!(in_place, ["bn1", "scale1", "prelu1", "relu", "tanh", "sig", "drop"]);
+    // conv1's last version feeds two convolutions, pool feeds Power and Concat.
+    let splits: Vec<&str> = net.layers.iter().filter(|l| l.type_name == "Split").map(|l| l.name.as_str()).collect();
+    assert_eq!(splits, ["conv1_prelu1_0_split", "pool_pool_0_split"]);
+    let shape = |name: &str| net.blobs[net.blob(name).unwrap()].shape.clone();
+    assert_eq!(shape("conv1"), [8, 8, 24, 24], "dilation 2 with pad 2 keeps the size");
+    assert_eq!(shape("cat"), [8, 16, 12, 12]);
+    assert_eq!(shape("scores"), [8, 10]);
+
+    let layout = ParamLayout::of(&net);
+    let initial = layout.initial(&net, solver.random_seed.unwrap());
+    let opts =
+        TrainOptions { ps: PsOptions::default(), weights: None, verbose: false, progress: false, curve_prefix: None };
+    let report = train(&solver, &opts, &Cluster::in_process(1).unwrap()).unwrap();
+    assert_eq!(report.losses.len(), 4);
+    assert!(report.losses.iter().all(|l| l.is_finite()), "{:?}", report.losses);
+    let accuracy = report.test.iter().find(|(n, _)| n == "accuracy").expect("the test reports accuracy").1;
+    assert!((0.0..=1.0).contains(&accuracy), "{accuracy}");
+    for (lp, (end, start)) in layout.layers.iter().zip(report.final_params.iter().zip(&initial)) {
+        let name = &net.layers[lp.layer].name;
+        assert!(end.iter().all(|v| v.is_finite()), "`{name}` has non-finite parameters");
+        assert!(end != start, "`{name}`'s parameters did not change");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_mean_file_is_found_beside_the_net_and_checked_against_the_images() {
+    let dir = common::scratch("mean-file");
+    let net = |mean_file: &str| {
+        common::small_net(4).replace(
+            "transform_param { scale: 0.00390625 }",
+            &format!("transform_param {{ scale: 0.00390625 mean_file: \"{mean_file}\" }}"),
+        )
+    };
+    let build = |mean_file: &str| {
+        let path = common::write(&dir, &net(mean_file), &common::solver("net.prototxt", 1, 0, 0, ""));
+        build_nets(&SolverParam::load(&path).unwrap(), &DataCache::default()).map(|_| ())
+    };
+    // The bundled images are 1x28x28; a relative name resolves beside the net.
+    std::fs::write(dir.join("mean.binaryproto"), encode_mean(1, 28, 28, &[33.0; 28 * 28])).unwrap();
+    build("mean.binaryproto").unwrap();
+
+    let e = build("missing.binaryproto").unwrap_err().to_string();
+    assert!(e.starts_with(&format!("{}:2: layer `d`", dir.join("net.prototxt").display())), "{e}");
+    assert!(e.contains("missing.binaryproto") && e.contains("cannot read the mean_file"), "{e}");
+
+    std::fs::write(dir.join("small.binaryproto"), encode_mean(3, 8, 8, &[0.0; 3 * 64])).unwrap();
+    let e = build("small.binaryproto").unwrap_err().to_string();
+    assert!(e.contains(":2: layer `d`") && e.contains("the mean image is 3x8x8 but the images are 1x28x28"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
