@@ -216,7 +216,7 @@ impl Geeps {
         let step = self.chunk_rows();
         for start in (0..rows).step_by(step as usize) {
             let buf = self.read_keys(&keys(t, start..rows.min(start + step)), Slack::BSP)?;
-            let floats = self.to_host(buf.device_ptr(), buf.len())?;
+            let floats = self.copy_to_host(buf.device_ptr(), buf.len())?;
             buf.post()?;
             for f in floats {
                 out.extend_from_slice(&f.to_le_bytes());
@@ -237,7 +237,7 @@ impl Geeps {
                 .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                 .collect();
             let u = self.pre_update_keys(&keys(t, start..end))?;
-            self.from_host(&values, u.device_ptr())?;
+            self.copy_from_host(&values, u.device_ptr())?;
             u.update()?;
         }
         Ok(())
@@ -294,7 +294,7 @@ impl Geeps {
 
 impl Geeps {
     /// Copies a buffer's floats to host memory.
-    fn to_host(&self, ptr: DevicePtr, floats: usize) -> Result<Vec<f32>> {
+    fn copy_to_host(&self, ptr: DevicePtr, floats: usize) -> Result<Vec<f32>> {
         let sh = &self.running("checkpoint")?.shared;
         let mut out = vec![0.0f32; floats];
         if floats > 0 {
@@ -307,7 +307,7 @@ impl Geeps {
     }
 
     /// Copies host floats into a buffer.
-    fn from_host(&self, values: &[f32], ptr: DevicePtr) -> Result<()> {
+    fn copy_from_host(&self, values: &[f32], ptr: DevicePtr) -> Result<()> {
         let sh = &self.running("restore")?.shared;
         if !values.is_empty() {
             // SAFETY: as in `to_host`; `values` outlives the synchronized copy.
