@@ -515,7 +515,7 @@ fn snapshot_folders(prefix: &str) -> Vec<(u64, PathBuf, bool)> {
 
 /// The newest `PREFIX_iter_N.geeps` folder whose checkpoint was published.
 pub fn newest_snapshot(prefix: &str) -> Option<PathBuf> {
-    snapshot_folders(prefix).into_iter().filter(|(_, _, complete)| *complete).map(|(_, p, _)| p).last()
+    snapshot_folders(prefix).into_iter().filter(|(_, _, complete)| *complete).map(|(_, p, _)| p).next_back()
 }
 
 fn write_snapshot(sh: &Shared<'_>, iter: u64, params: &[Vec<f32>]) -> Result<PathBuf> {
