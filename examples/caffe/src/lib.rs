@@ -3,15 +3,15 @@
 //!
 //! It reads Caffe's own net and solver prototxt files, keeps each layer's
 //! parameters in rows of its own geeps table and every blob, gradient and
-//! momentum history as geeps local data, and trains data-parallel: every
+//! solver history as geeps local data, and trains data-parallel: every
 //! worker runs forward and backward on its slice of the data, and geeps
 //! sums the workers' updates (BSP, SSP or asynchronous). The `caffe-geeps`
 //! binary is the command line; `docs/caffe.md` is the guide.
 //!
 //! Modules, by job: `proto` (file formats), `data` (IDX images), `layers`
 //! and `blas` (compute on the CPU), `net` (wiring a phase's layers),
-//! `params` and `solver` (parameters and SGD), `plain` (running a net on
-//! plain memory), `ps` (everything geeps), `cluster` (how ranks connect),
+//! `params` and `solver` (parameters and Caffe's solvers), `plain` (running
+//! a net on plain memory), `ps` (everything geeps), `cluster` (how ranks connect),
 //! `train` (the schedule), `report` and `plot` (what the user sees).
 
 pub mod blas;

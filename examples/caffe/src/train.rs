@@ -23,7 +23,7 @@ use crate::proto::solver::SolverParam;
 use crate::ps::worker::PsWorker;
 use crate::ps::PsOptions;
 use crate::report::{write_csv, Point, Reporter};
-use crate::solver::{learning_rate, Step};
+use crate::solver::{learning_rate, Rule, Step};
 
 /// Seed of everything random when the solver gives no random_seed.
 pub const DEFAULT_SEED: u64 = 1701;
@@ -163,13 +163,15 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
     if let Some(r) = &reporter {
         if let Ok(r) = r.lock() {
             r.log(&format!(
-                "net `{}`: {} parameters in {} layers; {world} worker(s) x batch {} = {} images per iteration; \
-                 geeps slack {}, layers_per_table {}, batches_per_clock {}",
+                "net `{}`: {} parameters in {} layers; solver {}; {world} worker(s) x batch {} x iter_size {} = {} \
+                 images per iteration; geeps slack {}, layers_per_table {}, batches_per_clock {}",
                 train_net.name,
                 layout.total(),
                 layout.layers.len(),
+                solver.solver_type.name(),
                 train_net.batch,
-                world * train_net.batch,
+                solver.iter_size,
+                world as u64 * train_net.batch as u64 * solver.iter_size,
                 opts.ps.slack,
                 opts.ps.layers_per_table,
                 opts.ps.batches_per_clock
@@ -245,7 +247,7 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
     let batch = train_net.batch;
     let per_worker: Vec<f64> = ok
         .iter()
-        .map(|(_, r)| (batch as u64 * solver.max_iter) as f64 / r.train_time.as_secs_f64().max(1e-9))
+        .map(|(_, r)| (batch as u64 * solver.iter_size * solver.max_iter) as f64 / r.train_time.as_secs_f64().max(1e-9))
         .collect();
     // Ranks run in step under BSP, so the cluster's rate is the mean
     // worker's rate times the world (all of it when all ranks are local).
@@ -324,7 +326,8 @@ fn named(net: &Net, values: &[f32]) -> Vec<(String, f32, f32)> {
 
 fn run_rank(rank: usize, transport: Arc<dyn geeps::Transport>, sh: &Shared<'_>) -> Result<RankResult> {
     let s = sh.solver;
-    let mut worker = PsWorker::new(sh.train, sh.layout, &sh.opts.ps, transport)?;
+    let rule = Rule::of(s);
+    let mut worker = PsWorker::new(sh.train, sh.layout, &sh.opts.ps, rule, transport)?;
     if rank == 0 {
         if let Ok(plan) = worker.geeps().plan() {
             let mib = |b: usize| b as f64 / (1 << 20) as f64;
@@ -396,9 +399,11 @@ fn run_rank(rank: usize, transport: Arc<dyn geeps::Transport>, sh: &Shared<'_>) 
             paused += t0.elapsed();
         }
         let rate = learning_rate(s, iter);
-        let step = Step { rate, momentum: s.momentum, weight_decay: s.weight_decay, scale: 1.0 / sh.world as f32 };
+        let step = Step { rate, iter, scale: 1.0 / sh.world as f32, clip: 1.0 };
         let pass = (iter % sh.opts.ps.batches_per_clock as u64) as usize;
-        let outputs = worker.iteration(pass, step, iteration_seed(sh.seed, rank, iter)).map_err(|e| match e {
+        // One seed per mini-batch; with iter_size 1, the iteration's own.
+        let seeds: Vec<u64> = (0..s.iter_size).map(|k| iteration_seed(sh.seed, rank, iter * s.iter_size + k)).collect();
+        let outputs = worker.iteration(pass, step, &seeds).map_err(|e| match e {
             Error::Diverged(what) => Error::Diverged(format!("{what} at iteration {iter}")),
             other => other,
         })?;

@@ -105,8 +105,15 @@ fn trains_three_iterations(name: &str) {
     assert!(test.is_some(), "the TEST net builds too");
     let layout = ParamLayout::of(&net);
     let initial = layout.initial(&net, solver.random_seed.unwrap());
-    let opts =
-        TrainOptions { ps: PsOptions::default(), weights: None, verbose: false, progress: false, curve_prefix: None, resume: None, resume_on_restart: false };
+    let opts = TrainOptions {
+        ps: PsOptions::default(),
+        weights: None,
+        verbose: false,
+        progress: false,
+        curve_prefix: None,
+        resume: None,
+        resume_on_restart: false,
+    };
     let report = train(&solver, &opts, &Cluster::in_process(1).unwrap()).unwrap();
     assert_eq!(report.losses.len(), 3, "{name}: one loss per iteration");
     assert!(report.losses.iter().all(|l| l.is_finite() && *l > 0.0), "{name}: losses {:?}", report.losses);

@@ -85,8 +85,15 @@ fn a_net_of_every_layer_type_builds_and_trains() {
 
     let layout = ParamLayout::of(&net);
     let initial = layout.initial(&net, solver.random_seed.unwrap());
-    let opts =
-        TrainOptions { ps: PsOptions::default(), weights: None, verbose: false, progress: false, curve_prefix: None, resume: None, resume_on_restart: false };
+    let opts = TrainOptions {
+        ps: PsOptions::default(),
+        weights: None,
+        verbose: false,
+        progress: false,
+        curve_prefix: None,
+        resume: None,
+        resume_on_restart: false,
+    };
     let report = train(&solver, &opts, &Cluster::in_process(1).unwrap()).unwrap();
     assert_eq!(report.losses.len(), 4);
     assert!(report.losses.iter().all(|l| l.is_finite()), "{:?}", report.losses);

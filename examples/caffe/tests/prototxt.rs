@@ -8,7 +8,7 @@ use common::net_err;
 use std::path::Path;
 
 use geeps_caffe::proto::net::{Filler, LayerKind, NetParam, Normalization, Phase, PoolMethod, VarianceNorm};
-use geeps_caffe::proto::solver::{LrPolicy, SolverParam};
+use geeps_caffe::proto::solver::{LrPolicy, Regularization, SolverParam, SolverType};
 use geeps_caffe::Error;
 
 fn solver_err(src: &str) -> (usize, String) {
@@ -174,20 +174,97 @@ fn broken_solvers_are_named() {
     let (line, msg) = solver_err("net: \"n\"\nbase_lr: 0.1\nmax_iter: 5\nlr_polcy: \"fixed\"\n");
     assert_eq!(line, 4);
     assert!(msg.contains("unknown field `lr_polcy`"), "{msg}");
-    let (line, msg) = solver_err("net: \"n\"\nbase_lr: 0.1\nmax_iter: 5\nlr_policy: \"poly\"\n");
+    let (line, msg) = solver_err("net: \"n\"\nbase_lr: 0.1\nmax_iter: 5\nlr_policy: \"plateau\"\n");
     assert_eq!(line, 4);
-    assert!(msg.contains("poly"), "{msg}");
+    assert!(msg.contains("plateau") && msg.contains("poly or sigmoid"), "{msg}");
     let (line, msg) = solver_err("net: \"n\"\nbase_lr: 0.1\nmax_iter: 5\nlr_policy: \"step\"\ngamma: 0.1\n");
     assert_eq!(line, 4);
     assert!(msg.contains("stepsize"), "{msg}");
     let (line, msg) = solver_err("net: \"n\"\nbase_lr: -1\nmax_iter: 5\n");
     assert_eq!(line, 2);
     assert!(msg.contains("base_lr"), "{msg}");
-    let (line, msg) = solver_err("net: \"n\"\nbase_lr: 0.1\nmax_iter: 5\nclip_gradients: 10\n");
+    let (line, msg) = solver_err("net: \"n\"\nbase_lr: 0.1\nmax_iter: 5\nsnapshot_diff: true\n");
     assert_eq!(line, 4);
     assert!(msg.contains("not supported"), "{msg}");
     let (_, msg) = solver_err("net: \"n\"\nbase_lr: 0.1\nmax_iter: five\n");
     assert!(msg.contains("max_iter"), "{msg}");
+}
+
+#[test]
+fn solver_types_policies_and_their_settings() {
+    let parse = |rest: &str| {
+        SolverParam::parse(&format!("net: \"n\"\nbase_lr: 0.1\nmax_iter: 100\n{rest}"), Path::new("s.prototxt"))
+            .unwrap()
+    };
+    let s = parse("");
+    assert_eq!(
+        (s.solver_type, s.regularization, s.clip_gradients, s.iter_size),
+        (SolverType::Sgd, Regularization::L2, None, 1)
+    );
+    assert_eq!((s.momentum2, s.delta, s.rms_decay), (0.999, 1e-8, 0.99), "Caffe's defaults");
+    let s = parse("type: \"Adam\"\nmomentum: 0.9\nmomentum2: 0.99\ndelta: 1e-7\n");
+    assert_eq!((s.solver_type, s.momentum, s.momentum2, s.delta), (SolverType::Adam, 0.9, 0.99, 1e-7));
+    for (old, ty) in [
+        ("SGD", SolverType::Sgd),
+        ("NESTEROV", SolverType::Nesterov),
+        ("ADAGRAD", SolverType::AdaGrad),
+        ("RMSPROP", SolverType::RmsProp),
+        ("ADADELTA", SolverType::AdaDelta),
+        ("ADAM", SolverType::Adam),
+    ] {
+        assert_eq!(parse(&format!("solver_type: {old}")).solver_type, ty, "solver_type: {old}");
+        assert_eq!(parse(&format!("type: \"{}\"", ty.name())).solver_type, ty);
+        assert_eq!(parse(&format!("type: \"{}\" solver_type: {old}", ty.name())).solver_type, ty);
+    }
+    let s = parse("type: \"RMSProp\"\nrms_decay: 0.98\nregularization_type: \"L1\"\nclip_gradients: 35\niter_size: 4");
+    assert_eq!(
+        (s.rms_decay, s.regularization, s.clip_gradients, s.iter_size),
+        (0.98, Regularization::L1, Some(35.0), 4)
+    );
+    assert_eq!(parse("clip_gradients: -1").clip_gradients, None, "negative: no clipping, as in Caffe");
+    assert_eq!(parse("lr_policy: \"exp\" gamma: 0.99").lr_policy, LrPolicy::Exp { gamma: 0.99 });
+    assert_eq!(parse("lr_policy: \"poly\" power: 0.5").lr_policy, LrPolicy::Poly { power: 0.5 });
+    let sigmoid = parse("lr_policy: \"sigmoid\" gamma: 0.1 stepsize: 50").lr_policy;
+    assert_eq!(sigmoid, LrPolicy::Sigmoid { gamma: 0.1, stepsize: 50 });
+}
+
+#[test]
+fn bad_solver_settings_are_named_with_their_line() {
+    let err = |rest: &str| solver_err(&format!("net: \"n\"\nbase_lr: 0.1\nmax_iter: 100\n{rest}"));
+    for (rest, line, want) in [
+        (
+            "type: \"Adamax\"\n",
+            4,
+            "solver type `Adamax` is not supported; use one of SGD, Nesterov, AdaGrad, RMSProp, AdaDelta, Adam",
+        ),
+        (
+            "type: \"Adam\"\nmomentum: 0.9\nsolver_type: NESTEROV\n",
+            6,
+            "solver_type NESTEROV contradicts `type: \"Adam\"` (line 4)",
+        ),
+        ("solver_type: ADAGRAD\nmomentum: 0.9\n", 5, "momentum cannot be used with AdaGrad"),
+        ("type: \"RMSProp\"\n\nrms_decay: 1.5\n", 6, "rms_decay 1.5 must be in [0, 1)"),
+        ("momentum2: 0.99\n", 4, "`momentum2` (Adam's beta2) has no effect with solver type SGD"),
+        ("type: \"Nesterov\"\ndelta: 1e-6\n", 5, "`delta`"),
+        ("type: \"Adam\"\nrms_decay: 0.9\n", 5, "`rms_decay` (RMSProp's decay) has no effect with solver type Adam"),
+        ("type: \"Adam\"\ndelta: 0\n", 5, "delta 0 must be > 0"),
+        ("type: \"Adam\"\nmomentum2: 1\n", 5, "momentum2 1 must be in [0, 1)"),
+        ("regularization_type: \"L3\"\n", 4, "regularization_type `L3`: use \"L1\" or \"L2\""),
+        ("iter_size: 0\n", 4, "iter_size 0 must be >= 1"),
+        ("clip_gradients: 0\n", 4, "clip_gradients 0"),
+        ("lr_policy: \"exp\"\n", 4, "lr_policy \"exp\" needs `gamma`"),
+        ("lr_policy: \"exp\"\ngamma: -0.5\n", 5, "gamma -0.5 must be >= 0"),
+        ("lr_policy: \"poly\"\n", 4, "lr_policy \"poly\" needs `power`"),
+        ("lr_policy: \"sigmoid\"\ngamma: 0.1\n", 4, "lr_policy \"sigmoid\" needs `stepsize` >= 1"),
+        ("lr_policy: \"sigmoid\"\nstepsize: 10\n", 4, "lr_policy \"sigmoid\" needs `gamma`"),
+    ] {
+        let (at, msg) = err(rest);
+        assert!(msg.contains(want), "{rest}: {msg}");
+        assert_eq!(at, line, "{rest}: {msg}");
+    }
+    let (line, msg) = solver_err("net: \"n\"\nbase_lr: 0.1\nlr_policy: \"poly\"\npower: 1\n");
+    assert_eq!(line, 1);
+    assert!(msg.contains("needs `max_iter` >= 1 (lr_policy \"poly\" uses it)"), "{msg}");
 }
 
 #[test]

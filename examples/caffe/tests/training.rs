@@ -5,75 +5,12 @@
 
 mod common;
 
+use common::{assert_close, quiet, reference};
 use geeps_caffe::cluster::Cluster;
 use geeps_caffe::data::DataCache;
-use geeps_caffe::params::ParamLayout;
-use geeps_caffe::plain::Plain;
 use geeps_caffe::proto::solver::SolverParam;
 use geeps_caffe::ps::PsOptions;
-use geeps_caffe::solver::{learning_rate, sgd_delta, Step};
-use geeps_caffe::train::{build_nets, iteration_seed, test_weights, train, TrainOptions};
-
-fn quiet(ps: PsOptions) -> TrainOptions {
-    TrainOptions {
-        ps,
-        weights: None,
-        verbose: false,
-        progress: false,
-        curve_prefix: None,
-        resume: None,
-        resume_on_restart: false,
-    }
-}
-
-/// Trains `solver` with one worker on plain memory; returns the final
-/// parameters and the loss of every iteration.
-fn reference(solver: &SolverParam) -> (Vec<Vec<f32>>, Vec<f32>) {
-    let (net, _) = build_nets(solver, &DataCache::default()).unwrap();
-    let layout = ParamLayout::of(&net);
-    let seed = solver.random_seed.unwrap();
-    let mut params = layout.initial(&net, seed);
-    let mut history: Vec<Vec<f32>> = params.iter().map(|p| vec![0.0; p.len()]).collect();
-    let mut plain = Plain::new(&net, 0, 1).unwrap();
-    let loss_at = net.outputs.iter().position(|&b| net.blobs[b].name == "loss").unwrap();
-    let mut losses = Vec::new();
-    for iter in 0..solver.max_iter {
-        let mut grads: Vec<Vec<f32>> = vec![Vec::new(); net.layers.len()];
-        let outputs = {
-            let mut views: Vec<&[f32]> = vec![&[]; net.layers.len()];
-            for (lp, v) in layout.layers.iter().zip(&params) {
-                views[lp.layer] = v;
-                grads[lp.layer] = vec![0.0; lp.len];
-            }
-            let out = plain.forward(&views, true, iteration_seed(seed, 0, iter)).unwrap();
-            plain.backward(&views, &mut grads);
-            out
-        };
-        losses.push(outputs[loss_at]);
-        let step = Step {
-            rate: learning_rate(solver, iter),
-            momentum: solver.momentum,
-            weight_decay: solver.weight_decay,
-            scale: 1.0,
-        };
-        for (p, lp) in layout.layers.iter().enumerate() {
-            let mut delta = std::mem::take(&mut grads[lp.layer]);
-            sgd_delta(lp, step, &params[p], &mut delta, &mut history[p]);
-            params[p].iter_mut().zip(&delta).for_each(|(w, d)| *w += d);
-        }
-    }
-    (params, losses)
-}
-
-fn assert_close(a: &[Vec<f32>], b: &[Vec<f32>], what: &str) {
-    assert_eq!(a.len(), b.len());
-    for (l, (x, y)) in a.iter().zip(b).enumerate() {
-        assert_eq!(x.len(), y.len());
-        for (i, (u, v)) in x.iter().zip(y).enumerate() {
-            assert!((u - v).abs() <= 1e-5 + 1e-4 * v.abs(), "{what}: layer {l} value {i}: {u} vs {v}");
-        }
-    }
-}
+use geeps_caffe::train::{build_nets, test_weights, train, TrainOptions};
 
 #[test]
 fn one_bsp_worker_matches_training_without_geeps() {

@@ -1,6 +1,7 @@
 //! Caffe's `SolverParameter` (the `*_solver.prototxt` file) read into the
-//! settings this trainer runs: SGD settings, the learning-rate policy, the
-//! schedule of display, test and snapshot. It owns checking those fields
+//! settings this trainer runs: the solver type and its settings, the
+//! learning-rate policy, regularization, clipping, iter_size, the schedule of
+//! display, test and snapshot. It owns checking those fields
 //! (every problem of the file, each at its line) with Caffe's defaults; it
 //! must never compute a rate or run anything (`solver.rs` does).
 
@@ -8,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::proto::caffe::{self, solver_parameter};
+use crate::proto::locate::Loc;
 use crate::proto::problems::Problems;
 use crate::proto::text;
 
@@ -30,15 +32,78 @@ pub enum LrPolicy {
         gamma: f32,
         stepvalues: Vec<u64>,
     },
+    /// base_lr × gamma ^ iter
+    Exp {
+        gamma: f32,
+    },
+    /// base_lr × (1 − iter / max_iter) ^ power
+    Poly {
+        power: f32,
+    },
+    /// base_lr / (1 + exp(−gamma × (iter − stepsize)))
+    Sigmoid {
+        gamma: f32,
+        stepsize: u64,
+    },
+}
+
+/// Caffe's solver types (`type: "Adam"` or the old `solver_type: ADAM`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SolverType {
+    Sgd,
+    Nesterov,
+    AdaGrad,
+    RmsProp,
+    AdaDelta,
+    Adam,
+}
+
+impl SolverType {
+    /// Every type with its `type` string and its `solver_type` enum value.
+    const ALL: [(SolverType, &'static str, solver_parameter::SolverType); 6] = [
+        (SolverType::Sgd, "SGD", solver_parameter::SolverType::Sgd),
+        (SolverType::Nesterov, "Nesterov", solver_parameter::SolverType::Nesterov),
+        (SolverType::AdaGrad, "AdaGrad", solver_parameter::SolverType::Adagrad),
+        (SolverType::RmsProp, "RMSProp", solver_parameter::SolverType::Rmsprop),
+        (SolverType::AdaDelta, "AdaDelta", solver_parameter::SolverType::Adadelta),
+        (SolverType::Adam, "Adam", solver_parameter::SolverType::Adam),
+    ];
+
+    /// Caffe's name of the type (its `type` string).
+    pub fn name(self) -> &'static str {
+        Self::ALL.iter().find(|t| t.0 == self).map_or("SGD", |t| t.1)
+    }
+}
+
+/// `regularization_type`: what weight decay adds to the gradient.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Regularization {
+    /// decay × w
+    L2,
+    /// decay × sign(w)
+    L1,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SolverParam {
     /// The net file, resolved (see `resolve`).
     pub net: PathBuf,
+    pub solver_type: SolverType,
     pub base_lr: f32,
+    /// SGD's and Nesterov's momentum, AdaDelta's decay, Adam's beta1.
     pub momentum: f32,
+    /// Adam's beta2.
+    pub momentum2: f32,
+    /// The epsilon of AdaGrad, RMSProp, AdaDelta and Adam.
+    pub delta: f32,
+    /// RMSProp's decay of the mean squared gradient.
+    pub rms_decay: f32,
     pub weight_decay: f32,
+    pub regularization: Regularization,
+    /// Scale the gradients down to this L2 norm when it is larger.
+    pub clip_gradients: Option<f32>,
+    /// Mini-batches whose gradients are summed (and averaged) per update.
+    pub iter_size: u64,
     pub lr_policy: LrPolicy,
     pub max_iter: u64,
     /// Log every this many iterations (0: never).
@@ -101,11 +166,7 @@ impl SolverParam {
             ("train_state", s.train_state.is_some()),
             ("test_state", !s.test_state.is_empty()),
             ("test_compute_loss", s.test_compute_loss()),
-            ("clip_gradients", s.clip_gradients() >= 0.0),
             ("snapshot_diff", s.snapshot_diff()),
-            ("delta", s.delta.is_some()),
-            ("momentum2", s.momentum2.is_some()),
-            ("rms_decay", s.rms_decay.is_some()),
             ("weights", !s.weights.is_empty()),
         ] {
             if set {
@@ -119,21 +180,31 @@ impl SolverParam {
             p.push(at("device_id"), format!("device_id {}: a GPU ordinal is 0 or more", s.device_id()));
         }
         let gpu = gpu_mode.then(|| s.device_id().max(0) as usize);
-        if s.r#type() != "SGD" {
-            p.push(at("type"), format!("solver type `{}`: only SGD is supported", s.r#type()));
+        let solver_type = solver_type(&s, &loc, &mut p);
+        let regularization = match s.regularization_type() {
+            "L2" => Regularization::L2,
+            "L1" => Regularization::L1,
+            other => {
+                p.push(at("regularization_type"), format!("regularization_type `{other}`: use \"L1\" or \"L2\""));
+                Regularization::L2
+            }
+        };
+        let iter_size = s.iter_size();
+        if iter_size < 1 {
+            p.push(at("iter_size"), format!("iter_size {iter_size} must be >= 1"));
         }
-        if s.solver_type() != solver_parameter::SolverType::Sgd {
-            p.push(at("solver_type"), format!("solver_type {}: only SGD is supported", s.solver_type().as_str_name()));
-        }
-        if s.regularization_type() != "L2" {
+        let clip = s.clip_gradients();
+        // Negative (Caffe's default) means no clipping.
+        let clip_gradients = if clip.is_nan() || clip == 0.0 {
             p.push(
-                at("regularization_type"),
-                format!("regularization_type `{}`: only L2 is supported", s.regularization_type()),
+                at("clip_gradients"),
+                format!("clip_gradients {clip}: give the largest L2 norm (> 0), or a negative value for no clipping"),
             );
-        }
-        if s.iter_size() != 1 {
-            p.push(at("iter_size"), "iter_size other than 1 is not supported; raise batch_size instead");
-        }
+            None
+        } else {
+            (clip > 0.0).then_some(clip)
+        };
+        check_type_settings(&s, solver_type, &loc, &mut p);
 
         let net_name = s.net.clone();
         if net_name.is_none() {
@@ -154,8 +225,12 @@ impl SolverParam {
             p.push(at("weight_decay"), format!("weight_decay {weight_decay} must be >= 0"));
         }
         let mut need = |v: Option<f32>, what: &str, policy: &str| {
-            if v.is_none() {
-                p.push(at("lr_policy"), format!("lr_policy \"{policy}\" needs `{what}`"));
+            match v {
+                None => p.push(at("lr_policy"), format!("lr_policy \"{policy}\" needs `{what}`")),
+                Some(g) if what == "gamma" && !(g >= 0.0 && g.is_finite()) => {
+                    p.push(at("gamma"), format!("gamma {g} must be >= 0 (lr_policy \"{policy}\")"))
+                }
+                Some(_) => {}
             }
             v.unwrap_or(0.0)
         };
@@ -167,6 +242,18 @@ impl SolverParam {
                     Some(st) if st > 0 => Some(LrPolicy::Step { gamma, stepsize: st as u64 }),
                     _ => {
                         p.push(at("lr_policy"), "lr_policy \"step\" needs `stepsize` >= 1");
+                        None
+                    }
+                }
+            }
+            "exp" => Some(LrPolicy::Exp { gamma: need(s.gamma, "gamma", "exp") }),
+            "poly" => Some(LrPolicy::Poly { power: need(s.power, "power", "poly") }),
+            "sigmoid" => {
+                let gamma = need(s.gamma, "gamma", "sigmoid");
+                match s.stepsize {
+                    Some(st) if st > 0 => Some(LrPolicy::Sigmoid { gamma, stepsize: st as u64 }),
+                    _ => {
+                        p.push(at("lr_policy"), "lr_policy \"sigmoid\" needs `stepsize` >= 1");
                         None
                     }
                 }
@@ -183,14 +270,18 @@ impl SolverParam {
             other => {
                 p.push(
                     at("lr_policy"),
-                    format!("lr_policy \"{other}\" is not supported; use fixed, step, inv or multistep"),
+                    format!(
+                        "lr_policy \"{other}\" is not supported; use fixed, step, exp, inv, multistep, poly or sigmoid"
+                    ),
                 );
                 None
             }
         };
         let max_iter = s.max_iter.unwrap_or(0);
         if max_iter <= 0 {
-            p.push(at("max_iter"), "the solver needs `max_iter` >= 1");
+            let why =
+                if matches!(lr_policy, Some(LrPolicy::Poly { .. })) { " (lr_policy \"poly\" uses it)" } else { "" };
+            p.push(at("max_iter"), format!("the solver needs `max_iter` >= 1{why}"));
         }
         if s.test_iter.len() > 1 {
             p.push(loc.nth("test_iter", 1).line(), "one test net only: give `test_iter` once");
@@ -212,9 +303,16 @@ impl SolverParam {
         let random_seed = u64::try_from(s.random_seed()).ok();
         Ok(SolverParam {
             net: resolve(&net_name.expect("checked above"), &base_dir),
+            solver_type,
             base_lr,
             momentum,
+            momentum2: s.momentum2(),
+            delta: s.delta(),
+            rms_decay: s.rms_decay(),
             weight_decay,
+            regularization,
+            clip_gradients,
+            iter_size: iter_size.max(1) as u64,
             lr_policy: lr_policy.expect("checked above"),
             max_iter: max_iter as u64,
             display,
@@ -233,4 +331,60 @@ impl SolverParam {
             file: path.to_path_buf(),
         })
     }
+}
+
+/// The solver type from `type` or the old `solver_type` enum; both given
+/// must agree.
+fn solver_type(s: &caffe::SolverParameter, loc: &Loc<'_>, p: &mut Problems) -> SolverType {
+    let by_enum = s.solver_type.map(|_| s.solver_type());
+    let from_enum = by_enum.and_then(|e| SolverType::ALL.iter().find(|t| t.2 == e).map(|t| t.0));
+    let Some(name) = s.r#type.as_deref() else { return from_enum.unwrap_or(SolverType::Sgd) };
+    let Some(&(from_type, _, _)) = SolverType::ALL.iter().find(|t| t.1 == name) else {
+        let names: Vec<&str> = SolverType::ALL.iter().map(|t| t.1).collect();
+        p.push(loc.of("type"), format!("solver type `{name}` is not supported; use one of {}", names.join(", ")));
+        return SolverType::Sgd;
+    };
+    if let (Some(e), Some(t)) = (by_enum, from_enum) {
+        if t != from_type {
+            p.push(
+                loc.of("solver_type"),
+                format!(
+                    "solver_type {} contradicts `type: \"{name}\"` (line {}); give only `type`",
+                    e.as_str_name(),
+                    loc.of("type")
+                ),
+            );
+        }
+    }
+    from_type
+}
+
+/// The settings of the solver type: in range, and none that the type
+/// would ignore.
+fn check_type_settings(s: &caffe::SolverParameter, ty: SolverType, loc: &Loc<'_>, p: &mut Problems) {
+    let name = ty.name();
+    let momentum = s.momentum();
+    if matches!(ty, SolverType::AdaGrad | SolverType::RmsProp) && momentum != 0.0 {
+        p.push(loc.of("momentum"), format!("momentum cannot be used with {name} (Caffe refuses it too); remove it"));
+    }
+    let unit = |p: &mut Problems, field: &str, v: f32| {
+        if !(0.0..1.0).contains(&v) {
+            p.push(loc.of(field), format!("{field} {v} must be in [0, 1)"));
+        }
+    };
+    let adaptive = !matches!(ty, SolverType::Sgd | SolverType::Nesterov);
+    for (field, given, applies, what) in [
+        ("delta", s.delta.is_some(), adaptive, "the epsilon of AdaGrad, RMSProp, AdaDelta and Adam"),
+        ("momentum2", s.momentum2.is_some(), ty == SolverType::Adam, "Adam's beta2"),
+        ("rms_decay", s.rms_decay.is_some(), ty == SolverType::RmsProp, "RMSProp's decay"),
+    ] {
+        if given && !applies {
+            p.push(loc.of(field), format!("field `{field}` ({what}) has no effect with solver type {name}; remove it"));
+        }
+    }
+    if !(s.delta() > 0.0 && s.delta().is_finite()) {
+        p.push(loc.of("delta"), format!("delta {} must be > 0 (it keeps the denominators off zero)", s.delta()));
+    }
+    unit(p, "momentum2", s.momentum2());
+    unit(p, "rms_decay", s.rms_decay());
 }

@@ -1,8 +1,9 @@
 //! How a net lives in geeps, as GeePS-Caffe lays it out: each parameter
 //! layer's blobs flattened into rows of its own parameter table (or of a
 //! table shared by `layers_per_table` consecutive layers), and every blob's
-//! data, every gradient, every layer's backward state and every momentum
-//! history in local tables of their own. It owns table declaration and row
+//! data, every gradient, every layer's backward state and every solver
+//! history (as many copies of the layer's parameters as the solver keeps)
+//! in local tables of their own. It owns table declaration and row
 //! keys; it must never make a geeps call other than declaring tables.
 
 use geeps::{keys, GeepsBuilder, RowKey, TableId};
@@ -33,6 +34,8 @@ pub struct PsLayout {
     pub diff: Vec<Option<TableId>>,
     pub aux: Vec<Option<TableId>>,
     pub history: Vec<TableId>,
+    /// Copies of its parameter vector each layer's history table holds.
+    pub history_copies: usize,
     /// One row keeping the sums of the test outputs across workers.
     pub test_table: TableId,
 }
@@ -43,8 +46,16 @@ pub fn rows_for(floats: usize, width: usize) -> u32 {
 }
 
 impl PsLayout {
-    /// Declares the tables of `net` on `b`.
-    pub fn declare(b: &mut GeepsBuilder, net: &Net, params: &ParamLayout, per_table: usize, width: usize) -> PsLayout {
+    /// Declares the tables of `net` on `b`, with `history_copies` copies of
+    /// each parameter layer's vector in its history table.
+    pub fn declare(
+        b: &mut GeepsBuilder,
+        net: &Net,
+        params: &ParamLayout,
+        per_table: usize,
+        width: usize,
+        history_copies: usize,
+    ) -> PsLayout {
         let mut param_tables = Vec::new();
         let mut param_keys = Vec::new();
         let mut clock_after = Vec::new();
@@ -82,11 +93,22 @@ impl PsLayout {
         let history = params
             .layers
             .iter()
-            .map(|lp| b.local_table(&format!("history/{}", lp.name), rows_for(lp.len, width)))
+            .map(|lp| b.local_table(&format!("history/{}", lp.name), rows_for(history_copies * lp.len, width)))
             .collect();
         let outputs = net.outputs.len() + 1;
         let test_table = b.parameter_table("test-outputs", rows_for(outputs, width));
-        PsLayout { row_width: width, param_tables, param_keys, clock_after, data, diff, aux, history, test_table }
+        PsLayout {
+            row_width: width,
+            param_tables,
+            param_keys,
+            clock_after,
+            data,
+            diff,
+            aux,
+            history,
+            history_copies,
+            test_table,
+        }
     }
 
     /// The table and rows of a slot.
@@ -96,7 +118,7 @@ impl PsLayout {
             Slot::Data(b) => (self.data[b], net.blobs[b].count()),
             Slot::Diff(b) => (self.diff[b].expect("gradient table of a blob that needs one"), net.blobs[b].count()),
             Slot::Aux(l) => (self.aux[l].expect("state table of a layer that has state"), net.layers[l].aux_len),
-            Slot::History(p) => (self.history[p], params.layers[p].len),
+            Slot::History(p) => (self.history[p], self.history_copies * params.layers[p].len),
         };
         keys(t, 0..rows_for(floats, w))
     }

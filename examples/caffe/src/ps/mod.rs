@@ -24,7 +24,8 @@ pub struct PsOptions {
     pub device_memory: usize,
     /// Consecutive parameter layers sharing one table (and one clock).
     pub layers_per_table: usize,
-    /// Mini-batches per clock: updates accumulate locally in between.
+    /// Iterations (each of the solver's iter_size mini-batches) per clock:
+    /// updates accumulate locally in between.
     pub batches_per_clock: usize,
     /// Floats per row.
     pub row_width: usize,

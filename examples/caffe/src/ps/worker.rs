@@ -2,11 +2,15 @@
 //! a virtual iteration records, layer by layer, the forward pass (read the
 //! layer's parameters, access its input blobs with fetch and its outputs
 //! without, post them back saving only what was written) and the backward
-//! pass (read and pre-update the parameters, access the momentum history,
+//! pass (read and pre-update the parameters, access the solver history,
 //! the data and gradients the layer needs, update, and clock each table right
-//! after its last update). Training then replays exactly that order, so
-//! every call takes the fast path. It owns the geeps instance and the
-//! order of calls; the math is `net.rs` and `solver.rs`.
+//! after its last update). When the solver needs the whole gradient before
+//! any step (clip_gradients, iter_size > 1), backward instead adds each
+//! layer's gradient into a copy kept in its history rows, and an update pass
+//! after the iteration's last mini-batch steps and clocks every layer.
+//! Training then replays exactly that order, so every call takes the fast
+//! path. It owns the geeps instance and the order of calls; the math is
+//! `net.rs` and `solver/`.
 
 use std::sync::Arc;
 
@@ -19,7 +23,7 @@ use crate::params::ParamLayout;
 use crate::ps::host_view::{HostView, Writable};
 use crate::ps::layout::{rows_for, PsLayout, Slot};
 use crate::ps::PsOptions;
-use crate::solver::{sgd_delta, Step};
+use crate::solver::{clip_factor, layer_delta, sumsq, Rule, Step};
 
 /// A recorded local access: its handle and what its buffer holds, in order.
 #[derive(Debug, Clone)]
@@ -46,6 +50,12 @@ struct Calls {
 struct Pass {
     forward: Vec<Calls>,
     backward: Vec<Calls>,
+    /// The first and the last mini-batch of an iteration (iter_size).
+    first: bool,
+    last: bool,
+    /// When the solver accumulates: the update pass after the last
+    /// mini-batch, per parameter layer (top first, as backward).
+    apply: Vec<(usize, Calls)>,
 }
 
 pub struct PsWorker<'a> {
@@ -57,6 +67,7 @@ pub struct PsWorker<'a> {
     cursors: Vec<Option<Cursor>>,
     /// How the CPU layers reach the buffers (in place, or staged from a GPU).
     view: HostView,
+    rule: Rule,
 }
 
 fn split<'s>(mut buf: &'s [f32], parts: &[(Slot, usize)], width: usize) -> Vec<(Slot, &'s [f32])> {
@@ -92,11 +103,13 @@ fn open<'p>(ps: &'p Geeps, a: &Option<Access>) -> Result<Option<LocalBuffer<'p>>
 
 impl<'a> PsWorker<'a> {
     /// Joins the cluster through `transport`, records the virtual iteration
+    /// (`batches_per_clock` iterations of `rule.iter_size` mini-batches)
     /// and lets geeps plan memory and start its threads.
     pub fn new(
         net: &'a Net,
         params: &'a ParamLayout,
         opts: &PsOptions,
+        rule: Rule,
         transport: Arc<dyn Transport>,
     ) -> Result<PsWorker<'a>> {
         let config = Config::default()
@@ -104,7 +117,9 @@ impl<'a> PsWorker<'a> {
             .with_device_memory(opts.device_memory)
             .with_wait_deadline(opts.wait_deadline);
         let mut b = Geeps::builder(config);
-        let layout = PsLayout::declare(&mut b, net, params, opts.layers_per_table, opts.row_width);
+        // The solver's histories, then (when it accumulates) the gradient sum.
+        let copies = rule.history_slots() + usize::from(rule.accumulates());
+        let layout = PsLayout::declare(&mut b, net, params, opts.layers_per_table, opts.row_width, copies);
         let device = opts.device.open(transport.rank(), opts.device_memory)?;
         b.transport(transport);
         if let Some(d) = &device {
@@ -118,11 +133,13 @@ impl<'a> PsWorker<'a> {
             .iter()
             .map(|l| l.data.as_ref().map(|d| Cursor::new(d.set.len(), rank, world)).transpose())
             .collect::<Result<_>>()?;
-        let mut w = PsWorker { ps, net, params, layout, passes: Vec::new(), cursors, view };
+        let mut w = PsWorker { ps, net, params, layout, passes: Vec::new(), cursors, view, rule };
         let slack = Slack::Bounded(opts.slack);
-        for pass in 0..opts.batches_per_clock {
-            let last = pass + 1 == opts.batches_per_clock;
-            let p = w.record_pass(slack, last)?;
+        let iter_size = rule.iter_size.max(1) as usize;
+        let total = opts.batches_per_clock * iter_size;
+        for pass in 0..total {
+            let sub = pass % iter_size;
+            let p = w.record_pass(slack, sub == 0, sub + 1 == iter_size, pass + 1 == total)?;
             w.passes.push(p);
         }
         w.ps.finish_virtual_iteration()?;
@@ -145,11 +162,12 @@ impl<'a> PsWorker<'a> {
         &self.view
     }
 
-    /// Moves every data cursor to where it is after `iterations` mini-batches.
+    /// Moves every data cursor to where it is after `iterations`
+    /// iterations (of `iter_size` mini-batches each).
     pub(crate) fn skip_data(&mut self, iterations: u64) {
-        let batch = self.net.batch;
+        let images = iterations.saturating_mul(self.rule.iter_size.max(1)).saturating_mul(self.net.batch as u64);
         for c in self.cursors.iter_mut().flatten() {
-            c.skip(iterations.saturating_mul(batch as u64));
+            c.skip(images);
         }
     }
 
@@ -163,7 +181,7 @@ impl<'a> PsWorker<'a> {
             let floats = match s {
                 Slot::Data(b) | Slot::Diff(b) => self.net.blobs[b].count(),
                 Slot::Aux(l) => self.net.layers[l].aux_len,
-                Slot::History(p) => self.params.layers[p].len,
+                Slot::History(p) => self.layout.history_copies * self.params.layers[p].len,
             };
             keys.extend(self.layout.slot_keys(self.net, self.params, s));
             parts.push((s, floats));
@@ -178,11 +196,13 @@ impl<'a> PsWorker<'a> {
         Ok(())
     }
 
-    /// Records one mini-batch: forward then backward; `clock` on the last
-    /// mini-batch of a clock.
-    fn record_pass(&self, slack: Slack, clock: bool) -> Result<Pass> {
+    /// Records one mini-batch: forward then backward (then the update pass
+    /// on the `last` mini-batch of an iteration when the solver
+    /// accumulates); `clock` on the last mini-batch of a clock.
+    fn record_pass(&self, slack: Slack, first: bool, last: bool, clock: bool) -> Result<Pass> {
         let net = self.net;
-        let mut pass = Pass::default();
+        let accumulate = self.rule.accumulates();
+        let mut pass = Pass { first, last, ..Pass::default() };
         for (li, l) in net.layers.iter().enumerate() {
             let p = self.params.index_of_layer(li);
             let mut c = Calls::default();
@@ -213,7 +233,9 @@ impl<'a> PsWorker<'a> {
             if l.backward {
                 if let Some(p) = p {
                     c.read = Some(self.ps.virtual_read(&self.layout.param_keys[p], slack)?);
-                    c.update = Some(self.ps.virtual_pre_update(&self.layout.param_keys[p])?);
+                    if !accumulate || is_statistics(l) {
+                        c.update = Some(self.ps.virtual_pre_update(&self.layout.param_keys[p])?);
+                    }
                     c.history = self.access(vec![Slot::History(p)], true)?;
                 }
                 let mut input: Vec<Slot> = l.bwd_data_in.iter().map(|&b| Slot::Data(b)).collect();
@@ -236,18 +258,44 @@ impl<'a> PsWorker<'a> {
                     self.ps.virtual_post_read(r)?;
                 }
             }
-            if let (Some(p), true) = (p, clock) {
-                for (g, &after) in self.layout.clock_after.iter().enumerate() {
-                    if after == p {
-                        let t = self.layout.param_tables[g];
-                        self.ps.virtual_table_clock(t)?;
-                        c.clocks.push(t);
-                    }
-                }
+            if let (Some(p), true) = (p, clock && !accumulate) {
+                c.clocks = self.record_clocks(p)?;
             }
             pass.backward[li] = c;
         }
+        if accumulate && last {
+            for p in (0..self.params.layers.len()).rev() {
+                let l = &net.layers[self.params.layers[p].layer];
+                let mut c = Calls::default();
+                if l.backward && !is_statistics(l) {
+                    let keys = &self.layout.param_keys[p];
+                    let (r, u) = (self.ps.virtual_read(keys, slack)?, self.ps.virtual_pre_update(keys)?);
+                    c.history = self.access(vec![Slot::History(p)], true)?;
+                    self.ps.virtual_update(u)?;
+                    self.post_virtual(&c.history, true)?;
+                    self.ps.virtual_post_read(r)?;
+                    (c.read, c.update) = (Some(r), Some(u));
+                }
+                if clock {
+                    c.clocks = self.record_clocks(p)?;
+                }
+                pass.apply.push((p, c));
+            }
+        }
         Ok(pass)
+    }
+
+    /// Records the clocks of the tables whose last update is parameter layer `p`'s.
+    fn record_clocks(&self, p: usize) -> Result<Vec<TableId>> {
+        let mut clocks = Vec::new();
+        for (g, &after) in self.layout.clock_after.iter().enumerate() {
+            if after == p {
+                let t = self.layout.param_tables[g];
+                self.ps.virtual_table_clock(t)?;
+                clocks.push(t);
+            }
+        }
+        Ok(clocks)
     }
 
     fn all_param_keys(&self) -> Vec<RowKey> {
@@ -332,12 +380,76 @@ impl<'a> PsWorker<'a> {
         Ok(self.ps.shutdown()?)
     }
 
-    /// Trains on one mini-batch (`pass` of its clock): forward, backward,
-    /// SGD step. Returns the net's scalar outputs (the loss).
-    pub fn iteration(&mut self, pass: usize, step: Step, seed: u64) -> Result<Vec<f32>> {
+    /// Runs iteration `pass` of its clock: iter_size mini-batches (one
+    /// seed each), forward and backward, and the solver's step. Returns the
+    /// net's scalar outputs (the loss) averaged over the mini-batches, as
+    /// Caffe reports them.
+    pub fn iteration(&mut self, pass: usize, step: Step, seeds: &[u64]) -> Result<Vec<f32>> {
+        let k = self.rule.iter_size.max(1) as usize;
+        if seeds.len() != k {
+            return Err(crate::error::Error::config(format!(
+                "an iteration takes {k} seeds (iter_size), got {}",
+                seeds.len()
+            )));
+        }
+        let mut outputs = vec![0.0; self.net.outputs.len()];
+        let mut sum_squares = 0.0;
+        let mut index = 0;
+        for (sub, &seed) in seeds.iter().enumerate() {
+            index = (pass * k + sub) % self.passes.len();
+            let out = self.mini_batch(index, step, seed, &mut sum_squares)?;
+            for (o, v) in outputs.iter_mut().zip(out) {
+                *o += v / k as f32;
+            }
+        }
+        let clip = clip_factor(self.rule.clip_gradients, sum_squares);
+        self.apply(index, Step { clip, ..step })?;
+        Ok(outputs)
+    }
+
+    /// The update pass of an accumulating solver: each layer's summed
+    /// gradient becomes its step; tables are clocked as recorded.
+    fn apply(&self, index: usize, step: Step) -> Result<()> {
+        let (ps, hv, slots) = (&self.ps, &self.view, self.rule.history_slots());
+        for (p, c) in &self.passes[index].apply {
+            let lp = &self.params.layers[*p];
+            let read = c.read.map(|h| ps.read(h)).transpose()?;
+            let mut update = c.update.map(|h| ps.pre_update(h)).transpose()?;
+            let mut history = open(ps, &c.history)?;
+            if let (Some(r), Some(u), Some(h)) = (read.as_ref(), update.as_mut(), history.as_mut()) {
+                let w = hv.read(r.device_ptr(), r.len(), || r.as_slice())?;
+                let mut g = hv.write(u.device_ptr(), u.len(), false, || u.as_mut_slice())?;
+                let mut hist = hv.write(h.device_ptr(), h.len(), true, || h.as_mut_slice())?;
+                let (states, sum) = hist[..(slots + 1) * lp.len].split_at_mut(slots * lp.len);
+                g[..lp.len].copy_from_slice(sum);
+                layer_delta(lp, &self.rule, step, &w[..lp.len], &mut g[..lp.len], states);
+                hv.commit(g)?;
+                hv.commit(hist)?;
+            }
+            if let Some(u) = update {
+                u.update()?;
+            }
+            if let Some(h) = history {
+                h.post()?;
+            }
+            if let Some(r) = read {
+                r.post()?;
+            }
+            for &t in &c.clocks {
+                ps.table_clock(t)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Forward and backward of recorded mini-batch `index`. A solver that
+    /// accumulates adds the gradients into the history rows (and their sum
+    /// of squares, on the iteration's last mini-batch, into `sum_squares`);
+    /// otherwise each layer steps as its gradient is known.
+    fn mini_batch(&mut self, index: usize, step: Step, seed: u64, sum_squares: &mut f64) -> Result<Vec<f32>> {
         let (ps, net, params, width) = (&self.ps, self.net, self.params, self.layout.row_width);
-        let hv = &self.view;
-        let calls = &self.passes[pass % self.passes.len()];
+        let (hv, rule) = (&self.view, &self.rule);
+        let calls = &self.passes[index];
         let mut outputs = vec![0.0; net.outputs.len()];
         let open = |a: &Option<Access>| open(ps, a);
         for (li, l) in net.layers.iter().enumerate() {
@@ -464,17 +576,36 @@ impl<'a> PsWorker<'a> {
                                 }
                             }
                         }
-                        let mut none: [f32; 0] = [];
+                        let mut scratch = Vec::new();
                         let grad: &mut [f32] = match grad_view.as_mut() {
                             Some(g) => &mut g[..l.param_len],
-                            None => &mut none,
+                            // Accumulating: the gradient goes to the history rows.
+                            None if history_view.is_some() => {
+                                scratch.resize(l.param_len, 0.0);
+                                &mut scratch
+                            }
+                            None => &mut [],
                         };
                         backward_layer(net, li, w, io, aux, grad);
-                        if l.compute.as_ref().is_some_and(|c| c.param_grad_is_update()) {
+                        if is_statistics(l) {
                             // Running statistics: this worker's share of their change.
                             grad.iter_mut().for_each(|g| *g *= step.scale);
                         } else if let (Some(p), Some(h)) = (params.index_of_layer(li), history_view.as_mut()) {
-                            sgd_delta(&params.layers[p], step, w, grad, &mut h[..l.param_len]);
+                            let lp = &params.layers[p];
+                            let states = rule.history_slots() * lp.len;
+                            if rule.accumulates() {
+                                let sum = &mut h[states..states + lp.len];
+                                if calls.first {
+                                    sum.copy_from_slice(grad);
+                                } else {
+                                    sum.iter_mut().zip(grad.iter()).for_each(|(s, g)| *s += g);
+                                }
+                                if calls.last && rule.clip_gradients.is_some() {
+                                    *sum_squares += sumsq(lp, sum);
+                                }
+                            } else {
+                                layer_delta(lp, rule, step, w, grad, &mut h[..states]);
+                            }
                         }
                         if let Some(bad) = grad.iter().find(|v| !v.is_finite()) {
                             return Err(Error::Diverged(format!(
@@ -503,4 +634,10 @@ impl<'a> PsWorker<'a> {
         }
         Ok(outputs)
     }
+}
+
+/// Whether a layer's parameters are running statistics that no solver
+/// touches (BatchNorm's): they always update as their change is known.
+fn is_statistics(l: &crate::net::NetLayer) -> bool {
+    l.compute.as_ref().is_some_and(|c| c.param_grad_is_update())
 }

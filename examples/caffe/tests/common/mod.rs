@@ -1,13 +1,87 @@
 //! Helpers shared by the integration tests: a scratch directory per test,
 //! the bundled data's path, small prototxt files written there, and the
-//! first problem a broken net prototxt is refused with.
+//! first problem a broken net prototxt is refused with, and the reference
+//! trainer on plain memory that geeps runs are compared with.
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
+use geeps_caffe::data::DataCache;
+use geeps_caffe::params::ParamLayout;
+use geeps_caffe::plain::Plain;
 use geeps_caffe::proto::net::NetParam;
+use geeps_caffe::proto::solver::SolverParam;
+use geeps_caffe::ps::PsOptions;
+use geeps_caffe::solver::{clip_factor, layer_delta, learning_rate, sumsq, Rule, Step};
+use geeps_caffe::train::{build_nets, iteration_seed, TrainOptions};
 use geeps_caffe::Error;
+
+pub fn quiet(ps: PsOptions) -> TrainOptions {
+    TrainOptions {
+        ps,
+        weights: None,
+        verbose: false,
+        progress: false,
+        curve_prefix: None,
+        resume: None,
+        resume_on_restart: false,
+    }
+}
+
+/// Trains `solver` with one worker on plain memory, as Caffe's Solver::Step
+/// does: iter_size forward/backward passes summing the gradients, then
+/// clipping, and each layer's step. Returns the final parameters and the
+/// loss of every iteration (averaged over its mini-batches).
+pub fn reference(solver: &SolverParam) -> (Vec<Vec<f32>>, Vec<f32>) {
+    let (net, _) = build_nets(solver, &DataCache::default()).unwrap();
+    let layout = ParamLayout::of(&net);
+    let seed = solver.random_seed.unwrap();
+    let rule = Rule::of(solver);
+    let mut params = layout.initial(&net, seed);
+    let mut history: Vec<Vec<f32>> = params.iter().map(|p| vec![0.0; rule.history_slots() * p.len()]).collect();
+    let mut plain = Plain::new(&net, 0, 1).unwrap();
+    let loss_at = net.outputs.iter().position(|&b| net.blobs[b].name == "loss").unwrap();
+    let mut losses = Vec::new();
+    for iter in 0..solver.max_iter {
+        let mut sums: Vec<Vec<f32>> = params.iter().map(|p| vec![0.0; p.len()]).collect();
+        let mut loss = 0.0;
+        for k in 0..solver.iter_size {
+            let mut grads: Vec<Vec<f32>> = vec![Vec::new(); net.layers.len()];
+            let mut views: Vec<&[f32]> = vec![&[]; net.layers.len()];
+            for (lp, v) in layout.layers.iter().zip(&params) {
+                views[lp.layer] = v;
+                grads[lp.layer] = vec![0.0; lp.len];
+            }
+            let seed = iteration_seed(seed, 0, iter * solver.iter_size + k);
+            let out = plain.forward(&views, true, seed).unwrap();
+            plain.backward(&views, &mut grads);
+            loss += out[loss_at] / solver.iter_size as f32;
+            for (lp, sum) in layout.layers.iter().zip(&mut sums) {
+                sum.iter_mut().zip(&grads[lp.layer]).for_each(|(s, g)| *s += g);
+            }
+        }
+        losses.push(loss);
+        let norm2 = layout.layers.iter().zip(&sums).map(|(lp, s)| sumsq(lp, s)).sum();
+        let clip = clip_factor(solver.clip_gradients, norm2);
+        let step = Step { rate: learning_rate(solver, iter), iter, scale: 1.0, clip };
+        for (p, lp) in layout.layers.iter().enumerate() {
+            layer_delta(lp, &rule, step, &params[p], &mut sums[p], &mut history[p]);
+            params[p].iter_mut().zip(&sums[p]).for_each(|(w, d)| *w += d);
+        }
+    }
+    (params, losses)
+}
+
+pub fn assert_close(a: &[Vec<f32>], b: &[Vec<f32>], what: &str) {
+    assert_eq!(a.len(), b.len());
+    for (l, (x, y)) in a.iter().zip(b).enumerate() {
+        assert_eq!(x.len(), y.len());
+        for (i, (u, v)) in x.iter().zip(y).enumerate() {
+            assert!((u - v).abs() <= 1e-5 + 1e-4 * v.abs(), "{what}: layer {l} value {i}: {u} vs {v}");
+        }
+    }
+}
 
 /// A fresh directory for one test.
 pub fn scratch(name: &str) -> PathBuf {
