@@ -847,6 +847,15 @@ enum geeps_status geeps_current_table_clock(const struct geeps_instance *ps,
 enum geeps_status geeps_drain_requested(const struct geeps_instance *ps, bool *out);
 
 /**
+ * How many checkpoints an operator has asked for so far (the admin
+ * endpoint's Checkpoint, served by rank 0 with `GEEPS_ADMIN`, relayed to
+ * every rank): when it grows, save one with `geeps_checkpoint` at a clock
+ * boundary the workers agree on. Always 0 in process. From the first
+ * virtual call on (before it: `GEEPS_STATUS_INVALID_STATE`).
+ */
+enum geeps_status geeps_checkpoint_requests(const struct geeps_instance *ps, uint64_t *out);
+
+/**
  * This worker's clock: the lowest clock of its parameter tables (they are
  * all equal when it only calls `geeps_clock`); 0 without parameter
  * tables. See `geeps_current_table_clock`.

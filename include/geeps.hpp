@@ -448,6 +448,12 @@ public:
         check(geeps_restored_state(p_, rank, out.data(), out.size(), &len), "geeps_restored_state");
         return out;
     }
+    /// How many checkpoints an operator has asked for so far (admin endpoint).
+    uint64_t checkpoint_requests() const {
+        uint64_t n = 0;
+        check(geeps_checkpoint_requests(p_, &n), "geeps_checkpoint_requests");
+        return n;
+    }
     void shutdown() { check(geeps_shutdown(p_), "geeps_shutdown"); }
     /// The deadline of blocking calls made from now on, in ms.
     void set_wait_deadline_ms(uint64_t ms) { check(geeps_set_wait_deadline_ms(p_, ms), "geeps_set_wait_deadline_ms"); }

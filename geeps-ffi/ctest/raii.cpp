@@ -83,6 +83,7 @@ void single_worker() {
         CHECK(params.id() != 0 && params.c_buffer().data == params.data());
         CHECK(params.data_age() == uint64_t(it) && ps.current_clock() == uint64_t(it));
         CHECK(!ps.drain_requested());
+        CHECK(ps.checkpoint_requests() == 0);
         CHECK(ps.current_table_clock(w) == uint64_t(it));
         uint64_t age = 0;
         THROWS(GEEPS_STATUS_INVALID_ARGUMENT, geeps::check(geeps_buffer_data_age(ps.get(), delta.id(), &age), "age"));

@@ -127,6 +127,20 @@ pub extern "C" fn geeps_drain_requested(ps: *const GeepsInstance, out: *mut bool
     })
 }
 
+/// How many checkpoints an operator has asked for so far (the admin
+/// endpoint's Checkpoint, served by rank 0 with `GEEPS_ADMIN`, relayed to
+/// every rank): when it grows, save one with `geeps_checkpoint` at a clock
+/// boundary the workers agree on. Always 0 in process. From the first
+/// virtual call on (before it: `GEEPS_STATUS_INVALID_STATE`).
+#[no_mangle]
+pub extern "C" fn geeps_checkpoint_requests(ps: *const GeepsInstance, out: *mut u64) -> GeepsStatus {
+    guard(|| {
+        require(out, "out")?;
+        let n = INSTANCES.get(ps, "ps")?.joined("geeps_checkpoint_requests")?.checkpoint_requests();
+        write_out(out, "out", n)
+    })
+}
+
 /// This worker's clock: the lowest clock of its parameter tables (they are
 /// all equal when it only calls `geeps_clock`); 0 without parameter
 /// tables. See `geeps_current_table_clock`.

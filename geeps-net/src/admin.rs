@@ -25,7 +25,7 @@ pub(crate) mod proto {
 }
 
 use proto::admin_server::{Admin, AdminServer};
-use proto::{DrainReply, DrainRequest, RankStatus, StatusReply, StatusRequest};
+use proto::{CheckpointReply, CheckpointRequest, DrainReply, DrainRequest, RankStatus, StatusReply, StatusRequest};
 
 struct Service {
     keeper: Arc<KeeperService>,
@@ -94,6 +94,16 @@ impl Admin for Service {
             draining: report.draining,
             ranks,
         }))
+    }
+
+    async fn checkpoint(
+        &self,
+        request: Request<CheckpointRequest>,
+    ) -> std::result::Result<Response<CheckpointReply>, Status> {
+        self.check(&request)?;
+        let (told, sequence) = self.keeper.request_checkpoint();
+        tracing::warn!(ranks_told = told, request = sequence, "admin: checkpoint requested");
+        Ok(Response::new(CheckpointReply { ranks_told: told as u32, sequence }))
     }
 
     async fn drain(&self, request: Request<DrainRequest>) -> std::result::Result<Response<DrainReply>, Status> {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use geeps_core::{keys, Config, Geeps};
 
 use crate::admin::proto::admin_client::AdminClient;
-use crate::admin::proto::{DrainRequest, StatusReply, StatusRequest};
+use crate::admin::proto::{CheckpointRequest, DrainRequest, StatusReply, StatusRequest};
 use crate::{ClusterSpec, NetCluster, NetOptions};
 use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
 use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
@@ -53,7 +53,7 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 }
 
 #[test]
-fn status_reports_every_rank_and_drain_reaches_every_worker() {
+fn status_reports_every_rank_and_checkpoint_and_drain_requests_reach_every_worker() {
     let addresses = vec![free_port(), free_port()];
     let (ready_tx, ready_rx) = mpsc::channel();
     let rank1 = {
@@ -63,6 +63,7 @@ fn status_reports_every_rank_and_drain_reaches_every_worker() {
             assert_eq!(cluster.admin_address(), None, "only rank 0 serves the endpoint");
             let ps = worker(&cluster, 2);
             ready_tx.send(()).unwrap();
+            wait_until("rank 1 hears both checkpoint requests", || ps.checkpoint_requests() == 2);
             wait_until("rank 1 hears the drain", || ps.drain_requested());
             ps.shutdown().unwrap();
             cluster.shutdown().unwrap();
@@ -106,6 +107,13 @@ fn status_reports_every_rank_and_drain_reaches_every_worker() {
         }
         other => panic!("reflection answered {other:?}"),
     }
+
+    assert_eq!(ps.checkpoint_requests(), 0);
+    for sequence in [1, 2] {
+        let asked = rt.block_on(client.checkpoint(CheckpointRequest {})).unwrap().into_inner();
+        assert_eq!((asked.ranks_told, asked.sequence), (2, sequence));
+    }
+    wait_until("rank 0 hears both checkpoint requests", || ps.checkpoint_requests() == 2);
 
     let told = rt.block_on(client.drain(DrainRequest {})).unwrap().into_inner();
     assert_eq!(told.ranks_told, 2);

@@ -432,6 +432,8 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         Body::Ping(Ping {}),
         Body::Register(Register { protocol: 1, token: TOKEN.into(), rank: 0, world: 2, address: "h:2".into() }),
         Body::Roster(Roster { addresses: vec!["a:1".into(), "b:2".into()] }),
+        Body::Drain(crate::wire::Drain {}),
+        Body::Checkpoint(crate::wire::CheckpointRequest { sequence: 3 }),
     ];
     let mut out = Vec::new();
     let mut all_frames = Vec::new();

@@ -30,7 +30,8 @@ use crate::peer_stream;
 use crate::recv_pool::RecvPool;
 use crate::tls::Tls;
 use crate::wire::{
-    Body, Drain, Failure, Header, Hello, PublishHeader, Refused, TableDecl, Welcome, WorkerStatus, PROTOCOL_VERSION,
+    Body, CheckpointRequest, Drain, Failure, Header, Hello, PublishHeader, Refused, TableDecl, Welcome, WorkerStatus,
+    PROTOCOL_VERSION,
 };
 
 /// Why a hello was refused.
@@ -97,6 +98,8 @@ struct State {
     peers: Vec<Peer>,
     /// An operator asked the cluster to drain; told to ranks that join later too.
     draining: bool,
+    /// Checkpoints an operator asked for so far; told to ranks that join later too.
+    checkpoint_requests: u64,
     /// The rank and inbox of this process's own worker, once attached.
     local: Option<(usize, Inbox)>,
 }
@@ -165,6 +168,7 @@ impl KeeperService {
                 declared: None,
                 peers: (0..world).map(|_| Peer::default()).collect(),
                 draining: false,
+                checkpoint_requests: 0,
                 local: None,
             }),
             changed: Notify::new(),
@@ -355,6 +359,18 @@ impl KeeperService {
         told
     }
 
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
+    /// Tells every rank (and every rank that joins later) that a checkpoint
+    /// was asked for; returns how many were told now and the request's number.
+    pub(crate) fn request_checkpoint(&self) -> (usize, u64) {
+        let mut st = self.state.lock();
+        st.checkpoint_requests += 1;
+        let sequence = st.checkpoint_requests;
+        let told = st.peers.iter().filter(|p| p.queue.is_some()).count();
+        self.broadcast(&st, || Outgoing::new(Body::Checkpoint(CheckpointRequest { sequence }), None), None);
+        (told, sequence)
+    }
+
     async fn handle(self: Arc<Self>, stream: TcpStream, addr: SocketAddr, permit: OwnedSemaphorePermit) {
         let _ = stream.set_nodelay(true);
         let (mut rd, mut wr) = match &self.tls {
@@ -422,6 +438,10 @@ impl KeeperService {
                     }
                     if st.draining {
                         let _ = tx.send(Outgoing::new(Body::Drain(Drain {}), None));
+                    }
+                    if st.checkpoint_requests > 0 {
+                        let sequence = st.checkpoint_requests;
+                        let _ = tx.send(Outgoing::new(Body::Checkpoint(CheckpointRequest { sequence }), None));
                     }
                     st.peers[rank] = Peer {
                         queue: Some(tx),

@@ -7,7 +7,7 @@
 //! heartbeats, failures, leave), but update batches reach it in process and
 //! its publications come back in process: those bytes never cross a socket.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -81,8 +81,8 @@ pub(crate) struct NetTransport {
     tls: Option<Arc<Tls>>,
     /// The instance's statistics, reported to keeper 0 (the admin endpoint).
     stats: Arc<Mutex<Option<StatsSource>>>,
-    /// Set when a keeper relays an operator's drain.
-    drain: Arc<AtomicBool>,
+    /// What keepers relayed of an operator's requests.
+    requests: Arc<OperatorRequests>,
     /// Set once this worker has joined every keeper.
     joined: AtomicBool,
     /// Set when a keeper refused this worker at join.
@@ -114,7 +114,7 @@ impl NetTransport {
             opts,
             tls,
             stats: Arc::new(Mutex::new(None)),
-            drain: Arc::new(AtomicBool::new(false)),
+            requests: Arc::new(OperatorRequests::default()),
             joined: AtomicBool::new(false),
             refused: AtomicBool::new(false),
             runtime,
@@ -220,6 +220,15 @@ async fn reporter(queue: Queue, stats: Arc<Mutex<Option<StatsSource>>>, every: s
     }
 }
 
+/// An operator's requests (geeps-net's admin endpoint), as the keepers
+/// relay them to this worker.
+#[derive(Default)]
+struct OperatorRequests {
+    drain: AtomicBool,
+    /// The number of the latest checkpoint request heard (0: none).
+    checkpoints: AtomicU64,
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn reader(
     mut rd: BufReader<ReadSide>,
@@ -228,7 +237,7 @@ async fn reader(
     opts: NetOptions,
     inbox: Inbox,
     closing: Arc<AtomicBool>,
-    drain: Arc<AtomicBool>,
+    requests: Arc<OperatorRequests>,
 ) {
     let mut last_heard = Instant::now();
     // Publications are held until the puller has merged them: two in flight per keeper at most.
@@ -263,8 +272,13 @@ async fn reader(
                 break Error::Mismatch(format!("keeper {shard} at {address} rejected an update: {}", f.message))
             }
             (Header { body: Some(Body::Ping(_)), .. }, _) => {}
+            (Header { body: Some(Body::Checkpoint(c)), .. }, _) => {
+                if requests.checkpoints.fetch_max(c.sequence, Ordering::AcqRel) < c.sequence {
+                    tracing::warn!(shard, request = c.sequence, "a checkpoint is asked for");
+                }
+            }
             (Header { body: Some(Body::Drain(_)), .. }, _) => {
-                if !drain.swap(true, Ordering::AcqRel) {
+                if !requests.drain.swap(true, Ordering::AcqRel) {
                     tracing::warn!(shard, "the cluster is asked to drain: stopping at the next clock boundary");
                 }
             }
@@ -348,14 +362,14 @@ impl Transport for NetTransport {
                 None => queues.push(Some(Route::Socket(tx))),
             }
             tasks.push(self.runtime.spawn(writer(wr, rx, self.opts.heartbeat)));
-            let (address, opts, inbox, closing, drain) = (
+            let (address, opts, inbox, closing, requests) = (
                 self.addresses[shard].clone(),
                 self.opts.clone(),
                 inbox.clone(),
                 self.closing.clone(),
-                self.drain.clone(),
+                self.requests.clone(),
             );
-            tasks.push(self.runtime.spawn(reader(rd, shard, address, opts, inbox, closing, drain)));
+            tasks.push(self.runtime.spawn(reader(rd, shard, address, opts, inbox, closing, requests)));
         }
         *self.queues.lock() = queues;
         self.tasks.lock().extend(tasks);
@@ -391,8 +405,12 @@ impl Transport for NetTransport {
         *self.stats.lock() = Some(stats);
     }
 
+    fn checkpoint_requests(&self) -> u64 {
+        self.requests.checkpoints.load(Ordering::Acquire)
+    }
+
     fn drain_requested(&self) -> bool {
-        self.drain.load(Ordering::Acquire)
+        self.requests.drain.load(Ordering::Acquire)
     }
 
     fn leave(&self) {

@@ -3,14 +3,14 @@
 //! protocol's schema; bump `PROTOCOL_VERSION` when they change meaning.
 
 /// Checked at join: a worker and a keeper of different versions refuse each other.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Header {
     /// Bytes of raw payload following the header.
     #[prost(uint64, tag = "1")]
     pub payload_len: u64,
-    #[prost(oneof = "Body", tags = "2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13")]
+    #[prost(oneof = "Body", tags = "2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14")]
     pub body: Option<Body>,
 }
 
@@ -40,6 +40,8 @@ pub enum Body {
     Status(WorkerStatus),
     #[prost(message, tag = "13")]
     Drain(Drain),
+    #[prost(message, tag = "14")]
+    Checkpoint(CheckpointRequest),
 }
 
 /// A worker's first frame to a keeper.
@@ -158,6 +160,14 @@ pub struct WorkerStatus {
 /// next clock boundary).
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Drain {}
+
+/// Keeper to worker: an operator asked for a checkpoint; `sequence` counts
+/// the requests so far (a rank joining late hears the latest).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct CheckpointRequest {
+    #[prost(uint64, tag = "1")]
+    pub sequence: u64,
+}
 
 /// Rendezvous: a rank announces where its keeper listens.
 #[derive(Clone, PartialEq, prost::Message)]

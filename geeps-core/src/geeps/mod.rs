@@ -248,6 +248,14 @@ impl Geeps {
         self.transport.drain_requested()
     }
 
+    /// How many checkpoints an operator has asked for so far (geeps-net's
+    /// admin endpoint, relayed to every rank): when it grows, save a
+    /// checkpoint at a clock boundary the workers agree on. Always 0 in
+    /// process.
+    pub fn checkpoint_requests(&self) -> u64 {
+        self.transport.checkpoint_requests()
+    }
+
     /// This worker's clock: the lowest clock of its parameter tables (all
     /// equal when it only calls `clock`); 0 without parameter tables.
     pub fn current_clock(&self) -> u64 {

@@ -87,6 +87,12 @@ pub trait Transport: Send + Sync {
     /// cluster that reports on itself (geeps-net's admin endpoint). The
     /// instance calls it once it runs; by default it is ignored.
     fn attach_stats(&self, _stats: StatsSource) {}
+    /// How many checkpoints an operator has asked the cluster for so far
+    /// (geeps-net's admin endpoint); a worker that sees it grow should
+    /// checkpoint at a clock boundary the workers agree on. By default 0.
+    fn checkpoint_requests(&self) -> u64 {
+        0
+    }
     /// Whether an operator asked the cluster to drain: every worker should
     /// stop at its next clock boundary (after a checkpoint, if it keeps
     /// them). By default never.
