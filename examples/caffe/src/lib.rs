@@ -15,6 +15,7 @@
 //! `train` (the schedule), `report` and `plot` (what the user sees).
 
 pub mod blas;
+pub mod cli_args;
 pub mod cluster;
 pub mod convert;
 pub mod data;

@@ -1,81 +1,106 @@
-//! `caffe-geeps`, the command line: `train --solver S` runs a Caffe solver
-//! on a cluster of geeps workers, `test --model M --weights W` evaluates a
-//! snapshot. It owns argument parsing and the final summary; it must never
-//! train or evaluate by itself (the library does).
+//! `caffe-geeps`, the command line, spelled as Caffe's `caffe` tool and its
+//! data tools are: `train -solver S` runs a Caffe solver on a cluster of
+//! geeps workers, `test -model M -weights W` evaluates a snapshot, `time`
+//! times the layers, `device_query -gpu N` describes a GPU, and
+//! `convert_mnist_data`, `convert_imageset` and `compute_image_mean` make
+//! LMDBs and mean files. gflags' single-dash and underscore flags are
+//! rewritten first (`cli_args`). It owns argument parsing and what each
+//! command prints; it must never train, evaluate or convert by itself (the
+//! library does).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::builder::BoolishValueParser;
+use clap::{ArgAction, Args, Parser, Subcommand};
 
+use geeps::CudaDevice;
+use geeps_caffe::cli_args::{self, parse_signal_effect, GpuArg};
 use geeps_caffe::cluster::Cluster;
+use geeps_caffe::convert::{self, ImagesetOptions};
+use geeps_caffe::lmdb::LmdbReader;
 use geeps_caffe::proto::solver::SolverParam;
 use geeps_caffe::ps::{DeviceChoice, PsOptions};
-use geeps_caffe::train::{self, TrainOptions, TrainReport};
+use geeps_caffe::train::{self, SignalEffect, TrainOptions, TrainReport, DEFAULT_SEED};
 
 #[derive(Parser, Debug)]
-#[command(name = "caffe-geeps", about = "A Caffe-style trainer whose parameters and activations live in geeps")]
+#[command(
+    name = "caffe-geeps",
+    about = "A Caffe-style trainer whose parameters and activations live in geeps",
+    after_help = "Flags may be written as Caffe writes them: -solver x, -max_iter=5, --sigint_effect stop."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
+/// `train`'s flags.
+#[derive(Args, Debug)]
+struct TrainArgs {
+    /// The solver prototxt (it names the net prototxt).
+    #[arg(long)]
+    solver: PathBuf,
+    /// Data-parallel workers (threads of this process).
+    #[arg(long, default_value_t = 4)]
+    workers: usize,
+    /// Run as one rank of a multi-process cluster: rank, world size and
+    /// addresses come from the environment (geeps-launch, srun, mpirun,
+    /// torchrun, GEEPS_*; implied when GEEPS_RANK is set). --workers is
+    /// then ignored.
+    #[arg(long)]
+    net: bool,
+    /// Staleness bound in clocks: 0 is BSP.
+    #[arg(long, default_value_t = 0)]
+    slack: u32,
+    /// geeps device memory budget per worker, in MiB.
+    #[arg(long, default_value_t = 512)]
+    device_memory_mb: usize,
+    /// Consecutive parameter layers sharing one geeps table.
+    #[arg(long, default_value_t = 1)]
+    layers_per_table: usize,
+    /// Mini-batches per clock.
+    #[arg(long, default_value_t = 1)]
+    batches_per_clock: usize,
+    /// Start from these weights (a .caffemodel) instead of the fillers.
+    #[arg(long)]
+    weights: Option<PathBuf>,
+    /// Resume from a snapshot: a .solverstate (its .geeps checkpoint
+    /// beside it) or a geeps checkpoint folder. A rank restarted by
+    /// `geeps-launch --max-restarts` resumes from the newest complete
+    /// snapshot of snapshot_prefix without it.
+    #[arg(long, conflicts_with = "weights")]
+    snapshot: Option<PathBuf>,
+    /// Override the solver's max_iter.
+    #[arg(long)]
+    max_iter: Option<u64>,
+    /// Where to write the curve (`PREFIX_curve.csv` and `.png`); default: snapshot_prefix.
+    #[arg(long)]
+    curve: Option<String>,
+    /// No progress bar.
+    #[arg(long)]
+    no_progress: bool,
+    /// Seconds a worker may wait for a slower one before failing.
+    #[arg(long, default_value_t = 600)]
+    wait_deadline_s: u64,
+    /// Keep parameters, activations and the buffer pool on these CUDA
+    /// GPUs (`0`, `0,1`: worker r takes the r-th, round robin; `all`:
+    /// every visible GPU), as `solver_mode: GPU` does; the layers
+    /// compute on the CPU.
+    #[arg(long, value_parser = GpuArg::parse)]
+    gpu: Option<GpuArg>,
+    /// What SIGINT asks of the run: stop, snapshot or none.
+    #[arg(long, default_value = "stop", value_parser = parse_signal_effect)]
+    sigint_effect: SignalEffect,
+    /// What SIGHUP asks of the run: snapshot, stop or none.
+    #[arg(long, default_value = "snapshot", value_parser = parse_signal_effect)]
+    sighup_effect: SignalEffect,
+}
+
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Train with a Caffe solver prototxt.
-    Train {
-        /// The solver prototxt (it names the net prototxt).
-        #[arg(long)]
-        solver: PathBuf,
-        /// Data-parallel workers (threads of this process).
-        #[arg(long, default_value_t = 4)]
-        workers: usize,
-        /// Run as one rank of a multi-process cluster: rank, world size and
-        /// addresses come from the environment (geeps-launch, srun, mpirun,
-        /// torchrun, GEEPS_*; implied when GEEPS_RANK is set). --workers is
-        /// then ignored.
-        #[arg(long)]
-        net: bool,
-        /// Staleness bound in clocks: 0 is BSP.
-        #[arg(long, default_value_t = 0)]
-        slack: u32,
-        /// geeps device memory budget per worker, in MiB.
-        #[arg(long, default_value_t = 512)]
-        device_memory_mb: usize,
-        /// Consecutive parameter layers sharing one geeps table.
-        #[arg(long, default_value_t = 1)]
-        layers_per_table: usize,
-        /// Mini-batches per clock.
-        #[arg(long, default_value_t = 1)]
-        batches_per_clock: usize,
-        /// Start from these weights (a .caffemodel) instead of the fillers.
-        #[arg(long)]
-        weights: Option<PathBuf>,
-        /// Resume from a snapshot: a .solverstate (its .geeps checkpoint
-        /// beside it) or a geeps checkpoint folder. A rank restarted by
-        /// `geeps-launch --max-restarts` resumes from the newest complete
-        /// snapshot of snapshot_prefix without it.
-        #[arg(long, conflicts_with = "weights")]
-        snapshot: Option<PathBuf>,
-        /// Override the solver's max_iter.
-        #[arg(long)]
-        max_iter: Option<u64>,
-        /// Where to write the curve (`PREFIX_curve.csv` and `.png`); default: snapshot_prefix.
-        #[arg(long)]
-        curve: Option<String>,
-        /// No progress bar.
-        #[arg(long)]
-        no_progress: bool,
-        /// Seconds a worker may wait for a slower one before failing.
-        #[arg(long, default_value_t = 600)]
-        wait_deadline_s: u64,
-        /// Keep parameters, activations and the buffer pool on these CUDA
-        /// GPUs (`0`, or `0,1`: worker r takes the r-th, round robin), as
-        /// `solver_mode: GPU` does; the layers compute on the CPU.
-        #[arg(long)]
-        gpu: Option<String>,
-    },
+    Train(TrainArgs),
     /// Time each layer's forward and backward on the TRAIN net (no geeps).
     Time {
         /// The net prototxt.
@@ -84,6 +109,9 @@ enum Command {
         /// Iterations to average over.
         #[arg(long, default_value_t = 20)]
         iterations: u32,
+        /// Accepted for Caffe's command lines; the layers compute on the CPU.
+        #[arg(long, value_parser = GpuArg::parse)]
+        gpu: Option<GpuArg>,
     },
     /// Evaluate weights on the TEST phase of a net.
     Test {
@@ -96,6 +124,70 @@ enum Command {
         /// Test batches (default: enough to cover the test set once).
         #[arg(long)]
         iterations: Option<u64>,
+        /// Accepted for Caffe's command lines; the layers compute on the CPU.
+        #[arg(long, value_parser = GpuArg::parse)]
+        gpu: Option<GpuArg>,
+    },
+    /// Describe CUDA GPUs: name, compute capability, memory, driver.
+    #[command(name = "device-query", alias = "device_query")]
+    DeviceQuery {
+        /// The GPUs to describe: `0`, `0,1` or `all`.
+        #[arg(long, value_parser = GpuArg::parse)]
+        gpu: GpuArg,
+    },
+    /// Convert MNIST-format IDX images and labels (raw or gzipped) to an LMDB.
+    #[command(name = "convert-mnist", aliases = ["convert_mnist_data", "convert-mnist-data"])]
+    ConvertMnist {
+        /// The IDX images file (`*-images-idx3-ubyte[.gz]`).
+        images: PathBuf,
+        /// The IDX labels file (`*-labels-idx1-ubyte[.gz]`).
+        labels: PathBuf,
+        /// The LMDB folder to create.
+        out: PathBuf,
+        /// The database kind; only lmdb is written.
+        #[arg(long, default_value = "lmdb", value_parser = ["lmdb"])]
+        backend: String,
+    },
+    /// Convert a list of images (`path label` lines, paths under ROOT) to an LMDB.
+    #[command(name = "convert-imageset", alias = "convert_imageset")]
+    ConvertImageset {
+        /// The folder the list's paths are under.
+        root: PathBuf,
+        /// The list file: one `relative/path label` a line.
+        listfile: PathBuf,
+        /// The LMDB folder to create.
+        out: PathBuf,
+        /// Resize to this height (with --resize-width; 0 keeps the size).
+        #[arg(long, default_value_t = 0)]
+        resize_height: u32,
+        /// Resize to this width (with --resize-height; 0 keeps the size).
+        #[arg(long, default_value_t = 0)]
+        resize_width: u32,
+        /// Shuffle the list before writing (`--shuffle` or `--shuffle=true`).
+        #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true,
+              default_value = "false", default_missing_value = "true", value_parser = BoolishValueParser::new())]
+        shuffle: bool,
+        /// The shuffle's seed.
+        #[arg(long, default_value_t = DEFAULT_SEED)]
+        seed: u64,
+        /// One grey channel instead of BGR (`--gray` or `--gray=true`).
+        #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true,
+              default_value = "false", default_missing_value = "true", value_parser = BoolishValueParser::new())]
+        gray: bool,
+        /// The database kind; only lmdb is written.
+        #[arg(long, default_value = "lmdb", value_parser = ["lmdb"])]
+        backend: String,
+    },
+    /// Write the mean image of an LMDB as a .binaryproto.
+    #[command(name = "compute-image-mean", alias = "compute_image_mean")]
+    ComputeImageMean {
+        /// The LMDB folder.
+        db: PathBuf,
+        /// The .binaryproto to write.
+        out: PathBuf,
+        /// The database kind; only lmdb is read.
+        #[arg(long, default_value = "lmdb", value_parser = ["lmdb"])]
+        backend: String,
     },
 }
 
@@ -126,70 +218,118 @@ fn summary(r: &TrainReport) {
     }
 }
 
-fn run(cli: Cli) -> geeps_caffe::Result<()> {
-    match cli.command {
-        Command::Train {
-            solver,
-            workers,
-            net,
+/// Says once, for `test` and `time`, that `-gpu` is not used there.
+fn cpu_only(command: &str, gpu: &Option<GpuArg>) {
+    if let Some(gpu) = gpu {
+        tracing::warn!(
+            "{command}: -gpu {gpu} is not used: {command} computes every layer on the CPU (only `train` keeps \
+             its rows on a GPU)"
+        );
+    }
+}
+
+/// Prints what the driver says about each GPU asked for, as Caffe's `device_query` does.
+fn device_query(gpu: &GpuArg) -> geeps_caffe::Result<()> {
+    for ordinal in gpu.ordinals()? {
+        let p = CudaDevice::probe(ordinal)
+            .map_err(|e| geeps_caffe::Error::config(format!("device_query -gpu {ordinal}: {e}")))?;
+        let (major, minor) = p.compute_capability;
+        println!("Device id:                     {}", p.ordinal);
+        println!("Name:                          {}", p.name);
+        println!("Compute capability:            {major}.{minor}");
+        println!("Total global memory:           {} bytes ({} MiB)", p.total_memory, p.total_memory >> 20);
+        println!("Driver CUDA version:           {}.{}", p.driver_version / 1000, p.driver_version % 1000 / 10);
+        println!("Visible devices:               {}", p.devices);
+    }
+    Ok(())
+}
+
+fn train_command(args: TrainArgs) -> geeps_caffe::Result<()> {
+    let TrainArgs {
+        solver,
+        workers,
+        net,
+        slack,
+        device_memory_mb,
+        layers_per_table,
+        batches_per_clock,
+        weights,
+        snapshot,
+        max_iter,
+        curve,
+        no_progress,
+        wait_deadline_s,
+        gpu,
+        sigint_effect,
+        sighup_effect,
+    } = args;
+    // `-gpu all` asks the driver first, so a missing one is the first thing said.
+    let gpus = gpu.map(|g| g.ordinals()).transpose()?;
+    let mut s = SolverParam::load(&solver)?;
+    if let Some(m) = max_iter {
+        if m == 0 {
+            return Err(geeps_caffe::Error::config("--max-iter must be at least 1"));
+        }
+        s.max_iter = m;
+    }
+    let device = match (gpus, s.gpu) {
+        (Some(ordinals), _) => {
+            if ordinals.is_empty() {
+                return Err(geeps_caffe::Error::config(
+                    "-gpu all: the driver sees no GPU (check CUDA_VISIBLE_DEVICES), or run without -gpu",
+                ));
+            }
+            tracing::info!("keeping rows on GPU(s) {ordinals:?}");
+            DeviceChoice::Cuda(ordinals)
+        }
+        (None, Some(id)) => DeviceChoice::Cuda(vec![id]),
+        (None, None) => DeviceChoice::Host,
+    };
+    let opts = TrainOptions {
+        ps: PsOptions {
+            device,
             slack,
-            device_memory_mb,
+            device_memory: device_memory_mb << 20,
             layers_per_table,
             batches_per_clock,
-            weights,
-            snapshot,
-            max_iter,
-            curve,
-            no_progress,
-            wait_deadline_s,
-            gpu,
-        } => {
-            let mut s = SolverParam::load(&solver)?;
-            if let Some(m) = max_iter {
-                if m == 0 {
-                    return Err(geeps_caffe::Error::config("--max-iter must be at least 1"));
-                }
-                s.max_iter = m;
-            }
-            let device = match (gpu, s.gpu) {
-                (Some(list), _) => DeviceChoice::parse_gpus(&list)?,
-                (None, Some(id)) => DeviceChoice::Cuda(vec![id]),
-                (None, None) => DeviceChoice::Host,
-            };
-            let opts = TrainOptions {
-                ps: PsOptions {
-                    device,
-                    slack,
-                    device_memory: device_memory_mb << 20,
-                    layers_per_table,
-                    batches_per_clock,
-                    wait_deadline: Duration::from_secs(wait_deadline_s.max(1)),
-                    ..PsOptions::default()
-                },
-                weights,
-                verbose: true,
-                progress: !no_progress,
-                curve_prefix: curve,
-                resume: snapshot,
-                resume_on_restart: true,
-            };
-            let cluster =
-                if net || Cluster::in_environment() { Cluster::from_env()? } else { Cluster::in_process(workers)? };
-            let trained = train::train(&s, &opts, &cluster);
-            let stopped = cluster.shutdown();
-            let report = trained?;
-            stopped?;
-            if cluster.local_ranks().contains(&0) {
-                summary(&report);
-            } else if let (Some(rank), Some(s)) = (cluster.local_ranks().first(), report.stats.first()) {
-                println!(
-                    "rank {rank} done: {:.0} images/s, geeps stall {:.1}%",
-                    report.images_per_sec_per_worker[0],
-                    s.stall_fraction * 100.0
-                );
-            }
-        }
-        Command::Time { model, iterations } => {
+            wait_deadline: Duration::from_secs(wait_deadline_s.max(1)),
+            ..PsOptions::default()
+        },
+        weights,
+        verbose: true,
+        progress: !no_progress,
+        curve_prefix: curve,
+        resume: snapshot,
+        resume_on_restart: true,
+        sigint_effect,
+        sighup_effect,
+    };
+    let cluster = if net || Cluster::in_environment() { Cluster::from_env()? } else { Cluster::in_process(workers)? };
+    let trained = train::train(&s, &opts, &cluster);
+    let stopped = cluster.shutdown();
+    let report = trained?;
+    stopped?;
+    if cluster.local_ranks().contains(&0) {
+        summary(&report);
+    } else if let (Some(rank), Some(s)) = (cluster.local_ranks().first(), report.stats.first()) {
+        println!(
+            "rank {rank} done: {:.0} images/s, geeps stall {:.1}%",
+            report.images_per_sec_per_worker[0],
+            s.stall_fraction * 100.0
+        );
+    }
+    Ok(())
+}
+
+fn wrote(n: usize, out: &Path) {
+    println!("Wrote {n} record(s) to {}", out.display());
+}
+
+fn run(cli: Cli) -> geeps_caffe::Result<()> {
+    match cli.command {
+        Command::Train(args) => train_command(args)?,
+        Command::Time { model, iterations, gpu } => {
+            cpu_only("time", &gpu);
             let t = geeps_caffe::timing::time(&model, iterations)?;
             println!("Average time per layer over {iterations} iteration(s) of batch {}:", t.batch);
             for (name, kind, f, b) in &t.layers {
@@ -202,12 +342,30 @@ fn run(cli: Cli) -> geeps_caffe::Result<()> {
             let ms = t.iteration.as_secs_f64() * 1e3;
             println!("Forward-backward: {ms:.3} ms, {:.0} images/s", t.batch as f64 / t.iteration.as_secs_f64());
         }
-        Command::Test { model, weights, iterations } => {
+        Command::Test { model, weights, iterations, gpu } => {
+            cpu_only("test", &gpu);
             let (outputs, n) = train::test_weights(&model, &weights, iterations)?;
             println!("Tested {} on {n} batch(es) of the TEST phase of {}", weights.display(), model.display());
             for (k, (name, v)) in outputs.iter().enumerate() {
                 println!("    Test net output #{k}: {name} = {v}");
             }
+        }
+        Command::DeviceQuery { gpu } => device_query(&gpu)?,
+        Command::ConvertMnist { images, labels, out, .. } => wrote(convert::convert_mnist(&images, &labels, &out)?, &out),
+        Command::ConvertImageset { root, listfile, out, resize_height, resize_width, shuffle, seed, gray, .. } => {
+            let opts = ImagesetOptions { resize_height, resize_width, shuffle, seed, gray };
+            wrote(convert::convert_imageset(&root, &listfile, &out, &opts)?, &out);
+        }
+        Command::ComputeImageMean { db, out, .. } => {
+            let ((c, h, w), means) = convert::compute_image_mean(&db, &out)?;
+            let records = LmdbReader::open(&db)?.len();
+            let means: Vec<String> = means.iter().map(|m| format!("{m:.4}")).collect();
+            println!(
+                "Wrote the mean of {records} record(s) of {}, shape {c}x{h}x{w}, to {}; channel means [{}]",
+                db.display(),
+                out.display(),
+                means.join(", ")
+            );
         }
     }
     Ok(())
@@ -216,7 +374,7 @@ fn run(cli: Cli) -> geeps_caffe::Result<()> {
 fn main() -> ExitCode {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
-    match run(Cli::parse()) {
+    match run(Cli::parse_from(cli_args::normalise(std::env::args_os()))) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("caffe-geeps: {e}");

@@ -48,6 +48,23 @@ pub struct TrainOptions {
     /// `resume` is not given, resume from the newest complete snapshot of
     /// `snapshot_prefix`, if any.
     pub resume_on_restart: bool,
+    /// What SIGINT asks of the run (Caffe's `-sigint_effect`, default stop).
+    pub sigint_effect: SignalEffect,
+    /// What SIGHUP asks of the run (Caffe's `-sighup_effect`, default snapshot).
+    pub sighup_effect: SignalEffect,
+}
+
+/// What a signal asks of a training run, as Caffe's `-sigint_effect` and
+/// `-sighup_effect` values `stop`, `snapshot` and `none` say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SignalEffect {
+    /// End the run early (SIGINT's default).
+    #[default]
+    Stop,
+    /// Write a snapshot and go on (SIGHUP's default).
+    Snapshot,
+    /// Ignore the signal.
+    None,
 }
 
 /// What a run did.

@@ -24,7 +24,7 @@ use geeps_caffe::params::ParamLayout;
 use geeps_caffe::proto::net::{LayerKind, NetParam, Phase};
 use geeps_caffe::proto::solver::SolverParam;
 use geeps_caffe::ps::PsOptions;
-use geeps_caffe::train::{build_nets, train, TrainOptions};
+use geeps_caffe::train::{build_nets, train, SignalEffect, TrainOptions};
 
 const NETS: [&str; 3] = ["alexnet_train_val", "caffenet_train_val", "googlenet_train_val"];
 
@@ -113,6 +113,8 @@ fn trains_three_iterations(name: &str) {
         curve_prefix: None,
         resume: None,
         resume_on_restart: false,
+        sigint_effect: SignalEffect::Stop,
+        sighup_effect: SignalEffect::Snapshot,
     };
     let report = train(&solver, &opts, &Cluster::in_process(1).unwrap()).unwrap();
     assert_eq!(report.losses.len(), 3, "{name}: one loss per iteration");

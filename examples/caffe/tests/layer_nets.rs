@@ -16,7 +16,7 @@ use geeps_caffe::params::ParamLayout;
 use geeps_caffe::proto::net::LAYER_TYPES;
 use geeps_caffe::proto::solver::SolverParam;
 use geeps_caffe::ps::PsOptions;
-use geeps_caffe::train::{build_nets, train, TrainOptions};
+use geeps_caffe::train::{build_nets, train, SignalEffect, TrainOptions};
 
 fn every_type_net() -> String {
     format!(
@@ -93,6 +93,8 @@ fn a_net_of_every_layer_type_builds_and_trains() {
         curve_prefix: None,
         resume: None,
         resume_on_restart: false,
+        sigint_effect: SignalEffect::Stop,
+        sighup_effect: SignalEffect::Snapshot,
     };
     let report = train(&solver, &opts, &Cluster::in_process(1).unwrap()).unwrap();
     assert_eq!(report.losses.len(), 4);

@@ -106,7 +106,7 @@ fn labels_beyond_the_scored_classes_stop_training_with_the_record_named() {
     use geeps_caffe::lmdb::LmdbWriter;
     use geeps_caffe::proto::solver::SolverParam;
     use geeps_caffe::ps::PsOptions;
-    use geeps_caffe::train::{train, TrainOptions};
+    use geeps_caffe::train::{train, SignalEffect, TrainOptions};
 
     let dir = common::scratch("lmdb-labels");
     let db = dir.join("db");
@@ -130,6 +130,8 @@ fn labels_beyond_the_scored_classes_stop_training_with_the_record_named() {
         curve_prefix: None,
         resume: None,
         resume_on_restart: false,
+        sigint_effect: SignalEffect::Stop,
+        sighup_effect: SignalEffect::Snapshot,
     };
     let Err(err) = train(&solver, &opts, &Cluster::in_process(1).unwrap()) else { panic!("refused") };
     let err = err.to_string();

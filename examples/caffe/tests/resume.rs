@@ -16,7 +16,7 @@ use geeps_caffe::cluster::Cluster;
 use geeps_caffe::proto::caffe::SolverState;
 use geeps_caffe::proto::solver::SolverParam;
 use geeps_caffe::ps::PsOptions;
-use geeps_caffe::train::{train, TrainOptions};
+use geeps_caffe::train::{train, SignalEffect, TrainOptions};
 
 fn quiet() -> TrainOptions {
     TrainOptions {
@@ -27,6 +27,8 @@ fn quiet() -> TrainOptions {
         curve_prefix: None,
         resume: None,
         resume_on_restart: false,
+        sigint_effect: SignalEffect::Stop,
+        sighup_effect: SignalEffect::Snapshot,
     }
 }
 

@@ -10,7 +10,7 @@ use geeps_caffe::cluster::Cluster;
 use geeps_caffe::data::DataCache;
 use geeps_caffe::proto::solver::SolverParam;
 use geeps_caffe::ps::PsOptions;
-use geeps_caffe::train::{build_nets, train, TrainOptions};
+use geeps_caffe::train::{build_nets, train, SignalEffect, TrainOptions};
 
 fn quiet() -> TrainOptions {
     TrainOptions {
@@ -21,6 +21,8 @@ fn quiet() -> TrainOptions {
         curve_prefix: None,
         resume: None,
         resume_on_restart: false,
+        sigint_effect: SignalEffect::Stop,
+        sighup_effect: SignalEffect::Snapshot,
     }
 }
 

@@ -14,7 +14,7 @@ use geeps_caffe::proto::net::NetParam;
 use geeps_caffe::proto::solver::SolverParam;
 use geeps_caffe::ps::PsOptions;
 use geeps_caffe::solver::{clip_factor, layer_delta, learning_rate, sumsq, Rule, Step};
-use geeps_caffe::train::{build_nets, iteration_seed, TrainOptions};
+use geeps_caffe::train::{build_nets, iteration_seed, SignalEffect, TrainOptions};
 use geeps_caffe::Error;
 
 pub fn quiet(ps: PsOptions) -> TrainOptions {
@@ -26,6 +26,8 @@ pub fn quiet(ps: PsOptions) -> TrainOptions {
         curve_prefix: None,
         resume: None,
         resume_on_restart: false,
+        sigint_effect: SignalEffect::Stop,
+        sighup_effect: SignalEffect::Snapshot,
     }
 }
 

@@ -1,0 +1,162 @@
+//! The `caffe-geeps` binary as a Caffe user types it: `train -solver S
+//! -max_iter N`, `test`/`time` with `-gpu` (said to be unused, once), the
+//! data tools under Caffe's names and argument order, `device_query`, and
+//! clap's errors naming a bad flag.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn caffe(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_caffe-geeps"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .env_remove("GEEPS_RANK")
+        .output()
+        .expect("run caffe-geeps")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Succeeds or panics with what the command printed; returns (stdout, stderr).
+fn ok(args: &[&str]) -> (String, String) {
+    let out = caffe(args);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{args:?} failed:\n{stdout}\n{stderr}");
+    (stdout, stderr)
+}
+
+/// Fails with clap's usage error code; returns stderr.
+fn usage_error(args: &[&str]) -> String {
+    let out = caffe(args);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stdout));
+    text(&out.stderr)
+}
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+#[test]
+fn caffe_style_train_then_test_and_time() {
+    let dir = common::scratch("cli-train");
+    let extra = format!("snapshot_prefix: \"{}\"", s(&dir.join("small")));
+    let solver = common::write(&dir, &common::small_net(8), &common::solver("net.prototxt", 500, 0, 0, &extra));
+    let (net, solver) = (s(&dir.join("net.prototxt")), s(&solver));
+
+    let (stdout, _) = ok(&[
+        "train",
+        "-solver",
+        &solver,
+        "-max_iter",
+        "3",
+        "-workers=1",
+        "-no_progress",
+        "-sigint_effect",
+        "none",
+        "-sighup_effect=stop",
+    ]);
+    assert!(stdout.contains("Optimization done: 3 iterations on 1 worker(s)"), "{stdout}");
+    let weights = dir.join("small_iter_3.caffemodel");
+    assert!(weights.exists(), "the run snapshots at its end: {stdout}");
+
+    let (stdout, stderr) =
+        ok(&["test", "--model", &net, "--weights", &s(&weights), "--iterations", "2", "--gpu", "0"]);
+    assert!(stdout.contains("on 2 batch(es) of the TEST phase"), "{stdout}");
+    assert!(stdout.contains("Test net output #0: accuracy"), "{stdout}");
+    assert_eq!(stderr.matches("-gpu 0 is not used").count(), 1, "{stderr}");
+
+    let (stdout, stderr) = ok(&["time", "-model", &net, "-iterations=1", "-gpu=all"]);
+    assert!(stdout.contains("Forward-backward:"), "{stdout}");
+    assert_eq!(stderr.matches("time: -gpu all is not used").count(), 1, "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn mnist_converts_and_averages_under_caffes_names() {
+    let dir = common::scratch("cli-mnist");
+    let p = common::data("t10k");
+    let (images, labels) = (format!("{p}-images-idx3-ubyte.gz"), format!("{p}-labels-idx1-ubyte.gz"));
+    let db = dir.join("t10k_lmdb");
+    let (stdout, _) = ok(&["convert_mnist_data", &images, &labels, &s(&db), "--backend=lmdb"]);
+    let records = geeps_caffe::lmdb::LmdbReader::open(&db).unwrap().len();
+    assert!(records > 0);
+    assert_eq!(stdout.trim(), format!("Wrote {records} record(s) to {}", s(&db)));
+
+    let mean = dir.join("mean.binaryproto");
+    let (stdout, _) = ok(&["compute_image_mean", &s(&db), &s(&mean)]);
+    assert!(stdout.contains(&format!("mean of {records} record(s)")), "{stdout}");
+    assert!(stdout.contains("shape 1x28x28"), "{stdout}");
+    assert!(std::fs::metadata(&mean).unwrap().len() > 28 * 28 * 4, "the mean holds 784 floats");
+
+    let err = usage_error(&["convert-mnist", &images, &labels, &s(&dir.join("x")), "--backend", "leveldb"]);
+    assert!(err.contains("--backend") && err.contains("leveldb"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn imageset_flags_come_before_caffes_positional_arguments() {
+    let dir = common::scratch("cli-imageset");
+    for (name, shade) in [("a.png", 10u8), ("b.png", 200)] {
+        image::RgbImage::from_pixel(6, 5, image::Rgb([shade, shade, shade])).save(dir.join(name)).unwrap();
+    }
+    std::fs::write(dir.join("list.txt"), "a.png 0\nb.png 1\n").unwrap();
+    let db = dir.join("set_lmdb");
+    let (stdout, _) = ok(&[
+        "convert_imageset",
+        "--resize_height=4",
+        "--resize_width=4",
+        "--shuffle",
+        "--gray",
+        &s(&dir),
+        &s(&dir.join("list.txt")),
+        &s(&db),
+    ]);
+    assert_eq!(stdout.trim(), format!("Wrote 2 record(s) to {}", s(&db)));
+    let (stdout, _) = ok(&["compute-image-mean", &s(&db), &s(&dir.join("mean.binaryproto"))]);
+    assert!(stdout.contains("shape 1x4x4"), "resized and grey: {stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn device_query_describes_the_gpu_or_says_what_is_missing() {
+    for spelling in [["device_query", "-gpu", "0"], ["device-query", "--gpu", "0"]] {
+        let out = caffe(&spelling);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        if out.status.success() {
+            for field in ["Name:", "Compute capability:", "Total global memory:", "Driver CUDA version:"] {
+                assert!(stdout.contains(field), "{field}: {stdout}");
+            }
+        } else {
+            assert_eq!(out.status.code(), Some(1), "{stderr}");
+            assert_eq!(stderr.trim().lines().count(), 1, "one error: {stderr}");
+            assert!(stderr.contains("device_query -gpu 0") && stderr.contains("driver"), "{stderr}");
+            assert!(!stderr.contains("panicked"), "{stderr}");
+        }
+    }
+    let out = caffe(&["train", "-solver", "absent.prototxt", "-gpu", "all"]);
+    if caffe(&["device_query", "-gpu", "0"]).status.success() {
+        assert!(!text(&out.stderr).contains("-gpu all"), "{}", text(&out.stderr));
+    } else {
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("-gpu all: cannot count the GPUs") && stderr.contains("driver"), "{stderr}");
+    }
+}
+
+#[test]
+fn bad_flags_are_usage_errors_naming_the_flag() {
+    let err = usage_error(&["train", "-solver", "s.prototxt", "-gpu", "x"]);
+    assert!(err.contains("'x'") && err.contains("--gpu") && err.contains("0,1"), "{err}");
+    let err = usage_error(&["train", "-solver", "s.prototxt", "-sigint_effect", "maybe"]);
+    assert!(err.contains("--sigint-effect") && err.contains("stop, snapshot, none"), "{err}");
+    let err = usage_error(&["train", "-solver", "s.prototxt", "-foo"]);
+    assert!(err.contains("--foo"), "{err}");
+    let err = usage_error(&["device_query"]);
+    assert!(err.contains("--gpu"), "{err}");
+    let err = usage_error(&["test", "-model", "m", "-weights", "w", "-iterations", "-3"]);
+    assert!(err.contains("-3") && !err.contains("--3"), "a negative value stays a value: {err}");
+}
