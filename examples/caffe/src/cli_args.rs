@@ -92,8 +92,8 @@ impl GpuArg {
         match self {
             GpuArg::List(ordinals) => Ok(ordinals.clone()),
             GpuArg::All => {
-                let probe = CudaDevice::probe(0)
-                    .map_err(|e| Error::config(format!("-gpu all: cannot count the GPUs: {e}")))?;
+                let probe =
+                    CudaDevice::probe(0).map_err(|e| Error::config(format!("-gpu all: cannot count the GPUs: {e}")))?;
                 Ok((0..probe.devices).collect())
             }
         }

@@ -12,7 +12,8 @@
 //! and `blas` (compute on the CPU), `net` (wiring a phase's layers),
 //! `params` and `solver` (parameters and Caffe's solvers), `plain` (running
 //! a net on plain memory), `ps` (everything geeps), `cluster` (how ranks connect),
-//! `train` (the schedule), `report` and `plot` (what the user sees).
+//! `train` (the schedule), `report` and `plot` (what the user sees),
+//! `cli_args` (the command line as Caffe users type it).
 
 pub mod blas;
 pub mod cli_args;

@@ -351,7 +351,9 @@ fn run(cli: Cli) -> geeps_caffe::Result<()> {
             }
         }
         Command::DeviceQuery { gpu } => device_query(&gpu)?,
-        Command::ConvertMnist { images, labels, out, .. } => wrote(convert::convert_mnist(&images, &labels, &out)?, &out),
+        Command::ConvertMnist { images, labels, out, .. } => {
+            wrote(convert::convert_mnist(&images, &labels, &out)?, &out)
+        }
         Command::ConvertImageset { root, listfile, out, resize_height, resize_width, shuffle, seed, gray, .. } => {
             let opts = ImagesetOptions { resize_height, resize_width, shuffle, seed, gray };
             wrote(convert::convert_imageset(&root, &listfile, &out, &opts)?, &out);

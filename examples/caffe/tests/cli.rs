@@ -63,8 +63,7 @@ fn caffe_style_train_then_test_and_time() {
     let weights = dir.join("small_iter_3.caffemodel");
     assert!(weights.exists(), "the run snapshots at its end: {stdout}");
 
-    let (stdout, stderr) =
-        ok(&["test", "--model", &net, "--weights", &s(&weights), "--iterations", "2", "--gpu", "0"]);
+    let (stdout, stderr) = ok(&["test", "--model", &net, "--weights", &s(&weights), "--iterations", "2", "--gpu", "0"]);
     assert!(stdout.contains("on 2 batch(es) of the TEST phase"), "{stdout}");
     assert!(stdout.contains("Test net output #0: accuracy"), "{stdout}");
     assert_eq!(stderr.matches("-gpu 0 is not used").count(), 1, "{stderr}");
