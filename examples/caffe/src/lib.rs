@@ -34,6 +34,7 @@ pub mod plot;
 pub mod proto;
 pub mod ps;
 pub mod report;
+pub mod signals;
 pub mod solver;
 pub mod splits;
 pub mod timing;

@@ -305,6 +305,8 @@ fn train_command(args: TrainArgs) -> geeps_caffe::Result<()> {
         sighup_effect,
     };
     let cluster = if net || Cluster::in_environment() { Cluster::from_env()? } else { Cluster::in_process(workers)? };
+    // Ctrl-C, SIGTERM and SIGHUP act as -sigint_effect and -sighup_effect say.
+    geeps_caffe::signals::install()?;
     let trained = train::train(&s, &opts, &cluster);
     let stopped = cluster.shutdown();
     let report = trained?;

@@ -20,6 +20,7 @@ use crate::params::ParamLayout;
 use crate::plain::Plain;
 use crate::proto::net::{NetParam, Phase};
 use crate::proto::solver::SolverParam;
+use crate::ps::control::{Action, Control};
 use crate::ps::worker::PsWorker;
 use crate::ps::PsOptions;
 use crate::report::{write_csv, Point, Reporter};
@@ -107,6 +108,8 @@ struct Shared<'a> {
     world: usize,
     /// The geeps checkpoint to resume from.
     resume: Option<PathBuf>,
+    /// The lowest rank of this process: the one that answers its signals.
+    first_local: usize,
     reporter: Option<Mutex<Reporter>>,
     abort: AtomicBool,
 }
@@ -119,6 +122,8 @@ struct RankResult {
     test: Vec<(String, f32)>,
     final_params: Vec<Vec<f32>>,
     snapshots: Vec<PathBuf>,
+    /// Iterations run to (below `max_iter` when the workers agreed to stop).
+    iterations: u64,
 }
 
 /// The seed of iteration `iter` on worker `rank` (dropout masks).
@@ -215,6 +220,7 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
         resume,
         reporter,
         abort: AtomicBool::new(false),
+        first_local: cluster.local_ranks().iter().copied().min().unwrap_or(0),
     };
     let results: Vec<(usize, Result<RankResult>)> = std::thread::scope(|s| {
         let handles: Vec<_> = cluster
@@ -264,7 +270,9 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
     let batch = train_net.batch;
     let per_worker: Vec<f64> = ok
         .iter()
-        .map(|(_, r)| (batch as u64 * solver.iter_size * solver.max_iter) as f64 / r.train_time.as_secs_f64().max(1e-9))
+        .map(|(_, r)| {
+            (batch as u64 * solver.iter_size * r.losses.len() as u64) as f64 / r.train_time.as_secs_f64().max(1e-9)
+        })
         .collect();
     // Ranks run in step under BSP, so the cluster's rate is the mean
     // worker's rate times the world (all of it when all ranks are local).
@@ -274,7 +282,7 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
     let mut report = TrainReport {
         workers: world,
         batch,
-        iterations: solver.max_iter,
+        iterations: rank0.map_or(solver.max_iter, |r| r.iterations),
         wall: start.elapsed(),
         train_time: ok.iter().map(|(_, r)| r.train_time).collect(),
         images_per_sec: mean * world as f64,
@@ -396,6 +404,10 @@ fn run_rank(rank: usize, transport: Arc<dyn geeps::Transport>, sh: &Shared<'_>) 
     };
     let loss_index =
         sh.train.outputs.iter().position(|&b| sh.train.layers.iter().any(|l| l.is_loss() && l.tops.contains(&b)));
+    let mut control = Control::default();
+    let (mut checkpoints_seen, mut drain_seen) = (0u64, false);
+    let mut stopped_at = None;
+    let per_clock = sh.opts.ps.batches_per_clock as u64;
     for iter in start_iter..sh.max_iter {
         if sh.abort.load(Ordering::Relaxed) {
             return Err(Error::config("stopped: another worker failed"));
@@ -403,17 +415,32 @@ fn run_rank(rank: usize, transport: Arc<dyn geeps::Transport>, sh: &Shared<'_>) 
         // The resumed iteration's test and snapshot were done before the
         // snapshot resumed from was taken.
         let resumed_here = iter == start_iter && sh.resume.is_some();
+        let mut agreed = None;
+        if iter % per_clock == 0 {
+            take_requests(rank, &worker, sh, &mut control, &mut checkpoints_seen, &mut drain_seen);
+            let slack = u64::from(sh.opts.ps.slack);
+            let read = worker.exchange_control(|read| control.delta(read, rank, iter, slack, per_clock))?;
+            agreed = control.due(&read, sh.world, iter).filter(|_| !resumed_here);
+        }
         if test_due(iter) && !resumed_here {
             let t0 = Instant::now();
             test = run_test(rank, &worker, sh, iter, &mut test_prev)?;
             paused += t0.elapsed();
         }
-        if s.snapshot > 0 && iter > 0 && iter % s.snapshot == 0 && !resumed_here {
+        let scheduled = s.snapshot > 0 && iter > 0 && iter % s.snapshot == 0 && !resumed_here;
+        if scheduled || agreed.is_some() {
             let t0 = Instant::now();
             if let Some(path) = snapshot(&worker, sh, iter)? {
                 snapshots.push(path);
             }
             paused += t0.elapsed();
+        }
+        if agreed == Some(Action::Stop) {
+            with_reporter(sh, |r| {
+                r.log(&format!("Optimization stopped early at iteration {iter} (the snapshot above resumes it)"))
+            });
+            stopped_at = Some(iter);
+            break;
         }
         let rate = learning_rate(s, iter);
         let step = Step { rate, iter, scale: 1.0 / sh.world as f32, clip: 1.0 };
@@ -444,16 +471,59 @@ fn run_rank(rank: usize, transport: Arc<dyn geeps::Transport>, sh: &Shared<'_>) 
         }
     }
     let train_time = loop_start.elapsed().saturating_sub(paused);
-    if sh.test.is_some() {
+    // Stopped early, every worker stopped at the same iteration, snapshot written.
+    if sh.test.is_some() && stopped_at.is_none() {
         test = run_test(rank, &worker, sh, sh.max_iter, &mut test_prev)?;
     }
     let final_params = if rank == 0 { worker.current_params()? } else { Vec::new() };
-    if rank == 0 && s.snapshot_after_train {
+    if rank == 0 && s.snapshot_after_train && stopped_at.is_none() {
         snapshots.push(write_snapshot(sh, sh.max_iter, &final_params)?);
     }
     let stats = worker.stats();
     worker.shutdown()?;
-    Ok(RankResult { stats, train_time, losses, test, final_params, snapshots })
+    let iterations = stopped_at.unwrap_or(sh.max_iter);
+    Ok(RankResult { stats, train_time, losses, test, final_params, snapshots, iterations })
+}
+
+/// Turns what this worker was asked since the last clock into requests:
+/// its process's signals (the lowest local rank answers them), and on rank
+/// 0 an operator's checkpoint and drain (the admin endpoint).
+fn take_requests(
+    rank: usize,
+    worker: &PsWorker<'_>,
+    sh: &Shared<'_>,
+    control: &mut Control,
+    checkpoints_seen: &mut u64,
+    drain_seen: &mut bool,
+) {
+    let mut ask = |what: &str, effect: SignalEffect| {
+        let action = match effect {
+            SignalEffect::Stop => Action::Stop,
+            SignalEffect::Snapshot => Action::Snapshot,
+            SignalEffect::None => return,
+        };
+        with_reporter(sh, |r| r.log(&format!("{what}: the workers agree on an iteration to {action:?}")));
+        control.ask(action);
+    };
+    if rank == sh.first_local {
+        if crate::signals::take_interrupt() {
+            ask("SIGINT/SIGTERM", sh.opts.sigint_effect);
+        }
+        if crate::signals::take_hangup() {
+            ask("SIGHUP", sh.opts.sighup_effect);
+        }
+    }
+    if rank == 0 {
+        let asked = worker.geeps().checkpoint_requests();
+        if asked > *checkpoints_seen {
+            *checkpoints_seen = asked;
+            ask("a checkpoint asked for on the admin endpoint", SignalEffect::Snapshot);
+        }
+        if !*drain_seen && worker.geeps().drain_requested() {
+            *drain_seen = true;
+            ask("a drain asked for on the admin endpoint", SignalEffect::Stop);
+        }
+    }
 }
 
 /// Every worker saves its part of geeps' checkpoint (`PREFIX_iter_N.geeps`);

@@ -143,3 +143,62 @@ fn a_rank_killed_mid_training_restarts_and_ends_with_the_weights_of_a_run_never_
     assert!(whole == killed, "the weights after a kill and restart differ from a run never killed");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The newest `PREFIX_iter_N.solverstate` in `dir`, and N.
+fn newest_solverstate(dir: &Path, prefix: &str) -> Option<(u64, PathBuf)> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let n = name.strip_prefix(&format!("{prefix}_iter_"))?.strip_suffix(".solverstate")?.parse().ok()?;
+            Some((n, e.path()))
+        })
+        .max()
+}
+
+/// Ctrl-C to the launcher reaches every rank; they agree on one iteration,
+/// snapshot there and stop; resumed from that snapshot, the job ends with
+/// the weights of a job never stopped.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_snapshots_every_rank_at_one_iteration_and_the_resumed_job_ends_as_one_never_stopped() {
+    let dir = common::scratch("ctrl-c");
+    let (whole, _) = launch(&dir, "whole", None);
+    let caffe = PathBuf::from(env!("CARGO_BIN_EXE_caffe-geeps"));
+    let launcher = caffe.with_file_name("geeps-launch");
+    let solver = dir.join("whole_solver.prototxt");
+    let text = std::fs::read_to_string(&solver).unwrap().replace("whole", "stopped");
+    let solver = dir.join("stopped_solver.prototxt");
+    std::fs::write(&solver, text).unwrap();
+    let start = |resume: Option<&Path>| {
+        let mut c = Command::new(&launcher);
+        c.args(["-n", "4", "--"]).arg(&caffe).args(["train", "--no-progress", "--solver"]).arg(&solver);
+        if let Some(r) = resume {
+            c.arg("-snapshot").arg(r);
+        }
+        c.current_dir(&dir).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+    };
+    let child = start(None);
+    let marker = dir.join("stopped_iter_10.geeps").join("LATEST");
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while !marker.exists() {
+        assert!(Instant::now() < deadline, "no snapshot at 10");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let out = child.wait_with_output().unwrap();
+    let log = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(log.contains("Optimization stopped early at iteration"), "the ranks did not stop early:\n{log}");
+    assert!(!dir.join("stopped_iter_60.caffemodel").exists(), "the job ran to its end:\n{log}");
+    let (at, state) = newest_solverstate(&dir, "stopped").expect("a snapshot where the ranks stopped");
+    assert!(at > 10 && at < 60, "stopped at {at}:\n{log}");
+
+    let resumed = start(Some(&state)).wait_with_output().unwrap();
+    let log = format!("{}{}", String::from_utf8_lossy(&resumed.stdout), String::from_utf8_lossy(&resumed.stderr));
+    assert!(resumed.status.success(), "the resumed job failed:\n{log}");
+    let end = std::fs::read(dir.join("stopped_iter_60.caffemodel"))
+        .unwrap_or_else(|e| panic!("no final weights ({e}); the resumed job said:\n{log}"));
+    assert!(end == whole, "the job stopped at {at} and resumed ended with other weights");
+    let _ = std::fs::remove_dir_all(&dir);
+}

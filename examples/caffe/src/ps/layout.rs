@@ -38,6 +38,9 @@ pub struct PsLayout {
     pub history_copies: usize,
     /// One row keeping the sums of the test outputs across workers.
     pub test_table: TableId,
+    /// Two floats per worker: where the workers agree to snapshot or stop
+    /// (`control.rs`).
+    pub control_table: TableId,
 }
 
 /// Rows holding `floats` values.
@@ -55,6 +58,7 @@ impl PsLayout {
         per_table: usize,
         width: usize,
         history_copies: usize,
+        world: usize,
     ) -> PsLayout {
         let mut param_tables = Vec::new();
         let mut param_keys = Vec::new();
@@ -97,6 +101,7 @@ impl PsLayout {
             .collect();
         let outputs = net.outputs.len() + 1;
         let test_table = b.parameter_table("test-outputs", rows_for(outputs, width));
+        let control_table = b.parameter_table("control", rows_for(2 * world, width));
         PsLayout {
             row_width: width,
             param_tables,
@@ -108,6 +113,7 @@ impl PsLayout {
             history,
             history_copies,
             test_table,
+            control_table,
         }
     }
 

@@ -3,6 +3,7 @@
 //! worker that records one virtual iteration and then trains through geeps
 //! calls (`worker`). Nothing outside this module calls geeps.
 
+pub mod control;
 pub mod device_choice;
 pub mod host_view;
 pub mod layout;

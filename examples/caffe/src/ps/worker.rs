@@ -68,6 +68,30 @@ pub struct PsWorker<'a> {
     /// How the CPU layers reach the buffers (in place, or staged from a GPU).
     view: HostView,
     rule: Rule,
+    control: ControlCalls,
+}
+
+/// The recorded calls of the control table, made at the start of every clock.
+#[derive(Debug, Clone, Copy)]
+struct ControlCalls {
+    read: Handle,
+    update: Handle,
+    table: TableId,
+    rows: u32,
+}
+
+impl ControlCalls {
+    fn record(ps: &Geeps, layout: &PsLayout, slack: Slack) -> Result<ControlCalls> {
+        let table = layout.control_table;
+        let rows = ps.tables()[table.0 as usize].rows;
+        let keys = geeps::keys(table, 0..rows);
+        let read = ps.virtual_read(&keys, slack)?;
+        ps.virtual_post_read(read)?;
+        let update = ps.virtual_pre_update(&keys)?;
+        ps.virtual_update(update)?;
+        ps.virtual_table_clock(table)?;
+        Ok(ControlCalls { read, update, table, rows })
+    }
 }
 
 fn split<'s>(mut buf: &'s [f32], parts: &[(Slot, usize)], width: usize) -> Vec<(Slot, &'s [f32])> {
@@ -119,7 +143,15 @@ impl<'a> PsWorker<'a> {
         let mut b = Geeps::builder(config);
         // The solver's histories, then (when it accumulates) the gradient sum.
         let copies = rule.history_slots() + usize::from(rule.accumulates());
-        let layout = PsLayout::declare(&mut b, net, params, opts.layers_per_table, opts.row_width, copies);
+        let layout = PsLayout::declare(
+            &mut b,
+            net,
+            params,
+            opts.layers_per_table,
+            opts.row_width,
+            copies,
+            transport.num_workers(),
+        );
         let device = opts.device.open(transport.rank(), opts.device_memory)?;
         b.transport(transport);
         if let Some(d) = &device {
@@ -133,8 +165,9 @@ impl<'a> PsWorker<'a> {
             .iter()
             .map(|l| l.data.as_ref().map(|d| Cursor::new(d.set.len(), rank, world)).transpose())
             .collect::<Result<_>>()?;
-        let mut w = PsWorker { ps, net, params, layout, passes: Vec::new(), cursors, view, rule };
         let slack = Slack::Bounded(opts.slack);
+        let control = ControlCalls::record(&ps, &layout, slack)?;
+        let mut w = PsWorker { ps, net, params, layout, passes: Vec::new(), cursors, view, rule, control };
         let iter_size = rule.iter_size.max(1) as usize;
         let total = opts.batches_per_clock * iter_size;
         for pass in 0..total {
@@ -148,6 +181,27 @@ impl<'a> PsWorker<'a> {
 
     pub fn geeps(&self) -> &Geeps {
         &self.ps
+    }
+
+    /// The control table's exchange at the start of a clock (before the
+    /// clock's first mini-batch): reads every worker's slot, adds what
+    /// `delta` makes of the read to this worker's, and ends the table's
+    /// clock. Returns what it read.
+    pub fn exchange_control(&self, delta: impl FnOnce(&[f32]) -> [f32; 2]) -> Result<Vec<f32>> {
+        let c = self.control;
+        let r = self.ps.read(c.read)?;
+        let read = self.view.read(r.device_ptr(), r.len(), || r.as_slice())?.to_vec();
+        r.post()?;
+        let mut u = self.ps.pre_update(c.update)?;
+        let mut v = self.view.write(u.device_ptr(), u.len(), false, || u.as_mut_slice())?;
+        v.fill(0.0);
+        let at = 2 * self.ps.rank();
+        v[at..at + 2].copy_from_slice(&delta(&read));
+        self.view.commit(v)?;
+        u.update()?;
+        self.ps.table_clock(c.table)?;
+        debug_assert_eq!(read.len(), c.rows as usize * self.layout.row_width);
+        Ok(read)
     }
 
     pub(crate) fn layout(&self) -> &PsLayout {
