@@ -167,6 +167,18 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
     let cache = DataCache::default();
     let (train_net, test_net) = build_nets(solver, &cache)?;
     crate::memory::check_fits(&train_net, cluster.local_ranks().len(), None)?;
+    if let Some(t) = &test_net {
+        let images = t.layers.iter().find_map(|l| l.data.as_ref().map(|d| d.set.len())).unwrap_or(0);
+        let needed = solver.test_iter as usize * t.batch;
+        if needed > images {
+            tracing::warn!(
+                "test_iter {} x batch {} = {needed} images, but the test set has {images}: each test reads some images more than once (as Caffe would); lower test_iter to {}",
+                solver.test_iter,
+                t.batch,
+                images / t.batch.max(1)
+            );
+        }
+    }
     let layout = ParamLayout::of(&train_net);
     if let Some(t) = &test_net {
         layout.share_with(t)?;

@@ -332,3 +332,18 @@ fn loss_normalization_as_caffe_reads_it() {
     assert_eq!(norm("loss_param { normalize: false }"), Normalization::Batch);
     assert_eq!(norm("loss_param { normalize: false normalization: NONE }"), Normalization::None);
 }
+
+#[test]
+fn solver_fields_caffe_geeps_cannot_honour_are_refused_at_their_line() {
+    let base = "net: \"n.prototxt\"\nbase_lr: 0.01\nlr_policy: \"fixed\"\nmax_iter: 10\n";
+    let (line, msg) = solver_err(&format!("{base}snapshot_format: HDF5\n"));
+    assert_eq!(line, 5);
+    assert!(msg.contains("HDF5 is not supported"), "{msg}");
+    let (line, msg) = solver_err(&format!("{base}test_interval: 100\n"));
+    assert_eq!(line, 5);
+    assert!(msg.contains("test_iter is not"), "{msg}");
+    // Caffe goes on with these; so does caffe-geeps (with a warning).
+    for extra in ["debug_info: true\n", "test_iter: 4\ntest_interval: 0\n", "snapshot_format: BINARYPROTO\n"] {
+        assert!(SolverParam::parse(&format!("{base}{extra}"), std::path::Path::new("s.prototxt")).is_ok(), "{extra}");
+    }
+}

@@ -296,6 +296,28 @@ impl SolverParam {
         let average_loss = count(&mut p, "average_loss", s.average_loss()).max(1);
         let test_iter = count(&mut p, "test_iter", s.test_iter.first().copied().unwrap_or(0));
         let test_interval = count(&mut p, "test_interval", s.test_interval());
+        if s.test_interval.is_some_and(|t| t > 0) && s.test_iter.is_empty() {
+            p.push(
+                at("test_interval"),
+                "test_interval is set but test_iter is not: give `test_iter` (the test batches of each test), as Caffe requires",
+            );
+        }
+        let warn = |field: &str, what: &str| tracing::warn!("{}:{}: {what}", path.display(), at(field));
+        if s.test_interval == Some(0) && test_iter > 0 {
+            warn(
+                "test_interval",
+                "test_interval 0: Caffe never tests during training; caffe-geeps tests once, at the end",
+            );
+        }
+        if s.snapshot_format.is_some() && s.snapshot_format() == solver_parameter::SnapshotFormat::Hdf5 {
+            p.push(
+                at("snapshot_format"),
+                "snapshot_format HDF5 is not supported: caffe-geeps writes BINARYPROTO (.caffemodel, .solverstate); remove it",
+            );
+        }
+        if s.debug_info() {
+            warn("debug_info", "debug_info: caffe-geeps prints no per-blob debug information; ignored");
+        }
         let snapshot = count(&mut p, "snapshot", s.snapshot());
         p.finish()?;
 
