@@ -13,6 +13,7 @@ use crate::datum::decode_mean;
 use crate::error::{Error, Result};
 use crate::layers::split::Split;
 use crate::layers::{self, count, Backward, Forward, Layer, ParamBlob, Shape};
+use crate::net_state::NetState;
 use crate::proto::net::{DataConf, LayerKind, LayerParam, NetParam, ParamSpec, Phase};
 use crate::proto::solver::resolve;
 use crate::splits;
@@ -118,13 +119,21 @@ fn push_unique(v: &mut Vec<usize>, b: usize) {
 }
 
 impl Net {
-    /// Builds the `phase` net; Data layers load (or reuse) their datasets.
+    /// Builds the `phase` net (level 0, no stage); Data layers load (or
+    /// reuse) their datasets.
     pub fn build(param: &NetParam, phase: Phase, cache: &DataCache) -> Result<Net> {
+        Net::build_for(param, &NetState::phase(phase), cache)
+    }
+
+    /// Builds the net of a state (phase, level, stages), as Caffe's
+    /// `NetState` selects layers by their include and exclude rules.
+    pub fn build_for(param: &NetParam, state: &NetState, cache: &DataCache) -> Result<Net> {
+        let phase = state.phase;
         let mut blobs: Vec<Blob> = Vec::new();
         let mut by_name: HashMap<String, usize> = HashMap::new();
         let mut layers: Vec<NetLayer> = Vec::new();
         let mut batch = None;
-        let admitted: Vec<&LayerParam> = param.layers.iter().filter(|l| l.phases.admits(phase)).collect();
+        let admitted: Vec<&LayerParam> = param.layers.iter().filter(|l| l.phases.admits_state(state)).collect();
         let wiring: Vec<_> = admitted.iter().map(|l| (l.name.as_str(), &l.bottoms[..], &l.tops[..])).collect();
         for pl in splits::insert(&wiring) {
             let lp = admitted[pl.layer];

@@ -134,10 +134,10 @@ pub fn iteration_seed(seed: u64, rank: usize, iter: u64) -> u64 {
 /// Loads the solver's net and builds its TRAIN and TEST nets.
 pub fn build_nets(solver: &SolverParam, cache: &DataCache) -> Result<(Net, Option<Net>)> {
     let param = NetParam::load(&solver.net)?;
-    let train = Net::build(&param, Phase::Train, cache)?;
+    let train = Net::build_for(&param, &solver.train_state, cache)?;
     train.check_labels()?;
     let test = if solver.test_iter > 0 {
-        let t = Net::build(&param, Phase::Test, cache)?;
+        let t = Net::build_for(&param, &solver.test_state, cache)?;
         t.check_labels()?;
         Some(t)
     } else {

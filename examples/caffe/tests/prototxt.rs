@@ -347,3 +347,42 @@ fn solver_fields_caffe_geeps_cannot_honour_are_refused_at_their_line() {
         assert!(SolverParam::parse(&format!("{base}{extra}"), std::path::Path::new("s.prototxt")).is_ok(), "{extra}");
     }
 }
+
+#[test]
+fn include_and_exclude_rules_select_layers_by_level_and_stage() {
+    use geeps_caffe::net_state::NetState;
+    use geeps_caffe::proto::net::Phase;
+    let src = r#"name: "staged"
+layer { name: "in" type: "Input" top: "x" input_param { shape { dim: 1 dim: 4 } } }
+layer { name: "big" type: "InnerProduct" bottom: "x" top: "y" include { phase: TRAIN stage: "big" }
+  inner_product_param { num_output: 2 } }
+layer { name: "deep" type: "ReLU" bottom: "x" top: "z" include { min_level: 2 } }
+layer { name: "quiet" type: "ReLU" bottom: "x" top: "w" exclude { not_stage: "loud" } }
+"#;
+    let net = NetParam::parse(src, Path::new("staged.prototxt")).unwrap();
+    let kept = |state: &NetState| -> Vec<&str> {
+        net.layers.iter().filter(|l| l.phases.admits_state(state)).map(|l| l.name.as_str()).collect()
+    };
+    let train = NetState::phase(Phase::Train);
+    assert_eq!(kept(&train), ["in"]);
+    let big = NetState { stages: vec!["big".into(), "loud".into()], level: 2, ..train.clone() };
+    assert_eq!(kept(&big), ["in", "big", "deep", "quiet"]);
+    assert_eq!(kept(&NetState { stages: vec!["big".into()], ..NetState::phase(Phase::Test) }), ["in"]);
+
+    let (line, msg) = net_err(
+        "name: \"n\"\nlayer { name: \"a\" type: \"ReLU\" bottom: \"x\" top: \"x\"\n include { min_level: 3 max_level: 1 } }\n",
+    );
+    assert_eq!(line, 3);
+    assert!(msg.contains("max_level 1 is below min_level 3"), "{msg}");
+
+    let s = SolverParam::parse(
+        "net: \"n.prototxt\"\nbase_lr: 0.01\nlr_policy: \"fixed\"\nmax_iter: 1\ntrain_state { level: 2 stage: \"big\" }\ntest_state { stage: \"eval\" }\n",
+        Path::new("s.prototxt"),
+    )
+    .unwrap();
+    assert_eq!(
+        (s.train_state.phase, s.train_state.level, s.train_state.stages.clone()),
+        (Phase::Train, 2, vec!["big".to_string()])
+    );
+    assert_eq!((s.test_state.phase, s.test_state.stages.clone()), (Phase::Test, vec!["eval".to_string()]));
+}

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::layers::spec::LayerSpec;
+use crate::net_state::{admits, NetState, StateRule};
 use crate::proto::caffe;
 use crate::proto::layer_params;
 use crate::proto::locate::Loc;
@@ -200,17 +201,23 @@ pub const LAYER_TYPES: [&str; 21] = [
     "Accuracy",
 ];
 
-/// The phases a layer is in: `include` and `exclude` rules.
+/// The net states a layer is in: its `include` and `exclude` rules (phase,
+/// level, stages).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct PhaseRules {
-    pub include: Vec<Phase>,
-    pub exclude: Vec<Phase>,
+    pub include: Vec<StateRule>,
+    pub exclude: Vec<StateRule>,
 }
 
 impl PhaseRules {
-    /// Caffe's rule: any matching include (if there are includes), no matching exclude.
+    /// Whether the layer is in a net of `phase` at level 0 without stages.
     pub fn admits(&self, phase: Phase) -> bool {
-        (self.include.is_empty() || self.include.contains(&phase)) && !self.exclude.contains(&phase)
+        self.admits_state(&NetState::phase(phase))
+    }
+
+    /// Caffe's rule: any met include (if there are includes), else no met exclude.
+    pub fn admits_state(&self, state: &NetState) -> bool {
+        admits(&self.include, &self.exclude, state)
     }
 }
 
@@ -402,30 +409,28 @@ fn layer(lp: &caffe::LayerParameter, loc: &Loc<'_>, base_dir: &Path, p: &mut Pro
     let mut phases = PhaseRules::default();
     if let Some(ph) = lp.phase {
         // A layer-level `phase` is set by Caffe itself; honour it as an include.
-        phases.include.push(phase(ph));
+        phases.include.push(StateRule { phase: Some(phase(ph)), ..StateRule::default() });
     }
     for (which, rules, list) in
         [("include", &lp.include, &mut phases.include), ("exclude", &lp.exclude, &mut phases.exclude)]
     {
         for (i, r) in rules.iter().enumerate() {
             let rl = loc.nth(which, i);
-            for (field, set) in [
-                ("min_level", r.min_level.is_some()),
-                ("max_level", r.max_level.is_some()),
-                ("stage", !r.stage.is_empty()),
-                ("not_stage", !r.not_stage.is_empty()),
-            ] {
-                if set {
-                    p.push(rl.of(field), format!("`{field}` in a NetStateRule is not supported; rule on `phase` only"));
+            if let (Some(lo), Some(hi)) = (r.min_level, r.max_level) {
+                if lo > hi {
+                    p.push(
+                        rl.of("max_level"),
+                        format!("max_level {hi} is below min_level {lo}: no net state meets this `{which}` rule"),
+                    );
                 }
             }
-            match r.phase {
-                Some(ph) => list.push(phase(ph)),
-                None => p.push(
-                    rl.line(),
-                    format!("this `{which}` rule has no `phase`; add `phase: TRAIN` or `phase: TEST`"),
-                ),
-            }
+            list.push(StateRule {
+                phase: r.phase.map(phase),
+                min_level: r.min_level,
+                max_level: r.max_level,
+                stages: r.stage.clone(),
+                not_stages: r.not_stage.clone(),
+            });
         }
     }
     let Some(&(_, allowed)) = TYPE_PARAMS.iter().find(|(t, _)| *t == type_name) else {

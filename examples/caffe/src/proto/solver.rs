@@ -8,8 +8,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::net_state::NetState;
 use crate::proto::caffe::{self, solver_parameter};
 use crate::proto::locate::Loc;
+use crate::proto::net::Phase;
 use crate::proto::problems::Problems;
 use crate::proto::text;
 
@@ -123,6 +125,10 @@ pub struct SolverParam {
     pub random_seed: Option<u64>,
     /// `solver_mode: GPU`: the GPU (`device_id`, default 0) to keep rows on.
     pub gpu: Option<usize>,
+    /// The level and stages the TRAIN and TEST nets are built for
+    /// (`train_state`, `test_state`; the phase is always the net's own).
+    pub train_state: NetState,
+    pub test_state: NetState,
     pub file: PathBuf,
 }
 
@@ -163,8 +169,6 @@ impl SolverParam {
             ("net_param", s.net_param.is_some()),
             ("train_net_param", s.train_net_param.is_some()),
             ("test_net_param", !s.test_net_param.is_empty()),
-            ("train_state", s.train_state.is_some()),
-            ("test_state", !s.test_state.is_empty()),
             ("test_compute_loss", s.test_compute_loss()),
             ("snapshot_diff", s.snapshot_diff()),
             ("weights", !s.weights.is_empty()),
@@ -294,6 +298,16 @@ impl SolverParam {
         };
         let display = count(&mut p, "display", s.display());
         let average_loss = count(&mut p, "average_loss", s.average_loss()).max(1);
+        if s.test_state.len() > 1 {
+            p.push(loc.nth("test_state", 1).line(), "one test net only: give `test_state` once");
+        }
+        let state_of = |st: Option<&caffe::NetState>, phase: Phase| NetState {
+            phase,
+            level: st.map_or(0, |s| s.level()),
+            stages: st.map(|s| s.stage.clone()).unwrap_or_default(),
+        };
+        let train_state = state_of(s.train_state.as_ref(), Phase::Train);
+        let test_state = state_of(s.test_state.first(), Phase::Test);
         let test_iter = count(&mut p, "test_iter", s.test_iter.first().copied().unwrap_or(0));
         let test_interval = count(&mut p, "test_interval", s.test_interval());
         if s.test_interval.is_some_and(|t| t > 0) && s.test_iter.is_empty() {
@@ -350,6 +364,8 @@ impl SolverParam {
             snapshot_after_train: s.snapshot_after_train(),
             random_seed,
             gpu,
+            train_state,
+            test_state,
             file: path.to_path_buf(),
         })
     }

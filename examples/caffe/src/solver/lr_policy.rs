@@ -54,6 +54,8 @@ mod tests {
             snapshot_after_train: false,
             random_seed: None,
             gpu: None,
+            train_state: crate::net_state::NetState::phase(crate::proto::net::Phase::Train),
+            test_state: crate::net_state::NetState::phase(crate::proto::net::Phase::Test),
             file: PathBuf::new(),
         }
     }
