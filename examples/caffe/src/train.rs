@@ -55,6 +55,24 @@ pub struct TrainOptions {
     pub sighup_effect: SignalEffect,
 }
 
+impl Default for TrainOptions {
+    /// A quiet run from the fillers on the host device, with Caffe's
+    /// signal effects (SIGINT stops, SIGHUP snapshots).
+    fn default() -> Self {
+        TrainOptions {
+            ps: PsOptions::default(),
+            weights: None,
+            verbose: false,
+            progress: false,
+            curve_prefix: None,
+            resume: None,
+            resume_on_restart: false,
+            sigint_effect: SignalEffect::Stop,
+            sighup_effect: SignalEffect::Snapshot,
+        }
+    }
+}
+
 /// What a signal asks of a training run, as Caffe's `-sigint_effect` and
 /// `-sighup_effect` values `stop`, `snapshot` and `none` say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -23,8 +23,7 @@ use geeps_caffe::lmdb::LmdbWriter;
 use geeps_caffe::params::ParamLayout;
 use geeps_caffe::proto::net::{LayerKind, NetParam, Phase};
 use geeps_caffe::proto::solver::SolverParam;
-use geeps_caffe::ps::PsOptions;
-use geeps_caffe::train::{build_nets, train, SignalEffect, TrainOptions};
+use geeps_caffe::train::{build_nets, train, TrainOptions};
 
 const NETS: [&str; 3] = ["alexnet_train_val", "caffenet_train_val", "googlenet_train_val"];
 
@@ -105,17 +104,7 @@ fn trains_three_iterations(name: &str) {
     assert!(test.is_some(), "the TEST net builds too");
     let layout = ParamLayout::of(&net);
     let initial = layout.initial(&net, solver.random_seed.unwrap());
-    let opts = TrainOptions {
-        ps: PsOptions::default(),
-        weights: None,
-        verbose: false,
-        progress: false,
-        curve_prefix: None,
-        resume: None,
-        resume_on_restart: false,
-        sigint_effect: SignalEffect::Stop,
-        sighup_effect: SignalEffect::Snapshot,
-    };
+    let opts = TrainOptions::default();
     let report = train(&solver, &opts, &Cluster::in_process(1).unwrap()).unwrap();
     assert_eq!(report.losses.len(), 3, "{name}: one loss per iteration");
     assert!(report.losses.iter().all(|l| l.is_finite() && *l > 0.0), "{name}: losses {:?}", report.losses);

@@ -15,8 +15,7 @@ use geeps_caffe::datum::encode_mean;
 use geeps_caffe::params::ParamLayout;
 use geeps_caffe::proto::net::LAYER_TYPES;
 use geeps_caffe::proto::solver::SolverParam;
-use geeps_caffe::ps::PsOptions;
-use geeps_caffe::train::{build_nets, train, SignalEffect, TrainOptions};
+use geeps_caffe::train::{build_nets, train, TrainOptions};
 
 fn every_type_net() -> String {
     format!(
@@ -85,17 +84,7 @@ fn a_net_of_every_layer_type_builds_and_trains() {
 
     let layout = ParamLayout::of(&net);
     let initial = layout.initial(&net, solver.random_seed.unwrap());
-    let opts = TrainOptions {
-        ps: PsOptions::default(),
-        weights: None,
-        verbose: false,
-        progress: false,
-        curve_prefix: None,
-        resume: None,
-        resume_on_restart: false,
-        sigint_effect: SignalEffect::Stop,
-        sighup_effect: SignalEffect::Snapshot,
-    };
+    let opts = TrainOptions::default();
     let report = train(&solver, &opts, &Cluster::in_process(1).unwrap()).unwrap();
     assert_eq!(report.losses.len(), 4);
     assert!(report.losses.iter().all(|l| l.is_finite()), "{:?}", report.losses);

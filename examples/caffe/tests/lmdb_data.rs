@@ -105,8 +105,8 @@ fn labels_beyond_the_scored_classes_stop_training_with_the_record_named() {
     use geeps_caffe::datum::{Image, Values};
     use geeps_caffe::lmdb::LmdbWriter;
     use geeps_caffe::proto::solver::SolverParam;
-    use geeps_caffe::ps::PsOptions;
-    use geeps_caffe::train::{train, SignalEffect, TrainOptions};
+
+    use geeps_caffe::train::{train, TrainOptions};
 
     let dir = common::scratch("lmdb-labels");
     let db = dir.join("db");
@@ -122,17 +122,7 @@ fn labels_beyond_the_scored_classes_stop_training_with_the_record_named() {
         .replace(&common::data("t10k"), &db.display().to_string());
     let path = common::write(&dir, &net, &common::solver("net.prototxt", 5, 0, 0, ""));
     let solver = SolverParam::load(&path).unwrap();
-    let opts = TrainOptions {
-        ps: PsOptions::default(),
-        weights: None,
-        verbose: false,
-        progress: false,
-        curve_prefix: None,
-        resume: None,
-        resume_on_restart: false,
-        sigint_effect: SignalEffect::Stop,
-        sighup_effect: SignalEffect::Snapshot,
-    };
+    let opts = TrainOptions::default();
     let Err(err) = train(&solver, &opts, &Cluster::in_process(1).unwrap()) else { panic!("refused") };
     let err = err.to_string();
     assert!(err.contains("record 10 has label 10 but layer `loss` scores only 10 classes"), "{err}");

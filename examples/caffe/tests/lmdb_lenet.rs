@@ -11,21 +11,10 @@ use std::path::{Path, PathBuf};
 use geeps_caffe::cluster::Cluster;
 use geeps_caffe::convert::convert_mnist;
 use geeps_caffe::proto::solver::SolverParam;
-use geeps_caffe::ps::PsOptions;
-use geeps_caffe::train::{train, SignalEffect, TrainOptions};
+use geeps_caffe::train::{train, TrainOptions};
 
 fn quiet() -> TrainOptions {
-    TrainOptions {
-        ps: PsOptions::default(),
-        weights: None,
-        verbose: false,
-        progress: false,
-        curve_prefix: None,
-        resume: None,
-        resume_on_restart: false,
-        sigint_effect: SignalEffect::Stop,
-        sighup_effect: SignalEffect::Snapshot,
-    }
+    TrainOptions::default()
 }
 
 /// Converts the bundled `train` and `t10k` sets into LMDBs under `dir`.

@@ -15,21 +15,10 @@ use std::time::{Duration, Instant};
 use geeps_caffe::cluster::Cluster;
 use geeps_caffe::proto::caffe::SolverState;
 use geeps_caffe::proto::solver::SolverParam;
-use geeps_caffe::ps::PsOptions;
-use geeps_caffe::train::{train, SignalEffect, TrainOptions};
+use geeps_caffe::train::{train, TrainOptions};
 
 fn quiet() -> TrainOptions {
-    TrainOptions {
-        ps: PsOptions::default(),
-        weights: None,
-        verbose: false,
-        progress: false,
-        curve_prefix: None,
-        resume: None,
-        resume_on_restart: false,
-        sigint_effect: SignalEffect::Stop,
-        sighup_effect: SignalEffect::Snapshot,
-    }
+    TrainOptions::default()
 }
 
 fn solver_at(dir: &Path, prefix: &str, max_iter: u64) -> SolverParam {

@@ -9,21 +9,10 @@ mod common;
 use geeps_caffe::cluster::Cluster;
 use geeps_caffe::data::DataCache;
 use geeps_caffe::proto::solver::SolverParam;
-use geeps_caffe::ps::PsOptions;
-use geeps_caffe::train::{build_nets, train, SignalEffect, TrainOptions};
+use geeps_caffe::train::{build_nets, train, TrainOptions};
 
 fn quiet() -> TrainOptions {
-    TrainOptions {
-        ps: PsOptions::default(),
-        weights: None,
-        verbose: false,
-        progress: false,
-        curve_prefix: None,
-        resume: None,
-        resume_on_restart: false,
-        sigint_effect: SignalEffect::Stop,
-        sighup_effect: SignalEffect::Snapshot,
-    }
+    TrainOptions::default()
 }
 
 #[test]

@@ -14,21 +14,11 @@ use geeps_caffe::proto::net::NetParam;
 use geeps_caffe::proto::solver::SolverParam;
 use geeps_caffe::ps::PsOptions;
 use geeps_caffe::solver::{clip_factor, layer_delta, learning_rate, sumsq, Rule, Step};
-use geeps_caffe::train::{build_nets, iteration_seed, SignalEffect, TrainOptions};
+use geeps_caffe::train::{build_nets, iteration_seed, TrainOptions};
 use geeps_caffe::Error;
 
 pub fn quiet(ps: PsOptions) -> TrainOptions {
-    TrainOptions {
-        ps,
-        weights: None,
-        verbose: false,
-        progress: false,
-        curve_prefix: None,
-        resume: None,
-        resume_on_restart: false,
-        sigint_effect: SignalEffect::Stop,
-        sighup_effect: SignalEffect::Snapshot,
-    }
+    TrainOptions { ps, ..TrainOptions::default() }
 }
 
 /// Trains `solver` with one worker on plain memory, as Caffe's Solver::Step
