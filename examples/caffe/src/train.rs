@@ -118,7 +118,7 @@ struct Shared<'a> {
     solver: &'a SolverParam,
     opts: &'a TrainOptions,
     train: &'a Net,
-    test: Option<&'a Net>,
+    tests: &'a [Net],
     layout: &'a ParamLayout,
     initial: Vec<Vec<f32>>,
     seed: u64,
@@ -149,19 +149,20 @@ pub fn iteration_seed(seed: u64, rank: usize, iter: u64) -> u64 {
     seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ ((rank as u64) << 48) ^ iter
 }
 
-/// Loads the solver's net and builds its TRAIN and TEST nets.
-pub fn build_nets(solver: &SolverParam, cache: &DataCache) -> Result<(Net, Option<Net>)> {
+/// Loads the solver's nets and builds its TRAIN net and its test nets (in
+/// the solver's order).
+pub fn build_nets(solver: &SolverParam, cache: &DataCache) -> Result<(Net, Vec<Net>)> {
     let param = NetParam::load(&solver.net)?;
     let train = Net::build_for(&param, &solver.train_state, cache)?;
     train.check_labels()?;
-    let test = if solver.test_iter > 0 {
-        let t = Net::build_for(&param, &solver.test_state, cache)?;
-        t.check_labels()?;
-        Some(t)
-    } else {
-        None
-    };
-    Ok((train, test))
+    let mut tests = Vec::new();
+    for t in &solver.test_nets {
+        let p = if t.net == solver.net { param.clone() } else { NetParam::load(&t.net)? };
+        let net = Net::build_for(&p, &t.state, cache)?;
+        net.check_labels()?;
+        tests.push(net);
+    }
+    Ok((train, tests))
 }
 
 /// Trains `solver` on `cluster`'s local ranks.
@@ -183,22 +184,22 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
     }
     let resume = resume_folder(solver, opts)?;
     let cache = DataCache::default();
-    let (train_net, test_net) = build_nets(solver, &cache)?;
+    let (train_net, test_nets) = build_nets(solver, &cache)?;
     crate::memory::check_fits(&train_net, cluster.local_ranks().len(), None)?;
-    if let Some(t) = &test_net {
+    for (t, tn) in test_nets.iter().zip(&solver.test_nets) {
         let images = t.layers.iter().find_map(|l| l.data.as_ref().map(|d| d.set.len())).unwrap_or(0);
-        let needed = solver.test_iter as usize * t.batch;
+        let needed = tn.iter as usize * t.batch;
         if needed > images {
             tracing::warn!(
                 "test_iter {} x batch {} = {needed} images, but the test set has {images}: each test reads some images more than once (as Caffe would); lower test_iter to {}",
-                solver.test_iter,
+                tn.iter,
                 t.batch,
                 images / t.batch.max(1)
             );
         }
     }
     let layout = ParamLayout::of(&train_net);
-    if let Some(t) = &test_net {
+    for t in &test_nets {
         layout.share_with(t)?;
     }
     let seed = solver.random_seed.unwrap_or(DEFAULT_SEED);
@@ -241,7 +242,7 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
         solver,
         opts,
         train: &train_net,
-        test: test_net.as_ref(),
+        tests: &test_nets,
         layout: &layout,
         initial,
         seed,
@@ -331,7 +332,7 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
         let csv = PathBuf::from(format!("{prefix}_curve.csv"));
         let png = PathBuf::from(format!("{prefix}_curve.png"));
         write_csv(&report.points, &csv)?;
-        let acc = test_net.as_ref().and_then(accuracy_output);
+        let acc = test_nets.first().and_then(accuracy_output);
         let title =
             format!("{} on {world} geeps worker(s)", if train_net.name.is_empty() { "net" } else { &train_net.name });
         crate::plot::write_png(&report.points, acc.as_deref(), &title, &png)?;
@@ -382,7 +383,8 @@ fn named(net: &Net, values: &[f32]) -> Vec<(String, f32, f32)> {
 fn run_rank(rank: usize, transport: Arc<dyn geeps::Transport>, sh: &Shared<'_>) -> Result<RankResult> {
     let s = sh.solver;
     let rule = Rule::of(s);
-    let mut worker = PsWorker::new(sh.train, sh.layout, &sh.opts.ps, rule, transport)?;
+    let test_outputs = sh.tests.iter().map(|t| t.outputs.len()).chain([sh.train.outputs.len()]).max().unwrap_or(0);
+    let mut worker = PsWorker::new(sh.train, sh.layout, &sh.opts.ps, rule, test_outputs, transport)?;
     if rank == 0 {
         if let Ok(plan) = worker.geeps().plan() {
             let mib = |b: usize| b as f64 / (1 << 20) as f64;
@@ -424,13 +426,16 @@ fn run_rank(rank: usize, transport: Arc<dyn geeps::Transport>, sh: &Shared<'_>) 
     let mut window: Vec<f32> = Vec::new();
     let mut test = Vec::new();
     let mut test_prev: Vec<f32> = Vec::new();
-    if let (Some(net), true, 0) = (sh.test, start_iter > 0, rank) {
+    if !sh.tests.is_empty() && start_iter > 0 && rank == 0 {
         // The restored test sums are the baseline of the next test's means.
-        test_prev = worker.test_totals(net.outputs.len())?;
+        test_prev = worker.test_totals()?;
     }
     let mut snapshots = Vec::new();
     let test_due = |iter: u64| {
-        sh.test.is_some() && s.test_interval > 0 && iter % s.test_interval == 0 && (iter > 0 || s.test_initialization)
+        !sh.tests.is_empty()
+            && s.test_interval > 0
+            && iter % s.test_interval == 0
+            && (iter > 0 || s.test_initialization)
     };
     let loss_index =
         sh.train.outputs.iter().position(|&b| sh.train.layers.iter().any(|l| l.is_loss() && l.tops.contains(&b)));
@@ -502,7 +507,7 @@ fn run_rank(rank: usize, transport: Arc<dyn geeps::Transport>, sh: &Shared<'_>) 
     }
     let train_time = loop_start.elapsed().saturating_sub(paused);
     // Stopped early, every worker stopped at the same iteration, snapshot written.
-    if sh.test.is_some() && stopped_at.is_none() {
+    if !sh.tests.is_empty() && stopped_at.is_none() {
         test = run_test(rank, &worker, sh, sh.max_iter, &mut test_prev)?;
     }
     let final_params = if rank == 0 { worker.current_params()? } else { Vec::new() };
@@ -647,8 +652,8 @@ fn write_snapshot(sh: &Shared<'_>, iter: u64, params: &[Vec<f32>]) -> Result<Pat
     Ok(path)
 }
 
-/// Every worker evaluates its share of the solver's test batches on the
-/// current parameters; the sums meet in geeps, and rank 0 reports the means.
+/// Tests every test net in turn (Caffe's TestAll); the outputs of test net
+/// `k > 0` are named `net<k>/<output>`.
 fn run_test(
     rank: usize,
     worker: &PsWorker<'_>,
@@ -656,11 +661,32 @@ fn run_test(
     iter: u64,
     prev: &mut Vec<f32>,
 ) -> Result<Vec<(String, f32)>> {
-    let Some(net) = sh.test else { return Ok(Vec::new()) };
     let params = worker.current_params()?;
+    let mut out = Vec::new();
+    for (k, net) in sh.tests.iter().enumerate() {
+        let named = test_one(rank, worker, sh, k, net, &params, iter, prev)?;
+        out.extend(named.into_iter().map(|(n, v)| if k == 0 { (n, v) } else { (format!("net{k}/{n}"), v) }));
+    }
+    Ok(out)
+}
+
+/// Every worker evaluates its share of test net `k`'s batches on the
+/// current parameters; the sums meet in geeps, and rank 0 reports the means.
+#[allow(clippy::too_many_arguments)]
+fn test_one(
+    rank: usize,
+    worker: &PsWorker<'_>,
+    sh: &Shared<'_>,
+    k: usize,
+    net: &Net,
+    params: &[Vec<f32>],
+    iter: u64,
+    prev: &mut Vec<f32>,
+) -> Result<Vec<(String, f32)>> {
     let map = sh.layout.share_with(net)?;
     let views: Vec<&[f32]> = map.iter().map(|m| m.map_or(&[][..], |i| params[i].as_slice())).collect();
-    let (q, r) = (sh.solver.test_iter / sh.world as u64, sh.solver.test_iter % sh.world as u64);
+    let batches_all = sh.solver.test_nets[k].iter;
+    let (q, r) = (batches_all / sh.world as u64, batches_all % sh.world as u64);
     let mine = q + u64::from((rank as u64) < r);
     let mut sums = vec![0.0f32; net.outputs.len()];
     let mut plain = Plain::new(net, rank, sh.world)?;
@@ -673,11 +699,12 @@ fn run_test(
     if rank != 0 {
         return Ok(Vec::new());
     }
-    let totals = worker.test_totals(net.outputs.len())?;
+    let totals = worker.test_totals()?;
     if prev.len() != totals.len() {
         *prev = vec![0.0; totals.len()];
     }
-    let batches = totals[net.outputs.len()] - prev[net.outputs.len()];
+    let slots = totals.len() - 1;
+    let batches = totals[slots] - prev[slots];
     let means: Vec<f32> = (0..net.outputs.len()).map(|k| (totals[k] - prev[k]) / batches.max(1.0)).collect();
     *prev = totals;
     let named = named(net, &means);

@@ -101,7 +101,7 @@ fn trains_three_iterations(name: &str) {
     let dir = common::scratch(&format!("imagenet-{name}"));
     let solver = SolverParam::load(&prepare(&dir, name)).unwrap();
     let (net, test) = build_nets(&solver, &DataCache::default()).unwrap();
-    assert!(test.is_some(), "the TEST net builds too");
+    assert_eq!(test.len(), 1, "the TEST net builds too");
     let layout = ParamLayout::of(&net);
     let initial = layout.initial(&net, solver.random_seed.unwrap());
     let opts = TrainOptions::default();

@@ -67,7 +67,7 @@ fn a_net_of_every_layer_type_builds_and_trains() {
     let path = common::write(&dir, &every_type_net(), &common::solver("net.prototxt", 4, 2, 0, ""));
     let solver = SolverParam::load(&path).unwrap();
     let (net, test) = build_nets(&solver, &DataCache::default()).unwrap();
-    let test = test.expect("a TEST net");
+    let test = test.into_iter().next().expect("a TEST net");
     let types: BTreeSet<&str> = net.layers.iter().chain(&test.layers).map(|l| l.type_name).collect();
     let mut want: BTreeSet<&str> = LAYER_TYPES.into_iter().collect();
     want.insert("Split");

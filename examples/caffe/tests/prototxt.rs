@@ -57,7 +57,7 @@ fn the_shipped_lenet_reads_as_caffe_means_it() {
     assert!(s.net.ends_with("lenet_train_test.prototxt") && s.net.exists());
     assert_eq!(s.lr_policy, LrPolicy::Inv { gamma: 0.0001, power: 0.75 });
     assert_eq!((s.base_lr, s.momentum, s.weight_decay), (0.01, 0.9, 0.0005));
-    assert_eq!((s.test_iter, s.test_interval), (20, 100));
+    assert_eq!((s.test_nets[0].iter, s.test_interval), (20, 100));
 }
 
 #[test]
@@ -79,7 +79,7 @@ fn the_full_dataset_files_differ_only_in_the_data_sources() {
     assert_eq!(strip(subset), strip(full));
     let s = SolverParam::load(&common::models().join("lenet_full_solver.prototxt")).unwrap();
     assert!(s.net.ends_with("lenet_full_train_test.prototxt"));
-    assert_eq!(s.test_iter, 100);
+    assert_eq!(s.test_nets[0].iter, 100);
 }
 
 #[test]
@@ -110,7 +110,7 @@ snapshot_prefix: "examples/mnist/lenet"
 solver_mode: GPU
 "#;
     let s = SolverParam::parse(src, Path::new("lenet_solver.prototxt")).unwrap();
-    assert_eq!((s.max_iter, s.display, s.snapshot, s.test_iter), (10000, 100, 5000, 100));
+    assert_eq!((s.max_iter, s.display, s.snapshot, s.test_nets[0].iter), (10000, 100, 5000, 100));
     assert_eq!(s.snapshot_prefix, "examples/mnist/lenet");
     assert_eq!(s.gpu, Some(0), "solver_mode: GPU selects GPU 0 (device_id absent)");
     let cpu = SolverParam::parse("net: \"n\" base_lr: 0.1 max_iter: 1 solver_mode: CPU device_id: 3", Path::new("s"));
@@ -376,7 +376,7 @@ layer { name: "quiet" type: "ReLU" bottom: "x" top: "w" exclude { not_stage: "lo
     assert!(msg.contains("max_level 1 is below min_level 3"), "{msg}");
 
     let s = SolverParam::parse(
-        "net: \"n.prototxt\"\nbase_lr: 0.01\nlr_policy: \"fixed\"\nmax_iter: 1\ntrain_state { level: 2 stage: \"big\" }\ntest_state { stage: \"eval\" }\n",
+        "net: \"n.prototxt\"\nbase_lr: 0.01\nlr_policy: \"fixed\"\nmax_iter: 1\ntrain_state { level: 2 stage: \"big\" }\n",
         Path::new("s.prototxt"),
     )
     .unwrap();
@@ -384,5 +384,45 @@ layer { name: "quiet" type: "ReLU" bottom: "x" top: "w" exclude { not_stage: "lo
         (s.train_state.phase, s.train_state.level, s.train_state.stages.clone()),
         (Phase::Train, 2, vec!["big".to_string()])
     );
-    assert_eq!((s.test_state.phase, s.test_state.stages.clone()), (Phase::Test, vec!["eval".to_string()]));
+    assert!(s.test_nets.is_empty(), "no test_iter: no test net");
+    let s = SolverParam::parse(
+        "net: \"n.prototxt\"\nbase_lr: 0.01\nlr_policy: \"fixed\"\nmax_iter: 1\ntest_iter: 3\ntest_iter: 5\ntest_state { stage: \"eval\" }\ntest_state { stage: \"val\" level: 1 }\n",
+        Path::new("s.prototxt"),
+    )
+    .unwrap();
+    let nets: Vec<_> =
+        s.test_nets.iter().map(|t| (t.iter, t.state.stages.clone(), t.state.level, t.state.phase)).collect();
+    assert_eq!(nets, [(3, vec!["eval".to_string()], 0, Phase::Test), (5, vec!["val".to_string()], 1, Phase::Test)]);
+}
+
+#[test]
+fn train_net_test_net_and_several_test_nets_are_read_as_caffe_reads_them() {
+    let dir = common::scratch("test-nets");
+    for f in ["t.prototxt", "a.prototxt", "b.prototxt", "n.prototxt"] {
+        std::fs::write(dir.join(f), "").unwrap();
+    }
+    let base = "base_lr: 0.01\nlr_policy: \"fixed\"\nmax_iter: 1\n";
+    let load = |extra: &str| SolverParam::parse(&format!("{base}{extra}"), &dir.join("s.prototxt"));
+    let s = load(
+        "train_net: \"t.prototxt\"\ntest_net: \"a.prototxt\"\ntest_net: \"b.prototxt\"\ntest_iter: 2\ntest_iter: 4\n",
+    )
+    .unwrap();
+    assert!(s.net.ends_with("t.prototxt"));
+    let nets: Vec<_> = s.test_nets.iter().map(|t| (t.net.file_name().unwrap().to_owned(), t.iter)).collect();
+    assert_eq!(nets, [("a.prototxt".into(), 2), ("b.prototxt".into(), 4)]);
+    // With `net`, test_iters beyond the test_net files test instances of it.
+    let s = load("net: \"n.prototxt\"\ntest_net: \"a.prototxt\"\ntest_iter: 2\ntest_iter: 7\n").unwrap();
+    let nets: Vec<_> = s.test_nets.iter().map(|t| (t.net.file_name().unwrap().to_owned(), t.iter)).collect();
+    assert_eq!(nets, [("a.prototxt".into(), 2), ("n.prototxt".into(), 7)]);
+    // Mistakes, at their lines.
+    let err = |extra: &str| solver_err(&format!("{base}{extra}"));
+    let (line, msg) = err("train_net: \"t.prototxt\"\ntest_net: \"a.prototxt\"\ntest_iter: 2\ntest_iter: 4\n");
+    assert_eq!(line, 7);
+    assert!(msg.contains("2 test_iter for 1 test net"), "{msg}");
+    let (line, msg) = err("net: \"n.prototxt\"\ntrain_net: \"t.prototxt\"\n");
+    assert_eq!(line, 5);
+    assert!(msg.contains("not both"), "{msg}");
+    let (_, msg) = err("net: \"n.prototxt\"\ntest_iter: 2\ntest_state { stage: \"a\" }\ntest_state { stage: \"b\" }\n");
+    assert!(msg.contains("2 test_state for 1 test net"), "{msg}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

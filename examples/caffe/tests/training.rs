@@ -159,3 +159,21 @@ fn gpu_device_trains_bit_for_bit_as_the_host_device() {
     assert_eq!(bits(&swapped.losses), bits(&host.losses), "GPU and host device with a 1 MiB budget");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Several test nets (Caffe's TestAll): each is tested in turn with its own
+/// test_iter, and their outputs are told apart.
+#[test]
+fn every_test_net_is_tested_with_its_own_batches() {
+    let dir = common::scratch("two-test-nets");
+    let solver = common::solver("net.prototxt", 6, 2, 3, "test_iter: 4");
+    let path = common::write(&dir, &common::small_net(16), &solver);
+    let solver = SolverParam::load(&path).unwrap();
+    assert_eq!(solver.test_nets.iter().map(|t| t.iter).collect::<Vec<_>>(), [2, 4]);
+    let report = train(&solver, &quiet(PsOptions::default()), &Cluster::in_process(2).unwrap()).unwrap();
+    let names: Vec<&str> = report.test.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["accuracy", "loss", "net1/accuracy", "net1/loss"]);
+    for (n, v) in &report.test {
+        assert!(v.is_finite() && (!n.ends_with("accuracy") || (0.0..=1.0).contains(v)), "{n} = {v}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -112,8 +112,8 @@ pub struct SolverParam {
     pub display: u64,
     /// Iterations over which the displayed loss is averaged.
     pub average_loss: u64,
-    /// Test batches per test (0 when the solver runs no test).
-    pub test_iter: u64,
+    /// The test nets, each tested every `test_interval` (none: no test).
+    pub test_nets: Vec<TestNet>,
     /// Test every this many iterations (0: only at the end).
     pub test_interval: u64,
     /// Test once before training starts.
@@ -125,11 +125,18 @@ pub struct SolverParam {
     pub random_seed: Option<u64>,
     /// `solver_mode: GPU`: the GPU (`device_id`, default 0) to keep rows on.
     pub gpu: Option<usize>,
-    /// The level and stages the TRAIN and TEST nets are built for
-    /// (`train_state`, `test_state`; the phase is always the net's own).
+    /// The level and stages the TRAIN net is built for (`train_state`).
     pub train_state: NetState,
-    pub test_state: NetState,
     pub file: PathBuf,
+}
+
+/// One test net: its file, the batches of each test, and the state (level,
+/// stages) it is built for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestNet {
+    pub net: PathBuf,
+    pub iter: u64,
+    pub state: NetState,
 }
 
 /// Resolves `name` as Caffe does (against the current directory), falling
@@ -164,8 +171,6 @@ impl SolverParam {
             p.push(at(field), format!("field `{field}` is not supported by caffe-geeps{why}; remove it"))
         };
         for (field, set) in [
-            ("train_net", s.train_net.is_some()),
-            ("test_net", !s.test_net.is_empty()),
             ("net_param", s.net_param.is_some()),
             ("train_net_param", s.train_net_param.is_some()),
             ("test_net_param", !s.test_net_param.is_empty()),
@@ -210,10 +215,17 @@ impl SolverParam {
         };
         check_type_settings(&s, solver_type, &loc, &mut p);
 
-        let net_name = s.net.clone();
-        if net_name.is_none() {
-            p.push(1, "the solver has no `net: \"...prototxt\"`");
-        }
+        let net_name = match (&s.net, &s.train_net) {
+            (Some(_), Some(_)) => {
+                p.push(at("train_net"), "give `net` (TRAIN and TEST in one file) or `train_net`, not both");
+                s.net.clone()
+            }
+            (Some(n), None) | (None, Some(n)) => Some(n.clone()),
+            (None, None) => {
+                p.push(1, "the solver has no `net: \"...prototxt\"` (or `train_net`)");
+                None
+            }
+        };
         let base_lr = s.base_lr.unwrap_or(0.0);
         if s.base_lr.is_none() {
             p.push(1, "the solver has no `base_lr`");
@@ -287,9 +299,6 @@ impl SolverParam {
                 if matches!(lr_policy, Some(LrPolicy::Poly { .. })) { " (lr_policy \"poly\" uses it)" } else { "" };
             p.push(at("max_iter"), format!("the solver needs `max_iter` >= 1{why}"));
         }
-        if s.test_iter.len() > 1 {
-            p.push(loc.nth("test_iter", 1).line(), "one test net only: give `test_iter` once");
-        }
         let count = |p: &mut Problems, field: &str, v: i32| {
             if v < 0 {
                 p.push(at(field), format!("{field} {v} must be >= 0"));
@@ -298,17 +307,56 @@ impl SolverParam {
         };
         let display = count(&mut p, "display", s.display());
         let average_loss = count(&mut p, "average_loss", s.average_loss()).max(1);
-        if s.test_state.len() > 1 {
-            p.push(loc.nth("test_state", 1).line(), "one test net only: give `test_state` once");
-        }
         let state_of = |st: Option<&caffe::NetState>, phase: Phase| NetState {
             phase,
             level: st.map_or(0, |s| s.level()),
             stages: st.map(|s| s.stage.clone()).unwrap_or_default(),
         };
         let train_state = state_of(s.train_state.as_ref(), Phase::Train);
-        let test_state = state_of(s.test_state.first(), Phase::Test);
-        let test_iter = count(&mut p, "test_iter", s.test_iter.first().copied().unwrap_or(0));
+        let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        // Caffe's test nets: the `test_net` files, then as many instances of
+        // `net` as `test_iter`s remain; one `test_iter` each, and one
+        // `test_state` each when any is given.
+        let files: Vec<PathBuf> = s.test_net.iter().map(|n| resolve(n, &base_dir)).collect();
+        let generic = if s.net.is_some() { s.test_iter.len().saturating_sub(files.len()) } else { 0 };
+        let instances = files.len() + generic;
+        if s.test_iter.len() != instances {
+            let line = if s.test_iter.is_empty() {
+                at("test_net")
+            } else {
+                loc.nth("test_iter", s.test_iter.len() - 1).line()
+            };
+            p.push(
+                line,
+                format!(
+                    "{} test_iter for {} test net(s): give one `test_iter` per `test_net` (with `net`, each further one tests another instance of it)",
+                    s.test_iter.len(),
+                    files.len()
+                ),
+            );
+        }
+        if !s.test_state.is_empty() && s.test_state.len() != instances {
+            p.push(
+                loc.nth("test_state", 0).line(),
+                format!(
+                    "{} test_state for {instances} test net(s): give none, or one per test net",
+                    s.test_state.len()
+                ),
+            );
+        }
+        let test_nets: Vec<TestNet> = (0..instances.min(s.test_iter.len()))
+            .map(|i| TestNet {
+                net: files.get(i).cloned().unwrap_or_else(|| resolve(s.net.as_deref().unwrap_or_default(), &base_dir)),
+                iter: s.test_iter[i].max(0) as u64,
+                state: state_of(s.test_state.get(i), Phase::Test),
+            })
+            .collect();
+        for (i, &t) in s.test_iter.iter().enumerate() {
+            if t < 0 {
+                p.push(loc.nth("test_iter", i).line(), format!("test_iter {t} must be >= 0"));
+            }
+        }
+        let test_iter = test_nets.first().map_or(0, |t| t.iter);
         let test_interval = count(&mut p, "test_interval", s.test_interval());
         if s.test_interval.is_some_and(|t| t > 0) && s.test_iter.is_empty() {
             p.push(
@@ -335,7 +383,6 @@ impl SolverParam {
         let snapshot = count(&mut p, "snapshot", s.snapshot());
         p.finish()?;
 
-        let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let random_seed = u64::try_from(s.random_seed()).ok();
         Ok(SolverParam {
             net: resolve(&net_name.expect("checked above"), &base_dir),
@@ -353,7 +400,7 @@ impl SolverParam {
             max_iter: max_iter as u64,
             display,
             average_loss,
-            test_iter,
+            test_nets,
             test_interval,
             test_initialization: s.test_initialization(),
             snapshot,
@@ -365,7 +412,6 @@ impl SolverParam {
             random_seed,
             gpu,
             train_state,
-            test_state,
             file: path.to_path_buf(),
         })
     }

@@ -36,8 +36,10 @@ pub struct PsLayout {
     pub history: Vec<TableId>,
     /// Copies of its parameter vector each layer's history table holds.
     pub history_copies: usize,
-    /// One row keeping the sums of the test outputs across workers.
+    /// The sums of the test outputs across workers: `test_outputs` sums
+    /// (the most any test net has), then the count of test batches.
     pub test_table: TableId,
+    pub test_outputs: usize,
     /// Two floats per worker: where the workers agree to snapshot or stop
     /// (`control.rs`).
     pub control_table: TableId,
@@ -59,6 +61,7 @@ impl PsLayout {
         width: usize,
         history_copies: usize,
         world: usize,
+        test_outputs: usize,
     ) -> PsLayout {
         let mut param_tables = Vec::new();
         let mut param_keys = Vec::new();
@@ -99,8 +102,7 @@ impl PsLayout {
             .iter()
             .map(|lp| b.local_table(&format!("history/{}", lp.name), rows_for(history_copies * lp.len, width)))
             .collect();
-        let outputs = net.outputs.len() + 1;
-        let test_table = b.parameter_table("test-outputs", rows_for(outputs, width));
+        let test_table = b.parameter_table("test-outputs", rows_for(test_outputs + 1, width));
         let control_table = b.parameter_table("control", rows_for(2 * world, width));
         PsLayout {
             row_width: width,
@@ -113,6 +115,7 @@ impl PsLayout {
             history,
             history_copies,
             test_table,
+            test_outputs,
             control_table,
         }
     }

@@ -134,6 +134,7 @@ impl<'a> PsWorker<'a> {
         params: &'a ParamLayout,
         opts: &PsOptions,
         rule: Rule,
+        test_outputs: usize,
         transport: Arc<dyn Transport>,
     ) -> Result<PsWorker<'a>> {
         let config = Config::default()
@@ -151,6 +152,7 @@ impl<'a> PsWorker<'a> {
             opts.row_width,
             copies,
             transport.num_workers(),
+            test_outputs,
         );
         let device = opts.device.open(transport.rank(), opts.device_memory)?;
         b.transport(transport);
@@ -402,7 +404,7 @@ impl<'a> PsWorker<'a> {
     }
 
     fn test_keys(&self) -> Vec<RowKey> {
-        geeps::keys(self.layout.test_table, 0..rows_for(self.net.outputs.len() + 1, self.layout.row_width))
+        geeps::keys(self.layout.test_table, 0..rows_for(self.layout.test_outputs + 1, self.layout.row_width))
     }
 
     /// Adds this worker's test output sums and batch count to the shared
@@ -410,18 +412,24 @@ impl<'a> PsWorker<'a> {
     pub fn add_test_outputs(&self, sums: &[f32], batches: f32) -> Result<()> {
         let mut u = self.ps.pre_update_keys(&self.test_keys())?;
         let mut s = self.view.write(u.device_ptr(), u.len(), false, || u.as_mut_slice())?;
+        let slots = self.layout.test_outputs;
+        if sums.len() > slots {
+            return Err(Error::config(format!("{} test outputs, but the test table holds {slots}", sums.len())));
+        }
+        s.fill(0.0);
         s[..sums.len()].copy_from_slice(sums);
-        s[sums.len()] = batches;
+        s[slots] = batches;
         self.view.commit(s)?;
         u.update()?;
         self.ps.table_clock(self.layout.test_table)?;
         Ok(())
     }
 
-    /// Running totals of every worker's test outputs (last entry: batches).
-    pub fn test_totals(&self, outputs: usize) -> Result<Vec<f32>> {
+    /// Running totals of every worker's test outputs, `test_outputs` of
+    /// them, then the test batches.
+    pub fn test_totals(&self) -> Result<Vec<f32>> {
         let buf = self.ps.read_keys(&self.test_keys(), Slack::BSP)?;
-        let v = self.view.read(buf.device_ptr(), buf.len(), || buf.as_slice())?[..=outputs].to_vec();
+        let v = self.view.read(buf.device_ptr(), buf.len(), || buf.as_slice())?[..=self.layout.test_outputs].to_vec();
         buf.post()?;
         Ok(v)
     }

@@ -46,7 +46,7 @@ mod tests {
             max_iter: 1000,
             display: 0,
             average_loss: 1,
-            test_iter: 0,
+            test_nets: Vec::new(),
             test_interval: 0,
             test_initialization: false,
             snapshot: 0,
@@ -55,7 +55,6 @@ mod tests {
             random_seed: None,
             gpu: None,
             train_state: crate::net_state::NetState::phase(crate::proto::net::Phase::Train),
-            test_state: crate::net_state::NetState::phase(crate::proto::net::Phase::Test),
             file: PathBuf::new(),
         }
     }
