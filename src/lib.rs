@@ -44,8 +44,8 @@
 
 pub use geeps_core::{
     keys, CallKind, CallStats, Config, Device, DeviceInfo, DevicePtr, Error, Geeps, GeepsBuilder, Handle, HostDevice,
-    InProcessCluster, LocalBuffer, Plan, RawBuffer, ReadBuffer, ReleaseAs, Result, RowKey, Slack, Stats, TableId,
-    TableKind, TablePlacement, TableSpec, Transport, UpdateBuffer, DEFAULT_ROW_WIDTH, DEFAULT_WAIT_DEADLINE,
+    InProcessCluster, LocalBuffer, Plan, RawBuffer, ReadBuffer, ReleaseAs, Restored, Result, RowKey, Slack, Stats,
+    TableId, TableKind, TablePlacement, TableSpec, Transport, UpdateBuffer, DEFAULT_ROW_WIDTH, DEFAULT_WAIT_DEADLINE,
 };
 
 /// The device seam, for writing a backend: the [`Device`] trait and its types.
