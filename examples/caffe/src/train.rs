@@ -663,8 +663,8 @@ fn run_test(
 ) -> Result<Vec<(String, f32)>> {
     let params = worker.current_params()?;
     let mut out = Vec::new();
-    for (k, net) in sh.tests.iter().enumerate() {
-        let named = test_one(rank, worker, sh, k, net, &params, iter, prev)?;
+    for k in 0..sh.tests.len() {
+        let named = test_one(rank, worker, sh, k, &params, iter, prev)?;
         out.extend(named.into_iter().map(|(n, v)| if k == 0 { (n, v) } else { (format!("net{k}/{n}"), v) }));
     }
     Ok(out)
@@ -672,17 +672,16 @@ fn run_test(
 
 /// Every worker evaluates its share of test net `k`'s batches on the
 /// current parameters; the sums meet in geeps, and rank 0 reports the means.
-#[allow(clippy::too_many_arguments)]
 fn test_one(
     rank: usize,
     worker: &PsWorker<'_>,
     sh: &Shared<'_>,
     k: usize,
-    net: &Net,
     params: &[Vec<f32>],
     iter: u64,
     prev: &mut Vec<f32>,
 ) -> Result<Vec<(String, f32)>> {
+    let net = &sh.tests[k];
     let map = sh.layout.share_with(net)?;
     let views: Vec<&[f32]> = map.iter().map(|m| m.map_or(&[][..], |i| params[i].as_slice())).collect();
     let batches_all = sh.solver.test_nets[k].iter;

@@ -50,19 +50,25 @@ pub fn rows_for(floats: usize, width: usize) -> u32 {
     floats.div_ceil(width).max(1) as u32
 }
 
+/// The sizes a layout is declared with.
+#[derive(Debug, Clone, Copy)]
+pub struct LayoutSizes {
+    /// Consecutive parameter layers sharing one table.
+    pub per_table: usize,
+    /// Floats per row.
+    pub width: usize,
+    /// Copies of each parameter layer's vector in its history table.
+    pub history_copies: usize,
+    /// Workers of the cluster (a control slot each).
+    pub world: usize,
+    /// Outputs of the widest test net (or of the train net).
+    pub test_outputs: usize,
+}
+
 impl PsLayout {
-    /// Declares the tables of `net` on `b`, with `history_copies` copies of
-    /// each parameter layer's vector in its history table.
-    pub fn declare(
-        b: &mut GeepsBuilder,
-        net: &Net,
-        params: &ParamLayout,
-        per_table: usize,
-        width: usize,
-        history_copies: usize,
-        world: usize,
-        test_outputs: usize,
-    ) -> PsLayout {
+    /// Declares the tables of `net` on `b`.
+    pub fn declare(b: &mut GeepsBuilder, net: &Net, params: &ParamLayout, sizes: LayoutSizes) -> PsLayout {
+        let LayoutSizes { per_table, width, history_copies, world, test_outputs } = sizes;
         let mut param_tables = Vec::new();
         let mut param_keys = Vec::new();
         let mut clock_after = Vec::new();

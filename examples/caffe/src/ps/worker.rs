@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::net::{backward_layer, forward_layer, Io, Net};
 use crate::params::ParamLayout;
 use crate::ps::host_view::{HostView, Writable};
-use crate::ps::layout::{rows_for, PsLayout, Slot};
+use crate::ps::layout::{rows_for, LayoutSizes, PsLayout, Slot};
 use crate::ps::PsOptions;
 use crate::solver::{clip_factor, layer_delta, sumsq, Rule, Step};
 
@@ -148,11 +148,13 @@ impl<'a> PsWorker<'a> {
             &mut b,
             net,
             params,
-            opts.layers_per_table,
-            opts.row_width,
-            copies,
-            transport.num_workers(),
-            test_outputs,
+            LayoutSizes {
+                per_table: opts.layers_per_table,
+                width: opts.row_width,
+                history_copies: copies,
+                world: transport.num_workers(),
+                test_outputs,
+            },
         );
         let device = opts.device.open(transport.rank(), opts.device_memory)?;
         b.transport(transport);
