@@ -6,12 +6,15 @@
 use std::path::Path;
 
 use crate::error::{BenchError, Result};
-use crate::results::{self, LargeFigure, MemoryFigure, Meta, Paths, StallFigure, SyncFigure, TransportFigure};
+use crate::results::{
+    self, LargeFigure, MemoryFigure, Meta, Paths, ScalingFigure, StallFigure, SyncFigure, TransportFigure,
+};
+use crate::scaling::{System, MACHINES, NETWORKS_GBPS};
 use crate::stall::SLACKS;
 use crate::sync::{ENGINE, RING, WORLDS};
 use crate::trainer::Mode;
 
-pub const FIGURES: [&str; 5] = ["transport", "sync", "stall", "memory", "large"];
+pub const FIGURES: [&str; 6] = ["transport", "sync", "scaling", "stall", "memory", "large"];
 
 struct Problems(Vec<String>);
 
@@ -137,6 +140,50 @@ fn sync(p: &mut Problems, f: &SyncFigure) {
     }
 }
 
+fn scaling(p: &mut Problems, f: &ScalingFigure) {
+    meta(p, "scaling", &f.meta);
+    p.positive("scaling: compute ms", f.compute_ms);
+    for system in System::ALL {
+        let label = system.label();
+        p.require(f.points.iter().filter(|x| x.system == label).count() >= 4, || {
+            format!("scaling: fewer than 4 measured points of {label} (2 and 4 ranks at two sizes)")
+        });
+        match f.fits.iter().find(|x| x.system == label) {
+            Some(fit) => {
+                let coefficients = [fit.latency_s, fit.cpu_s_per_byte, fit.wire_s_per_byte];
+                p.require(coefficients.iter().all(|v| v.is_finite() && *v >= 0.0), || {
+                    format!("scaling: {label} fit {coefficients:?}, expected finite non-negative coefficients")
+                });
+            }
+            None => p.0.push(format!("scaling: no fit of {label}")),
+        }
+        for gbps in NETWORKS_GBPS {
+            for overlap in [true, false] {
+                for n in MACHINES {
+                    let row = f.rows.iter().find(|r| {
+                        r.system == label && r.network_gbps == gbps && r.overlap == overlap && r.machines == n
+                    });
+                    let what = format!("scaling: {label} on {gbps} Gb/s, {n} machines, overlap {overlap}");
+                    match row {
+                        Some(r) => {
+                            p.positive(&format!("{what} ms per clock"), r.ms_per_clock);
+                            p.require(r.speedup > 0.0 && r.speedup <= n as f64 * (1.0 + 1e-9), || {
+                                format!("{what}: speedup {}, expected in (0, {n}]", r.speedup)
+                            });
+                        }
+                        None => p.0.push(format!("{what}: missing")),
+                    }
+                }
+            }
+        }
+    }
+    for x in &f.points {
+        let what = format!("scaling: {} at {} ranks, {} bytes", x.system, x.workers, x.table_bytes);
+        p.positive(&format!("{what} ms per clock"), x.ms_per_clock);
+        p.require(x.samples_ms.len() == f.meta.repeats, || format!("{what}: sample count"));
+    }
+}
+
 fn png(p: &mut Problems, path: &Path) {
     match std::fs::read(path) {
         Ok(bytes) => p.require(bytes.len() > 2_000 && bytes.starts_with(b"\x89PNG\r\n\x1a\n"), || {
@@ -174,6 +221,10 @@ pub fn run(dir: &Path) -> Result<()> {
     }
     match results::read(&paths.json("sync")) {
         Ok(f) => sync(&mut p, &f),
+        Err(e) => p.0.push(e.to_string()),
+    }
+    match results::read(&paths.json("scaling")) {
+        Ok(f) => scaling(&mut p, &f),
         Err(e) => p.0.push(e.to_string()),
     }
     if p.0.is_empty() {

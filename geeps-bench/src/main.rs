@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! geeps-bench all [--quick] [--out results]   # every figure
-//! geeps-bench stall|memory|large|transport|sync [--quick] [--out results]
+//! geeps-bench stall|memory|large|transport|sync|scaling [--quick] [--out results]
 //! geeps-bench plot [--out results]            # redraw the PNGs from the JSON
 //! geeps-bench check [--out results]           # validate JSON and PNGs
 //! geeps-bench tables [--out results]          # the figures as Markdown tables
@@ -31,6 +31,7 @@ mod ranks;
 mod raw_tcp;
 mod results;
 mod ring;
+mod scaling;
 mod settings;
 mod socket_bytes;
 mod stall;
@@ -89,6 +90,10 @@ struct RunArgs {
     /// 4 MB with --quick).
     #[arg(long)]
     sync_mb: Option<f64>,
+    /// Compute per clock of the scaling projection in ms (default: GoogLeNet's
+    /// mini-batch on the paper's GPU, 0.35 s).
+    #[arg(long)]
+    compute_ms: Option<f64>,
 }
 
 #[derive(Args, Clone)]
@@ -100,11 +105,14 @@ struct OutArgs {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Every figure: transport, sync, stall (Fig. 14), memory (Fig. 12), large models (Fig. 13).
+    /// Every figure: transport, sync, scaling, stall (Fig. 14), memory (Fig. 12), large models (Fig. 13).
     All(RunArgs),
     /// One BSP clock of a table through the engine at 2 and 4 ranks, beside a
     /// ring all-reduce over raw TCP (and gloo and MPI when installed).
     Sync(RunArgs),
+    /// A per-clock cost model fitted to sync runs at 2 and 4 ranks, projected
+    /// to 64 machines on 10 and 100 Gb/s links.
+    Scaling(RunArgs),
     /// BSP clock exchange: engine vs raw TCP and vs memcpy threads.
     Transport(RunArgs),
     /// Figure 14: stall time of GeePS, GeePS-single-table and CPU-PS at slack 0, 1, inf.
@@ -145,6 +153,14 @@ fn sync(s: &Settings, c: &Calibration, paths: &Paths) -> Result<()> {
     results::write(&paths.json("sync"), &f)?;
     plot::sync(&f, &paths.png("sync"))?;
     summary::sync(&f);
+    Ok(())
+}
+
+fn scaling(s: &Settings, c: &Calibration, paths: &Paths) -> Result<()> {
+    let f = scaling::run(s, c)?;
+    results::write(&paths.json("scaling"), &f)?;
+    plot::scaling(&f, &paths.png("scaling"))?;
+    summary::scaling(&f);
     Ok(())
 }
 
@@ -190,6 +206,12 @@ fn run_figures(args: &RunArgs, figures: &[Figure]) -> Result<()> {
         }
         s.sync.bytes = (mb * 1e6) as usize;
     }
+    if let Some(ms) = args.compute_ms {
+        if !(ms.is_finite() && ms > 0.0) {
+            return Err(BenchError::msg(format!("--compute-ms {ms}: give a positive number of milliseconds")));
+        }
+        s.scaling_compute_ms = Some(ms);
+    }
     args.device.export();
     if let Some(caveat) = args.device.caveat() {
         println!("{caveat}");
@@ -214,6 +236,7 @@ fn redraw(dir: &Path) -> Result<()> {
     plot::memory(&results::read(&paths.json("memory"))?, &paths.png("memory"))?;
     plot::large(&results::read(&paths.json("large"))?, &paths.png("large"))?;
     plot::sync(&results::read(&paths.json("sync"))?, &paths.png("sync"))?;
+    plot::scaling(&results::read(&paths.json("scaling"))?, &paths.png("scaling"))?;
     Ok(())
 }
 
@@ -226,8 +249,9 @@ fn main() -> ExitCode {
     let result = match RankEnv::from_env() {
         Some(env) => env.and_then(rank_main),
         None => match Cli::parse().command {
-            Command::All(a) => run_figures(&a, &[transport, sync, stall, memory, large]),
+            Command::All(a) => run_figures(&a, &[transport, sync, scaling, stall, memory, large]),
             Command::Sync(a) => run_figures(&a, &[sync]),
+            Command::Scaling(a) => run_figures(&a, &[scaling]),
             Command::Transport(a) => run_figures(&a, &[transport]),
             Command::Stall(a) => run_figures(&a, &[stall]),
             Command::Memory(a) => run_figures(&a, &[memory]),

@@ -10,7 +10,7 @@ use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
 
 use crate::error::{BenchError, Result};
-use crate::results::{LargeFigure, MemoryFigure, StallFigure, SyncFigure, TransportFigure};
+use crate::results::{LargeFigure, MemoryFigure, ScalingFigure, StallFigure, SyncFigure, TransportFigure};
 
 const FONT: &str = "sans-serif";
 static REGISTER: Once = Once::new();
@@ -371,6 +371,87 @@ pub fn sync(f: &SyncFigure, path: &Path) -> Result<()> {
             EmptyElement::at((SegmentValue::CenterOf(i as u32), r.ms_per_clock))
                 + Text::new(text.clone(), above(&text, 13), (FONT, 13).into_font())
         }))
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+/// Scaling: projected speedup of the engine against machines on both links,
+/// overlapped (thick) and not (thin), beside the ideal line and the paper's point.
+pub fn scaling(f: &ScalingFigure, path: &Path) -> Result<()> {
+    register_font();
+    let err = fail(path);
+    let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let right = f.rows.iter().map(|r| r.machines as f64).fold(2.0, f64::max) * 1.15;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!(
+                "Projected speedup: {:.0} MB table, {:.0} ms compute per clock (model fitted on loopback)",
+                f.table_bytes as f64 / 1e6,
+                f.compute_ms
+            ),
+            (FONT, 18),
+        )
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(60)
+        .build_cartesian_2d((0.9f64..right).log_scale(), (0.9f64..right).log_scale())
+        .map_err(|e| err(&e))?;
+    chart
+        .configure_mesh()
+        .x_desc("machines")
+        .y_desc("speedup over one machine")
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .label_style((FONT, 13))
+        .draw()
+        .map_err(|e| err(&e))?;
+    let ideal: Vec<(f64, f64)> = [1.0, right].iter().map(|&n| (n, n)).collect();
+    chart
+        .draw_series(LineSeries::new(ideal, BASELINE.stroke_width(1)))
+        .map_err(|e| err(&e))?
+        .label("ideal (N x)")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], BASELINE.stroke_width(1)));
+    let mut links: Vec<f64> = Vec::new();
+    for r in &f.rows {
+        if !links.contains(&r.network_gbps) {
+            links.push(r.network_gbps);
+        }
+    }
+    for (i, gbps) in links.iter().enumerate() {
+        let color = if i == 0 { COMPUTE } else { TARGET };
+        for overlap in [true, false] {
+            let mut pts: Vec<(f64, f64)> = f
+                .rows
+                .iter()
+                .filter(|r| r.system == crate::sync::ENGINE && r.network_gbps == *gbps && r.overlap == overlap)
+                .map(|r| (r.machines as f64, r.speedup))
+                .collect();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let width = if overlap { 3 } else { 1 };
+            let label = format!("geeps, {gbps} Gb/s, {}", if overlap { "overlap" } else { "no overlap" });
+            chart
+                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(width)))
+                .map_err(|e| err(&e))?
+                .label(label)
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 14, y)], color.stroke_width(width)));
+            chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled()))).map_err(|e| err(&e))?;
+        }
+    }
+    let paper = (f.paper_machines as f64, f.paper_speedup);
+    chart
+        .draw_series(std::iter::once(TriangleMarker::new(paper, 8, STALL.filled())))
+        .map_err(|e| err(&e))?
+        .label(format!("paper: {:.0}x on {} machines (GoogLeNet)", paper.1, f.paper_machines))
+        .legend(|(x, y)| TriangleMarker::new((x + 7, y), 5, STALL.filled()));
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FONT, 13))
+        .draw()
         .map_err(|e| err(&e))?;
     root.present().map_err(|e| err(&e))?;
     Ok(())

@@ -257,6 +257,62 @@ pub struct SyncFigure {
     pub skipped: Vec<String>,
 }
 
+/// One measured configuration of the scaling calibration.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScalingPoint {
+    pub system: String,
+    pub workers: usize,
+    pub table_bytes: usize,
+    /// Median over repeats of each run's median clock (slowest rank per clock).
+    pub ms_per_clock: f64,
+    pub samples_ms: Vec<f64>,
+    /// What the fitted model gives for this point (loopback wire cost).
+    pub model_ms: f64,
+}
+
+/// A fitted `comm(N, S) = a·L(N) + c·S + w·X(N, S)` (see `scaling.rs`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScalingFit {
+    pub system: String,
+    /// `a`: seconds per sequential hop.
+    pub latency_s: f64,
+    /// `c`: seconds per table byte of CPU work.
+    pub cpu_s_per_byte: f64,
+    /// `w`: seconds per byte sent (each way) over loopback TCP.
+    pub wire_s_per_byte: f64,
+    pub rms_residual_ms: f64,
+}
+
+/// One projected configuration.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScalingRow {
+    pub system: String,
+    /// Link bandwidth each way, Gbit/s.
+    pub network_gbps: f64,
+    /// Communication overlapped with compute (`max`) or after it (`+`).
+    pub overlap: bool,
+    pub machines: usize,
+    pub ms_per_clock: f64,
+    /// Throughput over one machine with the same compute per clock.
+    pub speedup: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScalingFigure {
+    pub meta: Meta,
+    pub clocks: usize,
+    /// The table the projection is for (the calibration also ran a quarter of it).
+    pub table_bytes: usize,
+    pub compute_ms: f64,
+    pub compute_source: String,
+    pub points: Vec<ScalingPoint>,
+    pub fits: Vec<ScalingFit>,
+    pub rows: Vec<ScalingRow>,
+    pub paper_machines: usize,
+    pub paper_speedup: f64,
+    pub paper_setting: String,
+}
+
 /// Where each figure's files go.
 pub struct Paths {
     pub dir: PathBuf,

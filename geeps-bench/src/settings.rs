@@ -49,6 +49,9 @@ pub struct Settings {
     pub large_iterations: usize,
     /// Wall-clock limit of one multi-process run.
     pub limit: Duration,
+    /// Compute per clock of the scaling projection in ms (default: GoogLeNet's
+    /// on the paper's GPU).
+    pub scaling_compute_ms: Option<f64>,
 }
 
 impl Settings {
@@ -73,6 +76,7 @@ impl Settings {
                 large_layers: vec![1, 4, 32],
                 large_iterations: 2,
                 limit: Duration::from_secs(90),
+                scaling_compute_ms: None,
             }
         } else {
             Settings {
@@ -94,6 +98,7 @@ impl Settings {
                 large_layers: vec![1, 2, 4, 8, 16, 32, 56],
                 large_iterations: 3,
                 limit: Duration::from_secs(300),
+                scaling_compute_ms: None,
             }
         }
     }

@@ -4,7 +4,7 @@
 
 use crate::large::worst_large;
 use crate::memory::at_target;
-use crate::results::{LargeFigure, MemoryFigure, StallFigure, SyncFigure, TransportFigure};
+use crate::results::{LargeFigure, MemoryFigure, ScalingFigure, StallFigure, SyncFigure, TransportFigure};
 use crate::trainer::Mode;
 
 fn verdict(met: bool) -> &'static str {
@@ -104,6 +104,62 @@ pub fn sync(f: &SyncFigure) {
     }
     for line in &f.skipped {
         println!("  sync: {line}");
+    }
+}
+
+/// The fits, the projection table and the ratio against the paper's point.
+pub fn scaling(f: &ScalingFigure) {
+    for x in &f.fits {
+        println!(
+            "  scaling fit, {}: a {:.2} ms per hop, c {:.3} ns per table byte (CPU), w {:.3} ns per byte sent (loopback); RMS residual {:.1} ms",
+            x.system,
+            x.latency_s * 1e3,
+            x.cpu_s_per_byte * 1e9,
+            x.wire_s_per_byte * 1e9,
+            x.rms_residual_ms
+        );
+    }
+    println!(
+        "  scaling projection of a {:.1} MB table, {:.0} ms of compute per clock: speedup (ms per clock)",
+        f.table_bytes as f64 / 1e6,
+        f.compute_ms
+    );
+    let machines: Vec<usize> = crate::scaling::MACHINES.to_vec();
+    let header: Vec<String> = machines.iter().map(|n| format!("{n:>14}")).collect();
+    println!("    {:<44}{}", "system, link, overlap", header.join(""));
+    let mut keys: Vec<(String, f64, bool)> = Vec::new();
+    for r in &f.rows {
+        if !keys.iter().any(|k| k.0 == r.system && k.1 == r.network_gbps && k.2 == r.overlap) {
+            keys.push((r.system.clone(), r.network_gbps, r.overlap));
+        }
+    }
+    for (system, gbps, overlap) in &keys {
+        let cells: Vec<String> = machines
+            .iter()
+            .map(|&n| {
+                f.rows
+                    .iter()
+                    .find(|r| {
+                        &r.system == system && r.network_gbps == *gbps && r.overlap == *overlap && r.machines == n
+                    })
+                    .map_or(format!("{:>14}", "-"), |r| {
+                        format!("{:>14}", format!("{:.2}x ({:.0})", r.speedup, r.ms_per_clock))
+                    })
+            })
+            .collect();
+        let label = format!("{system}, {gbps} Gb/s, {}", if *overlap { "overlap" } else { "no overlap" });
+        println!("    {label:<44}{}", cells.join(""));
+    }
+    for r in f.rows.iter().filter(|r| r.machines == f.paper_machines && r.system == crate::sync::ENGINE) {
+        println!(
+            "  scaling at {} machines, {} Gb/s, {}: {:.2}x = {:.2} of the paper's {:.0}x",
+            r.machines,
+            r.network_gbps,
+            if r.overlap { "overlap" } else { "no overlap" },
+            r.speedup,
+            r.speedup / f.paper_speedup,
+            f.paper_speedup
+        );
     }
 }
 

@@ -21,7 +21,7 @@ pub const WORLDS: [usize; 2] = [2, 4];
 
 /// One run's figures: its median clock (slowest rank per clock) and TCP
 /// bytes received per rank per clock, where counted.
-fn reduce(ranks: &[ClockTimes]) -> (f64, Option<f64>) {
+pub fn reduce(ranks: &[ClockTimes]) -> (f64, Option<f64>) {
     let n = ranks.iter().map(|r| r.seconds.len()).min().unwrap_or(0);
     let slowest: Vec<f64> = (0..n).map(|i| ranks.iter().map(|r| r.seconds[i]).fold(0.0, f64::max)).collect();
     let counted: Option<Vec<f64>> = ranks.iter().map(|r| r.received_bytes_per_clock).collect();

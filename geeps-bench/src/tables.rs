@@ -8,7 +8,9 @@ use std::path::Path;
 use crate::error::Result;
 use crate::large::worst_large;
 use crate::memory::at_target;
-use crate::results::{self, LargeFigure, MemoryFigure, Meta, Paths, StallFigure, SyncFigure, TransportFigure};
+use crate::results::{
+    self, LargeFigure, MemoryFigure, Meta, Paths, ScalingFigure, StallFigure, SyncFigure, TransportFigure,
+};
 
 fn mb(bytes: usize) -> f64 {
     bytes as f64 / 1e6
@@ -225,6 +227,75 @@ fn sync(out: &mut String, f: &SyncFigure) {
     let _ = writeln!(out);
 }
 
+fn scaling(out: &mut String, f: &ScalingFigure) {
+    let _ = writeln!(out, "#### Scaling model\n");
+    meta_line(out, &f.meta);
+    let _ = writeln!(out, "| ranks | table MB | system | ms per clock | model ms |");
+    let _ = writeln!(out, "|---|---|---|---|---|");
+    for x in &f.points {
+        let _ = writeln!(
+            out,
+            "| {} | {:.1} | {} | {:.1} | {:.1} |",
+            x.workers,
+            mb(x.table_bytes),
+            x.system,
+            x.ms_per_clock,
+            x.model_ms
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n| system | a: ms per hop | c: ns per table byte | w: ns per byte sent (loopback) | RMS residual ms |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|");
+    for x in &f.fits {
+        let _ = writeln!(
+            out,
+            "| {} | {:.2} | {:.3} | {:.3} | {:.1} |",
+            x.system,
+            x.latency_s * 1e3,
+            x.cpu_s_per_byte * 1e9,
+            x.wire_s_per_byte * 1e9,
+            x.rms_residual_ms
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nProjected speedup (ms per clock) for a {:.1} MB table and {:.0} ms of compute per clock ({}):\n",
+        mb(f.table_bytes),
+        f.compute_ms,
+        f.compute_source
+    );
+    let machines = crate::scaling::MACHINES;
+    let head: Vec<String> = machines.iter().map(|n| n.to_string()).collect();
+    let _ = writeln!(out, "| system | link | overlap | {} |", head.join(" | "));
+    let _ = writeln!(out, "|---|---|---|{}", "---|".repeat(machines.len()));
+    let mut keys: Vec<(&str, f64, bool)> = Vec::new();
+    for r in &f.rows {
+        if !keys.iter().any(|k| k.0 == r.system && k.1 == r.network_gbps && k.2 == r.overlap) {
+            keys.push((&r.system, r.network_gbps, r.overlap));
+        }
+    }
+    for (system, gbps, overlap) in keys {
+        let cells: Vec<String> = machines
+            .iter()
+            .map(|&n| {
+                f.rows
+                    .iter()
+                    .find(|r| r.system == system && r.network_gbps == gbps && r.overlap == overlap && r.machines == n)
+                    .map_or("—".into(), |r| format!("{:.2}× ({:.0})", r.speedup, r.ms_per_clock))
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "| {system} | {gbps} Gb/s | {} | {} |",
+            if overlap { "yes" } else { "no" },
+            cells.join(" | ")
+        );
+    }
+    let _ = writeln!(out, "\nThe paper: {}.\n", f.paper_setting);
+}
+
 /// Prints every figure's table found in `dir`.
 pub fn run(dir: &Path) -> Result<()> {
     let paths = Paths { dir: dir.to_path_buf() };
@@ -234,6 +305,9 @@ pub fn run(dir: &Path) -> Result<()> {
     }
     if let Ok(f) = results::read::<SyncFigure>(&paths.json("sync")) {
         sync(&mut out, &f);
+    }
+    if let Ok(f) = results::read::<ScalingFigure>(&paths.json("scaling")) {
+        scaling(&mut out, &f);
     }
     if let Ok(f) = results::read::<StallFigure>(&paths.json("stall")) {
         stall(&mut out, &f);
