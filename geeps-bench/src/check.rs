@@ -181,6 +181,9 @@ fn scaling(p: &mut Problems, f: &ScalingFigure) {
         let what = format!("scaling: {} at {} ranks, {} bytes", x.system, x.workers, x.table_bytes);
         p.positive(&format!("{what} ms per clock"), x.ms_per_clock);
         p.require(x.samples_ms.len() == f.meta.repeats, || format!("{what}: sample count"));
+        p.require(x.oversubscription >= 1.0, || {
+            format!("{what}: oversubscription {}, expected >= 1", x.oversubscription)
+        });
     }
 }
 

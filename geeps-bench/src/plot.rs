@@ -400,6 +400,7 @@ pub fn scaling(f: &ScalingFigure, path: &Path) -> Result<()> {
         .map_err(|e| err(&e))?;
     chart
         .configure_mesh()
+        .light_line_style(WHITE)
         .x_desc("machines")
         .y_desc("speedup over one machine")
         .x_label_formatter(&|v| format!("{v:.0}"))

@@ -266,8 +266,11 @@ pub struct ScalingPoint {
     /// Median over repeats of each run's median clock (slowest rank per clock).
     pub ms_per_clock: f64,
     pub samples_ms: Vec<f64>,
-    /// What the fitted model gives for this point (loopback wire cost).
+    /// What the fitted model gives for this point (loopback wire cost,
+    /// times the oversubscription).
     pub model_ms: f64,
+    /// Ranks per core here, at least 1; the fit divides the time by it.
+    pub oversubscription: f64,
 }
 
 /// A fitted `comm(N, S) = a·L(N) + c·S + w·X(N, S)` (see `scaling.rs`).

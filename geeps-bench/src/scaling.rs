@@ -22,7 +22,9 @@
 //!
 //! Communication time per clock, fitted by least squares (coefficients kept
 //! non-negative) to the measured `(N, S)` points at 2 and 4 ranks and two
-//! table sizes:
+//! table sizes, each first divided by its oversubscription `max(1, N/cores)`
+//! (4 ranks on 2 cores each get half a core; a projected machine has its
+//! own, and left in, the contention would pass for wire cost):
 //!
 //! ```text
 //! comm(N, S) = a·L(N) + c·S + w·X(N, S)
@@ -225,6 +227,13 @@ pub fn speedup(n: usize, c_s: f64, clock_s: f64) -> f64 {
     n as f64 * c_s / clock_s
 }
 
+/// Ranks per core of this machine, at least 1: the factor by which a rank's
+/// CPU work is slowed here against a machine of its own.
+fn oversubscription(workers: usize) -> f64 {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (workers as f64 / cores as f64).max(1.0)
+}
+
 /// Table sizes of the calibration: the sync size and a quarter of it (at
 /// least one row), so the fixed cost separates from the per-byte ones.
 fn sizes(bytes: usize) -> [usize; 2] {
@@ -246,6 +255,7 @@ pub fn run(s: &Settings, calibration: &Calibration) -> Result<ScalingFigure> {
                 ms_per_clock: f64::NAN,
                 samples_ms: vec![secs * 1e3],
                 model_ms: f64::NAN,
+                oversubscription: oversubscription(workers),
             }),
         }
         eprintln!(
@@ -280,11 +290,15 @@ pub fn run(s: &Settings, calibration: &Calibration) -> Result<ScalingFigure> {
         let samples: Vec<Sample> = points
             .iter()
             .filter(|p| p.system == system.label())
-            .map(|p| Sample { n: p.workers, bytes: p.table_bytes as f64, seconds: p.ms_per_clock / 1e3 })
+            .map(|p| Sample {
+                n: p.workers,
+                bytes: p.table_bytes as f64,
+                seconds: p.ms_per_clock / 1e3 / p.oversubscription,
+            })
             .collect();
         let (m, rms) = fit(system, &samples)?;
         for p in points.iter_mut().filter(|p| p.system == system.label()) {
-            p.model_ms = m.comm(system, p.workers, p.table_bytes as f64, None) * 1e3;
+            p.model_ms = m.comm(system, p.workers, p.table_bytes as f64, None) * p.oversubscription * 1e3;
         }
         fits.push(ScalingFit {
             system: system.label().into(),

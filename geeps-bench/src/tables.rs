@@ -230,16 +230,17 @@ fn sync(out: &mut String, f: &SyncFigure) {
 fn scaling(out: &mut String, f: &ScalingFigure) {
     let _ = writeln!(out, "#### Scaling model\n");
     meta_line(out, &f.meta);
-    let _ = writeln!(out, "| ranks | table MB | system | ms per clock | model ms |");
-    let _ = writeln!(out, "|---|---|---|---|---|");
+    let _ = writeln!(out, "| ranks | table MB | system | ms per clock | ranks per core | model ms |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|");
     for x in &f.points {
         let _ = writeln!(
             out,
-            "| {} | {:.1} | {} | {:.1} | {:.1} |",
+            "| {} | {:.1} | {} | {:.1} | {:.1} | {:.1} |",
             x.workers,
             mb(x.table_bytes),
             x.system,
             x.ms_per_clock,
+            x.oversubscription,
             x.model_ms
         );
     }
