@@ -91,7 +91,7 @@ struct RunArgs {
     #[arg(long)]
     sync_mb: Option<f64>,
     /// Compute per clock of the scaling projection in ms (default: GoogLeNet's
-    /// mini-batch on the paper's GPU, 0.35 s).
+    /// mini-batch on the paper's GPU, 355 ms).
     #[arg(long)]
     compute_ms: Option<f64>,
 }
