@@ -7,6 +7,7 @@
 //! must never decide what a command does, and never turn a value (a
 //! negative number, a lone `-`, anything after `--`) into a flag.
 
+use crate::proto::net::Phase;
 use std::ffi::OsString;
 
 use geeps::CudaDevice;
@@ -112,6 +113,15 @@ impl std::fmt::Display for GpuArg {
     }
 }
 
+/// Parses Caffe's `-phase` values, in any case.
+pub fn parse_phase(text: &str) -> std::result::Result<Phase, String> {
+    match text.to_ascii_uppercase().as_str() {
+        "TRAIN" => Ok(Phase::Train),
+        "TEST" => Ok(Phase::Test),
+        _ => Err("write TRAIN or TEST".to_string()),
+    }
+}
+
 /// Parses Caffe's `-sigint_effect` / `-sighup_effect` values (clap's value
 /// parser for both).
 pub fn parse_signal_effect(text: &str) -> std::result::Result<SignalEffect, String> {
@@ -167,6 +177,9 @@ mod tests {
 
     #[test]
     fn signal_effects_parse_caffes_words_only() {
+        assert_eq!(parse_phase("test").unwrap(), Phase::Test);
+        assert_eq!(parse_phase("TRAIN").unwrap(), Phase::Train);
+        assert!(parse_phase("deploy").unwrap_err().contains("TRAIN or TEST"));
         assert_eq!(parse_signal_effect("stop").unwrap(), SignalEffect::Stop);
         assert_eq!(parse_signal_effect("snapshot").unwrap(), SignalEffect::Snapshot);
         assert_eq!(parse_signal_effect("none").unwrap(), SignalEffect::None);

@@ -16,10 +16,12 @@ use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args, Parser, Subcommand};
 
 use geeps::CudaDevice;
-use geeps_caffe::cli_args::{self, parse_signal_effect, GpuArg};
+use geeps_caffe::cli_args::{self, parse_phase, parse_signal_effect, GpuArg};
 use geeps_caffe::cluster::Cluster;
 use geeps_caffe::convert::{self, ImagesetOptions};
 use geeps_caffe::lmdb::LmdbReader;
+use geeps_caffe::net_state::NetState;
+use geeps_caffe::proto::net::Phase;
 use geeps_caffe::proto::solver::SolverParam;
 use geeps_caffe::ps::{DeviceChoice, PsOptions};
 use geeps_caffe::train::{self, SignalEffect, TrainOptions, TrainReport, DEFAULT_SEED};
@@ -33,6 +35,35 @@ use geeps_caffe::train::{self, SignalEffect, TrainOptions, TrainReport, DEFAULT_
 struct Cli {
     #[command(subcommand)]
     command: Command,
+}
+
+/// Caffe's `-level` and `-stage`: the net state layers' include and
+/// exclude rules are checked against.
+#[derive(Args, Debug, Clone)]
+struct StateArgs {
+    /// The net's level (Caffe's `-level`).
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    level: i32,
+    /// The net's stages, separated by commas (Caffe's `-stage`).
+    #[arg(long, value_delimiter = ',')]
+    stage: Vec<String>,
+}
+
+impl StateArgs {
+    fn state(&self, phase: Phase) -> NetState {
+        NetState { phase, level: self.level, stages: self.stage.clone() }
+    }
+
+    /// As Caffe's `train`: the level replaces the solver's, the stages add to them.
+    fn apply(&self, s: &mut SolverParam) {
+        let states = std::iter::once(&mut s.train_state).chain(s.test_nets.iter_mut().map(|t| &mut t.state));
+        for st in states {
+            if self.level != 0 {
+                st.level = self.level;
+            }
+            st.stages.extend(self.stage.iter().cloned());
+        }
+    }
 }
 
 /// `train`'s flags.
@@ -95,6 +126,8 @@ struct TrainArgs {
     /// What SIGHUP asks of the run: snapshot, stop or none.
     #[arg(long, default_value = "snapshot", value_parser = parse_signal_effect)]
     sighup_effect: SignalEffect,
+    #[command(flatten)]
+    state: StateArgs,
 }
 
 #[derive(Subcommand, Debug)]
@@ -112,6 +145,11 @@ enum Command {
         /// Accepted for Caffe's command lines; the layers compute on the CPU.
         #[arg(long, value_parser = GpuArg::parse)]
         gpu: Option<GpuArg>,
+        /// The phase to time: TRAIN (forward and backward; Caffe's `-phase`).
+        #[arg(long, default_value = "TRAIN", value_parser = parse_phase)]
+        phase: Phase,
+        #[command(flatten)]
+        state: StateArgs,
     },
     /// Evaluate weights on the TEST phase of a net.
     Test {
@@ -127,6 +165,8 @@ enum Command {
         /// Accepted for Caffe's command lines; the layers compute on the CPU.
         #[arg(long, value_parser = GpuArg::parse)]
         gpu: Option<GpuArg>,
+        #[command(flatten)]
+        state: StateArgs,
     },
     /// Describe CUDA GPUs: name, compute capability, memory, driver.
     #[command(name = "device-query", alias = "device_query")]
@@ -262,10 +302,12 @@ fn train_command(args: TrainArgs) -> geeps_caffe::Result<()> {
         gpu,
         sigint_effect,
         sighup_effect,
+        state,
     } = args;
     // `-gpu all` asks the driver first, so a missing one is the first thing said.
     let gpus = gpu.map(|g| g.ordinals()).transpose()?;
     let mut s = SolverParam::load(&solver)?;
+    state.apply(&mut s);
     if let Some(m) = max_iter {
         if m == 0 {
             return Err(geeps_caffe::Error::config("--max-iter must be at least 1"));
@@ -330,9 +372,14 @@ fn wrote(n: usize, out: &Path) {
 fn run(cli: Cli) -> geeps_caffe::Result<()> {
     match cli.command {
         Command::Train(args) => train_command(args)?,
-        Command::Time { model, iterations, gpu } => {
+        Command::Time { model, iterations, gpu, phase, state } => {
             cpu_only("time", &gpu);
-            let t = geeps_caffe::timing::time(&model, iterations)?;
+            if phase != Phase::Train {
+                return Err(geeps_caffe::Error::config(
+                    "-phase TEST: caffe-geeps times forward and backward of the TRAIN net; use -phase TRAIN",
+                ));
+            }
+            let t = geeps_caffe::timing::time(&model, iterations, &state.state(phase))?;
             println!("Average time per layer over {iterations} iteration(s) of batch {}:", t.batch);
             for (name, kind, f, b) in &t.layers {
                 println!(
@@ -344,9 +391,9 @@ fn run(cli: Cli) -> geeps_caffe::Result<()> {
             let ms = t.iteration.as_secs_f64() * 1e3;
             println!("Forward-backward: {ms:.3} ms, {:.0} images/s", t.batch as f64 / t.iteration.as_secs_f64());
         }
-        Command::Test { model, weights, iterations, gpu } => {
+        Command::Test { model, weights, iterations, gpu, state } => {
             cpu_only("test", &gpu);
-            let (outputs, n) = train::test_weights(&model, &weights, iterations)?;
+            let (outputs, n) = train::test_weights(&model, &weights, iterations, &state.state(Phase::Test))?;
             println!("Tested {} on {n} batch(es) of the TEST phase of {}", weights.display(), model.display());
             for (k, (name, v)) in outputs.iter().enumerate() {
                 println!("    Test net output #{k}: {name} = {v}");

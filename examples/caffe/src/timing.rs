@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 use crate::data::DataCache;
 use crate::error::Result;
 use crate::net::Net;
+use crate::net_state::NetState;
 use crate::params::ParamLayout;
 use crate::plain::Plain;
-use crate::proto::net::{NetParam, Phase};
+use crate::proto::net::NetParam;
 use crate::train::DEFAULT_SEED;
 
 /// Per layer: (name, type, mean forward, mean backward); then images/s of a
@@ -22,9 +23,9 @@ pub struct Timing {
     pub iteration: Duration,
 }
 
-pub fn time(model: &Path, iterations: u32) -> Result<Timing> {
+pub fn time(model: &Path, iterations: u32, state: &NetState) -> Result<Timing> {
     let param = NetParam::load(model)?;
-    let net = Net::build(&param, Phase::Train, &DataCache::default())?;
+    let net = Net::build_for(&param, state, &DataCache::default())?;
     let layout = ParamLayout::of(&net);
     let values = layout.initial(&net, DEFAULT_SEED);
     let mut grads: Vec<Vec<f32>> = vec![Vec::new(); net.layers.len()];

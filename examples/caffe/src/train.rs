@@ -16,6 +16,7 @@ use crate::cluster::Cluster;
 use crate::data::DataCache;
 use crate::error::{Error, Result};
 use crate::net::Net;
+use crate::net_state::NetState;
 use crate::params::ParamLayout;
 use crate::plain::Plain;
 use crate::proto::net::{NetParam, Phase};
@@ -712,11 +713,17 @@ fn test_one(
 }
 
 /// `caffe-geeps test`: evaluates `weights` on the TEST phase of `model`.
-pub fn test_weights(model: &Path, weights: &Path, iterations: Option<u64>) -> Result<(Vec<(String, f32)>, u64)> {
+/// The TEST net is built for `state` (its level and stages; the phase is TEST).
+pub fn test_weights(
+    model: &Path,
+    weights: &Path,
+    iterations: Option<u64>,
+    state: &NetState,
+) -> Result<(Vec<(String, f32)>, u64)> {
     let cache = DataCache::default();
     let param = NetParam::load(model)?;
     let train = Net::build(&param, Phase::Train, &cache)?;
-    let test = Net::build(&param, Phase::Test, &cache)?;
+    let test = Net::build_for(&param, &NetState { phase: Phase::Test, ..state.clone() }, &cache)?;
     test.check_labels()?;
     let layout = ParamLayout::of(&train);
     let map = layout.share_with(&test)?;

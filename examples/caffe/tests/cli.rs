@@ -159,3 +159,28 @@ fn bad_flags_are_usage_errors_naming_the_flag() {
     let err = usage_error(&["test", "-model", "m", "-weights", "w", "-iterations", "-3"]);
     assert!(err.contains("-3") && !err.contains("--3"), "a negative value stays a value: {err}");
 }
+
+/// Caffe's `-level` and `-stage` select layers by their include rules in
+/// `time`, `test` and `train`; `time -phase TEST` is refused with the reason.
+#[test]
+fn level_and_stage_flags_select_layers() {
+    let dir = common::scratch("cli-stage");
+    let staged = common::small_net(8).replace(
+        "layer { name: \"loss\"",
+        "layer { name: \"extra\" type: \"ReLU\" bottom: \"ip2\" top: \"extra\" include { stage: \"wide\" min_level: 1 } }\nlayer { name: \"loss\"",
+    );
+    let extra = format!("snapshot_prefix: \"{}\"", s(&dir.join("staged")));
+    let solver = common::write(&dir, &staged, &common::solver("net.prototxt", 2, 0, 0, &extra));
+    let net = s(&dir.join("net.prototxt"));
+    let (plain, _) = ok(&["time", "-model", &net, "-iterations", "1"]);
+    assert!(!plain.contains("extra"), "{plain}");
+    let (lower, _) = ok(&["time", "-model", &net, "-iterations", "1", "-stage", "wide"]);
+    assert!(!lower.contains("extra"), "level 0 is below min_level 1: {lower}");
+    let (staged_out, _) = ok(&["time", "-model", &net, "-iterations", "1", "-stage", "wide,x", "-level", "1"]);
+    assert!(staged_out.contains("extra"), "{staged_out}");
+    ok(&["train", "-solver", &s(&solver), "-workers", "1", "-no_progress", "-stage=wide", "-level=1"]);
+    let out = caffe(&["time", "-model", &net, "-phase", "TEST"]);
+    assert!(!out.status.success() && text(&out.stderr).contains("-phase TEST"), "{}", text(&out.stderr));
+    assert!(usage_error(&["time", "-model", &net, "-phase", "deploy"]).contains("TRAIN or TEST"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -107,7 +107,13 @@ fn snapshots_evaluate_as_training_reported() {
         report.snapshots.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
     assert_eq!(names, ["small_iter_5.caffemodel", "small_iter_10.caffemodel"]);
 
-    let (outputs, batches) = test_weights(&dir.join("net.prototxt"), &report.snapshots[1], None).unwrap();
+    let (outputs, batches) = test_weights(
+        &dir.join("net.prototxt"),
+        &report.snapshots[1],
+        None,
+        &geeps_caffe::net_state::NetState::phase(geeps_caffe::proto::net::Phase::Test),
+    )
+    .unwrap();
     assert_eq!(batches, 20);
     for (name, v) in &report.test {
         let got = outputs.iter().find(|(n, _)| n == name).unwrap().1;
