@@ -5,6 +5,8 @@
 //! leaves a checkpoint that does not load; and each misuse gets an error
 //! that says what to do.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,19 +20,6 @@ fn temp_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("geeps-ckpt-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     d
-}
-
-/// What worker `rank` adds at application clock `clock`, given what it
-/// read: terms whose sum depends on the order they are added in.
-fn delta(rank: usize, clock: u64, read: &[f32], out: &mut [f32]) {
-    for (i, (o, r)) in out.iter_mut().zip(read).enumerate() {
-        let big = 1e7 * (1.0 + clock as f32 * 0.1);
-        *o += match (rank + i) % 3 {
-            0 => big + r * 0.5,
-            1 => 0.75 + rank as f32 * 0.125 + r * 1e-3,
-            _ => -big - r * 0.25,
-        };
-    }
 }
 
 fn build(transport: Arc<dyn Transport>, rows: u32) -> (Geeps, TableId, TableId) {
@@ -68,7 +57,7 @@ fn train(
         for (t, rows) in [(w, ROWS), (bias, 3)] {
             let read = ps.read_keys(&keys(t, 0..rows), Slack::BSP).unwrap();
             let mut d = ps.pre_update_keys(&keys(t, 0..rows)).unwrap();
-            delta(rank, clock, read.as_slice().unwrap(), d.as_mut_slice().unwrap());
+            common::order_sensitive_delta(rank, clock, read.as_slice().unwrap(), d.as_mut_slice().unwrap());
             d.update().unwrap();
             read.post().unwrap();
         }
@@ -262,5 +251,45 @@ fn a_kill_during_checkpoints_never_leaves_one_that_does_not_load() {
         loaded += 1;
     }
     assert!(loaded >= 6, "only {loaded} of 12 rounds left a checkpoint; the child may not be running");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Saving and restoring move rows between the device and host memory: a
+/// checkpoint made on the host device is restored on each device (the CUDA
+/// device too, under a driver or the emulated one), saved again from
+/// there, and that second checkpoint holds the same rows.
+#[test]
+fn checkpoints_round_trip_through_every_device() {
+    let dir = temp_dir("devices");
+    let (ps, w, bias) = single();
+    let values: Vec<f32> = (0..ROWS as usize * WIDTH).map(|i| i as f32 * 0.5 - 3.0).collect();
+    let mut d = ps.pre_update_keys(&keys(w, 0..ROWS)).unwrap();
+    d.as_mut_slice().unwrap().copy_from_slice(&values);
+    d.update().unwrap();
+    ps.clock().unwrap();
+    ps.checkpoint(dir.join("host"), b"host").unwrap();
+    ps.shutdown().unwrap();
+    let _ = bias;
+    for backend in geeps_testkit::backends("checkpoints_round_trip_through_every_device") {
+        let mut b = Geeps::builder(Config::default().with_row_width(WIDTH).with_device_memory(16 << 20));
+        b.parameter_table("w", ROWS);
+        b.parameter_table("bias", 3);
+        b.local_table("scratch", 2);
+        b.device(backend.device(64 << 20));
+        b.transport(InProcessCluster::new(1).unwrap().transport(0).unwrap());
+        let on_device = b.build().unwrap();
+        on_device.finish_virtual_iteration().unwrap();
+        assert_eq!(on_device.restore(dir.join("host")).unwrap().rank_states, vec![b"host".to_vec()]);
+        on_device.checkpoint(dir.join("again"), b"again").unwrap();
+        on_device.shutdown().unwrap();
+
+        let (back, w, _) = single();
+        back.restore(dir.join("again")).unwrap();
+        let buf = back.read_keys(&keys(w, 0..ROWS), Slack::BSP).unwrap();
+        assert_eq!(buf.as_slice().unwrap(), &values[..], "{backend:?}");
+        drop(buf);
+        back.shutdown().unwrap();
+        std::fs::remove_dir_all(dir.join("again")).unwrap();
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -6,6 +6,8 @@
 //! they are added in; runs must agree to the bit, with the keepers in
 //! process and over the network.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,20 +19,6 @@ const WORKERS: usize = 4;
 const ROWS: u32 = 12;
 const WIDTH: usize = 4;
 const CLOCKS: u64 = 12;
-
-/// What worker `rank` adds at `clock`, given what it read: large values of
-/// both signs beside small ones, so the keepers' summation order shows in
-/// the bits.
-fn delta(rank: usize, clock: u64, read: &[f32], out: &mut [f32]) {
-    for (i, (o, r)) in out.iter_mut().zip(read).enumerate() {
-        let big = 1e7 * (1.0 + clock as f32 * 0.1);
-        *o += match (rank + i) % 3 {
-            0 => big + r * 0.5,
-            1 => 0.75 + rank as f32 * 0.125 + r * 1e-3,
-            _ => -big - r * 0.25,
-        };
-    }
-}
 
 /// One worker's BSP training on `transport`, jittered; returns the final table's bits.
 fn train(transport: Arc<dyn Transport>) -> Vec<u32> {
@@ -54,7 +42,7 @@ fn train(transport: Arc<dyn Transport>) -> Vec<u32> {
         let read = ps.read(r).unwrap();
         let seen = read.as_slice().unwrap().to_vec();
         let mut d = ps.pre_update(u).unwrap();
-        delta(rank, clock, &seen, d.as_mut_slice().unwrap());
+        common::order_sensitive_delta(rank, clock, &seen, d.as_mut_slice().unwrap());
         std::thread::sleep(Duration::from_micros(rng.gen_range(0..3000)));
         d.update().unwrap();
         read.post().unwrap();

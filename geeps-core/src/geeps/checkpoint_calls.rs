@@ -22,6 +22,7 @@ use crate::device::DevicePtr;
 use crate::error::{Error, Result};
 use crate::geeps::Geeps;
 use crate::table::{keys, partition_range, RowKey, Slack, TableId};
+use crate::transport::{bytes_from_floats, floats_from_bytes};
 
 /// Complete checkpoints kept in a folder (older ones are removed once a
 /// newer one is published): the newest, and one to fall back on.
@@ -218,9 +219,7 @@ impl Geeps {
             let buf = self.read_keys(&keys(t, start..rows.min(start + step)), Slack::BSP)?;
             let floats = self.copy_to_host(buf.device_ptr(), buf.len())?;
             buf.post()?;
-            for f in floats {
-                out.extend_from_slice(&f.to_le_bytes());
-            }
+            out.extend_from_slice(&bytes_from_floats(&floats));
         }
         Ok(out)
     }
@@ -232,10 +231,8 @@ impl Geeps {
         let step = self.chunk_rows();
         for start in (0..rows).step_by(step as usize) {
             let end = rows.min(start + step);
-            let values: Vec<f32> = bytes[start as usize * width * 4..end as usize * width * 4]
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect();
+            let mut values = vec![0.0f32; (end - start) as usize * width];
+            floats_from_bytes(&bytes[start as usize * width * 4..end as usize * width * 4], &mut values)?;
             let u = self.pre_update_keys(&keys(t, start..end))?;
             self.copy_from_host(&values, u.device_ptr())?;
             u.update()?;
