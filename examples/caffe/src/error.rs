@@ -24,6 +24,9 @@ pub enum Error {
     Geeps(#[from] geeps::Error),
     #[error("worker {rank}: {source}")]
     Worker { rank: usize, source: Box<Error> },
+    /// The GPU compute path: no driver or cuBLAS, a failed kernel or copy.
+    #[error("GPU: {0}")]
+    Gpu(String),
     /// A loss, an output or a parameter update turned NaN or infinite.
     #[error("{0}: training diverged; lower base_lr, clip gradients (clip_gradients) or check the input data")]
     Diverged(String),

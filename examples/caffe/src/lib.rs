@@ -9,7 +9,7 @@
 //! binary is the command line; `docs/caffe.md` is the guide.
 //!
 //! Modules, by job: `proto` (file formats), `data` (IDX images), `layers`
-//! and `blas` (compute on the CPU), `net` (wiring a phase's layers),
+//! and `blas` (compute on the CPU), `gpu` (the same on a CUDA GPU), `net` (wiring a phase's layers),
 //! `params` and `solver` (parameters and Caffe's solvers), `plain` (running
 //! a net on plain memory), `ps` (everything geeps), `cluster` (how ranks connect),
 //! `train` (the schedule), `report` and `plot` (what the user sees),
@@ -22,6 +22,7 @@ pub mod convert;
 pub mod data;
 pub mod datum;
 pub mod error;
+pub mod gpu;
 pub mod layers;
 pub mod lmdb;
 pub mod lmdb_data;

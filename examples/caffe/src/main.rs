@@ -116,10 +116,16 @@ struct TrainArgs {
     wait_deadline_s: u64,
     /// Keep parameters, activations and the buffer pool on these CUDA
     /// GPUs (`0`, `0,1`: worker r takes the r-th, round robin; `all`:
-    /// every visible GPU), as `solver_mode: GPU` does; the layers
-    /// compute on the CPU.
+    /// every visible GPU), as `solver_mode: GPU` does; the layers compute
+    /// on that GPU (convolution and inner product through cuBLAS, the
+    /// others as PTX kernels; layers without GPU code stay on the CPU).
     #[arg(long, value_parser = GpuArg::parse)]
     gpu: Option<GpuArg>,
+    /// With --gpu or solver_mode: GPU, keep the rows on the GPU but compute
+    /// every layer on the CPU (staged through copies): for comparing with
+    /// the GPU layers.
+    #[arg(long)]
+    cpu_layers: bool,
     /// What SIGINT asks of the run: stop, snapshot or none.
     #[arg(long, default_value = "stop", value_parser = parse_signal_effect)]
     sigint_effect: SignalEffect,
@@ -300,6 +306,7 @@ fn train_command(args: TrainArgs) -> geeps_caffe::Result<()> {
         no_progress,
         wait_deadline_s,
         gpu,
+        cpu_layers,
         sigint_effect,
         sighup_effect,
         state,
@@ -330,6 +337,7 @@ fn train_command(args: TrainArgs) -> geeps_caffe::Result<()> {
     let opts = TrainOptions {
         ps: PsOptions {
             device,
+            layers_on_cpu: cpu_layers,
             slack,
             device_memory: device_memory_mb << 20,
             layers_per_table,

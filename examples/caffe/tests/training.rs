@@ -142,7 +142,8 @@ fn gpu_device_trains_bit_for_bit_as_the_host_device() {
     let dir = common::scratch("gpu-device");
     let path = common::write(&dir, &common::small_net(16), &common::solver("net.prototxt", 12, 0, 0, ""));
     let solver = SolverParam::load(&path).unwrap();
-    let gpu = PsOptions { device: DeviceChoice::Cuda(vec![0]), ..PsOptions::default() };
+    // Rows on the GPU, layers on the CPU: the placement alone changes nothing.
+    let gpu = PsOptions { device: DeviceChoice::Cuda(vec![0]), layers_on_cpu: true, ..PsOptions::default() };
     let Some(_) = geeps_testkit::Backend::cuda_for("gpu_device_trains_bit_for_bit_as_the_host_device") else {
         let err = train(&solver, &quiet(gpu), &Cluster::in_process(1).unwrap()).unwrap_err().to_string();
         assert!(err.contains("--gpu 0") && err.contains("no usable CUDA device"), "{err}");
@@ -158,7 +159,7 @@ fn gpu_device_trains_bit_for_bit_as_the_host_device() {
         assert_eq!(bits(g), bits(h), "parameters of layer {l}");
     }
     // Rows swapped through host memory on the GPU too: still the same bits.
-    let tight = |device| PsOptions { device_memory: 1 << 20, device, ..PsOptions::default() };
+    let tight = |device| PsOptions { device_memory: 1 << 20, device, layers_on_cpu: true, ..PsOptions::default() };
     let host = train(&solver, &quiet(tight(DeviceChoice::Host)), &Cluster::in_process(1).unwrap()).unwrap();
     let swapped = train(&solver, &quiet(tight(gpu.device)), &Cluster::in_process(1).unwrap()).unwrap();
     assert!(swapped.stats[0].bytes_host_to_device > 0, "the 1 MiB budget swaps rows: {}", swapped.stats[0]);

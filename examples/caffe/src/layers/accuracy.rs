@@ -2,7 +2,10 @@
 //! class is among the k highest scores, ties counted against, as Caffe does.
 //! Forward only.
 
-use crate::layers::{Backward, Forward, Layer, Reads, Shape};
+mod gpu;
+
+use crate::gpu::Gpu;
+use crate::layers::{Backward, Forward, GpuBackward, GpuForward, Layer, Reads, Shape};
 
 pub struct Accuracy {
     top_k: usize,
@@ -29,6 +32,18 @@ impl Accuracy {
 }
 
 impl Layer for Accuracy {
+    fn on_gpu(&self) -> bool {
+        true
+    }
+
+    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
+        self.forward_on(gpu, f)
+    }
+
+    fn backward_gpu(&self, _gpu: &Gpu, _b: &GpuBackward<'_>) -> crate::Result<()> {
+        Ok(())
+    }
+
     fn type_name(&self) -> &'static str {
         "Accuracy"
     }

@@ -3,9 +3,12 @@
 //! the identity. The keep mask is drawn from a counter-based hash of the
 //! call's seed, so it is the same whatever the thread count. It owns that.
 
+mod gpu;
+
+use crate::gpu::Gpu;
 use rayon::prelude::*;
 
-use crate::layers::{count, Backward, Forward, Layer, Reads, Shape, CHUNK};
+use crate::layers::{count, Backward, Forward, GpuBackward, GpuForward, Layer, Reads, Shape, CHUNK};
 
 pub struct Dropout {
     ratio: f32,
@@ -28,6 +31,18 @@ fn uniform(seed: u64, i: u64) -> f32 {
 }
 
 impl Layer for Dropout {
+    fn on_gpu(&self) -> bool {
+        true
+    }
+
+    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
+        self.forward_on(gpu, f)
+    }
+
+    fn backward_gpu(&self, gpu: &Gpu, b: &GpuBackward<'_>) -> crate::Result<()> {
+        self.backward_on(gpu, b)
+    }
+
     fn type_name(&self) -> &'static str {
         "Dropout"
     }

@@ -2,8 +2,11 @@
 //! the batch, with W stored (num_output × inputs) as Caffe stores it. The
 //! products split their rows across rayon's threads. It owns this math only.
 
+mod gpu;
+
 use crate::blas::{par_gemm, par_gemm_tn};
-use crate::layers::{count, Backward, Forward, Layer, ParamBlob, Reads, Shape};
+use crate::gpu::Gpu;
+use crate::layers::{count, Backward, Forward, GpuBackward, GpuForward, Layer, ParamBlob, Reads, Shape};
 use crate::proto::net::InnerProductConf;
 
 pub struct InnerProduct {
@@ -23,6 +26,18 @@ impl InnerProduct {
 }
 
 impl Layer for InnerProduct {
+    fn on_gpu(&self) -> bool {
+        true
+    }
+
+    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
+        self.forward_on(gpu, f)
+    }
+
+    fn backward_gpu(&self, gpu: &Gpu, b: &GpuBackward<'_>) -> crate::Result<()> {
+        self.backward_on(gpu, b)
+    }
+
     fn type_name(&self) -> &'static str {
         "InnerProduct"
     }

@@ -26,6 +26,7 @@ pub mod softmax_loss;
 pub mod spec;
 pub mod split;
 
+use crate::gpu::{DevSlice, Gpu};
 pub use crate::proto::net::Filler;
 use crate::proto::net::LayerKind;
 
@@ -86,6 +87,33 @@ pub struct Backward<'a, 'b> {
     pub loss_weight: f32,
 }
 
+/// [`Forward`] on the GPU: the same blobs as device ranges.
+pub struct GpuForward<'a> {
+    pub params: DevSlice,
+    pub bottoms: &'a [DevSlice],
+    pub tops: &'a [DevSlice],
+    pub aux: DevSlice,
+    pub train: bool,
+    pub seed: u64,
+}
+
+/// [`Backward`] on the GPU: the same blobs as device ranges (an empty
+/// range where the CPU call has an empty slice).
+pub struct GpuBackward<'a> {
+    pub params: DevSlice,
+    pub bottoms: &'a [DevSlice],
+    pub tops: &'a [DevSlice],
+    pub top_diffs: &'a [DevSlice],
+    pub bottom_diffs: &'a [DevSlice],
+    pub param_grad: DevSlice,
+    pub aux: DevSlice,
+    pub loss_weight: f32,
+}
+
+fn no_gpu_code(layer: &str) -> crate::Error {
+    crate::Error::Gpu(format!("the {layer} layer has no GPU code; its caller stages it through host memory"))
+}
+
 /// What a layer's backward reads besides its top gradients.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Reads {
@@ -132,6 +160,19 @@ pub trait Layer: Send + Sync {
     fn backward_reads(&self) -> Reads;
     fn forward(&self, f: Forward<'_, '_>);
     fn backward(&self, b: Backward<'_, '_>);
+    /// Whether the layer computes on the GPU ([`Layer::forward_gpu`] and
+    /// [`Layer::backward_gpu`]); others run on the CPU, staged.
+    fn on_gpu(&self) -> bool {
+        false
+    }
+    /// [`Layer::forward`] enqueued on `gpu`'s stream (the caller syncs).
+    fn forward_gpu(&self, _gpu: &Gpu, _f: &GpuForward<'_>) -> crate::Result<()> {
+        Err(no_gpu_code(self.type_name()))
+    }
+    /// [`Layer::backward`] enqueued on `gpu`'s stream (the caller syncs).
+    fn backward_gpu(&self, _gpu: &Gpu, _b: &GpuBackward<'_>) -> crate::Result<()> {
+        Err(no_gpu_code(self.type_name()))
+    }
 }
 
 /// Builds a layer for its bottoms' shapes, in a TRAIN (`train`) or TEST

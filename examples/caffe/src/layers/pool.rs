@@ -3,9 +3,12 @@
 //! (the window clipped to the padded image). Planes run in parallel. It owns
 //! the pooling math; the max mask is its backward state.
 
+mod gpu;
+
+use crate::gpu::Gpu;
 use rayon::prelude::*;
 
-use crate::layers::{Backward, Forward, Layer, Reads, Shape};
+use crate::layers::{Backward, Forward, GpuBackward, GpuForward, Layer, Reads, Shape};
 use crate::proto::net::{PoolConf, PoolMethod};
 
 pub struct Pool {
@@ -16,6 +19,9 @@ pub struct Pool {
     width: usize,
     out_h: usize,
     out_w: usize,
+    kernel: (usize, usize),
+    stride: (usize, usize),
+    pad: (usize, usize),
     /// Per output row / column: the clipped window [start, end) and its
     /// length within the padded image (for Caffe's average divisor).
     rows: Vec<(usize, usize, f32)>,
@@ -66,7 +72,7 @@ impl Pool {
                 kernel.0, kernel.1, stride.0, stride.1
             ));
         }
-        Ok(Pool { method: conf.method, num, channels, height, width, out_h, out_w, rows, cols })
+        Ok(Pool { method: conf.method, num, channels, height, width, out_h, out_w, kernel, stride, pad, rows, cols })
     }
 
     /// The window of output (ph, pw): clipped bounds and Caffe's divisor.
@@ -82,6 +88,18 @@ impl Pool {
 }
 
 impl Layer for Pool {
+    fn on_gpu(&self) -> bool {
+        true
+    }
+
+    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
+        self.forward_on(gpu, f)
+    }
+
+    fn backward_gpu(&self, gpu: &Gpu, b: &GpuBackward<'_>) -> crate::Result<()> {
+        self.backward_on(gpu, b)
+    }
+
     fn type_name(&self) -> &'static str {
         "Pooling"
     }

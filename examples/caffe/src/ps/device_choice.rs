@@ -35,6 +35,14 @@ impl DeviceChoice {
         Ok(DeviceChoice::Cuda(ordinals))
     }
 
+    /// The GPU ordinal of worker `rank`; `None` on the host device.
+    pub fn ordinal(&self, rank: usize) -> Option<usize> {
+        match self {
+            DeviceChoice::Host => None,
+            DeviceChoice::Cuda(ordinals) => Some(ordinals[rank % ordinals.len()]),
+        }
+    }
+
     /// The device of worker `rank`, allowing `budget` bytes; `None` for the
     /// host device (the instance opens it itself).
     pub fn open(&self, rank: usize, budget: usize) -> Result<Option<Arc<dyn Device>>> {

@@ -5,6 +5,7 @@
 
 pub mod control;
 pub mod device_choice;
+pub(crate) mod gpu_pass;
 pub mod host_view;
 pub mod layout;
 pub mod resume;
@@ -34,6 +35,9 @@ pub struct PsOptions {
     pub wait_deadline: Duration,
     /// The device each worker keeps its rows on.
     pub device: DeviceChoice,
+    /// With rows on a GPU: compute the layers on the CPU anyway (staged
+    /// through host copies) instead of on that GPU.
+    pub layers_on_cpu: bool,
 }
 
 impl Default for PsOptions {
@@ -46,6 +50,7 @@ impl Default for PsOptions {
             row_width: geeps::DEFAULT_ROW_WIDTH,
             wait_deadline: Duration::from_secs(600),
             device: DeviceChoice::Host,
+            layers_on_cpu: false,
         }
     }
 }

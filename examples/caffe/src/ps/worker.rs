@@ -14,12 +14,14 @@
 
 use std::sync::Arc;
 
-use geeps::{Config, Geeps, Handle, LocalBuffer, RowKey, Slack, Stats, TableId, Transport};
+use geeps::{Config, Geeps, Handle, LocalBuffer, ReadBuffer, RowKey, Slack, Stats, TableId, Transport};
 
 use crate::data::Cursor;
 use crate::error::{Error, Result};
+use crate::gpu::{DevSlice, Gpu};
 use crate::net::{backward_layer, forward_layer, Io, Net};
 use crate::params::ParamLayout;
+use crate::ps::gpu_pass::{self, device_parts, DevIo};
 use crate::ps::host_view::{HostView, Writable};
 use crate::ps::layout::{rows_for, LayoutSizes, PsLayout, Slot};
 use crate::ps::PsOptions;
@@ -67,6 +69,9 @@ pub struct PsWorker<'a> {
     cursors: Vec<Option<Cursor>>,
     /// How the CPU layers reach the buffers (in place, or staged from a GPU).
     view: HostView,
+    /// The GPU the layers compute on, when the rows live on one (and the
+    /// layers were not asked to stay on the CPU).
+    gpu: Option<Gpu>,
     rule: Rule,
     control: ControlCalls,
 }
@@ -156,11 +161,16 @@ impl<'a> PsWorker<'a> {
                 test_outputs,
             },
         );
-        let device = opts.device.open(transport.rank(), opts.device_memory)?;
+        let rank = transport.rank();
+        let device = opts.device.open(rank, opts.device_memory)?;
         b.transport(transport);
         if let Some(d) = &device {
             b.device(d.clone());
         }
+        let gpu = match (&device, opts.device.ordinal(rank)) {
+            (Some(_), Some(ordinal)) if !opts.layers_on_cpu => Some(Gpu::open(ordinal)?),
+            _ => None,
+        };
         let view = HostView::new(device)?;
         let ps = b.build()?;
         let (rank, world) = (ps.rank(), ps.num_workers());
@@ -171,7 +181,7 @@ impl<'a> PsWorker<'a> {
             .collect::<Result<_>>()?;
         let slack = Slack::Bounded(opts.slack);
         let control = ControlCalls::record(&ps, &layout, slack)?;
-        let mut w = PsWorker { ps, net, params, layout, passes: Vec::new(), cursors, view, rule, control };
+        let mut w = PsWorker { ps, net, params, layout, passes: Vec::new(), cursors, view, gpu, rule, control };
         let iter_size = rule.iter_size.max(1) as usize;
         let total = opts.batches_per_clock * iter_size;
         for pass in 0..total {
@@ -506,6 +516,117 @@ impl<'a> PsWorker<'a> {
         Ok(())
     }
 
+    /// Whether backward's solver step for layer `l` can run on the GPU:
+    /// nothing to step, or SGD / Nesterov stepping as each gradient is known.
+    fn solver_on_gpu(&self, l: &crate::net::NetLayer, _calls: &Pass) -> bool {
+        use crate::proto::solver::SolverType;
+        l.param_len == 0
+            || (!self.rule.accumulates()
+                && !is_statistics(l)
+                && matches!(self.rule.kind, SolverType::Sgd | SolverType::Nesterov))
+    }
+
+    /// Forward of layer `li` on the GPU over the held buffers (input,
+    /// inout, output); the net outputs it writes go to `outputs`.
+    #[allow(clippy::too_many_arguments)]
+    fn forward_on_gpu(
+        &self,
+        gpu: &Gpu,
+        li: usize,
+        c: &Calls,
+        read: Option<&ReadBuffer<'_>>,
+        buffers: [Option<&LocalBuffer<'_>>; 3],
+        seed: u64,
+        outputs: &mut [f32],
+    ) -> Result<()> {
+        let (net, width) = (self.net, self.layout.row_width);
+        let l = &net.layers[li];
+        let w = read.map_or(DevSlice::EMPTY, |r| DevSlice::new(r.device_ptr().0, r.len()));
+        let mut io = DevIo::default();
+        let mut aux = DevSlice::EMPTY;
+        if let (Some(b), Some(a)) = (buffers[0], &c.input) {
+            for (slot, s) in device_parts(b.device_ptr(), &a.parts, width) {
+                if let Slot::Data(x) = slot {
+                    io.data_in.push((x, s));
+                }
+            }
+        }
+        for (b, a) in [(buffers[1], &c.inout), (buffers[2], &c.output)] {
+            if let (Some(b), Some(a)) = (b, a) {
+                for (slot, s) in device_parts(b.device_ptr(), &a.parts, width) {
+                    match slot {
+                        Slot::Data(x) => io.data_out.push((x, s)),
+                        Slot::Aux(_) => aux = s,
+                        Slot::Diff(_) | Slot::History(_) => {}
+                    }
+                }
+            }
+        }
+        gpu_pass::forward(gpu, net, li, w.prefix(l.param_len)?, &io, aux, true, seed)?;
+        for &(x, s) in &io.data_out {
+            if let Some(k) = net.outputs.iter().position(|&o| o == x) {
+                outputs[k] = gpu.download(s.prefix(1)?)?[0];
+            }
+        }
+        gpu.sync()
+    }
+
+    /// Backward of layer `li` on the GPU, then its solver step where the
+    /// gradient lies (`grad`: the pre-update buffer; `history`: the
+    /// solver's rows).
+    #[allow(clippy::too_many_arguments)]
+    fn backward_on_gpu(
+        &self,
+        gpu: &Gpu,
+        li: usize,
+        c: &Calls,
+        read: Option<&ReadBuffer<'_>>,
+        buffers: [Option<&LocalBuffer<'_>>; 3],
+        grad: Option<DevSlice>,
+        history: Option<DevSlice>,
+        step: Step,
+    ) -> Result<()> {
+        let (net, width) = (self.net, self.layout.row_width);
+        let l = &net.layers[li];
+        let w = read.map_or(DevSlice::EMPTY, |r| DevSlice::new(r.device_ptr().0, r.len())).prefix(l.param_len)?;
+        let mut io = DevIo::default();
+        let mut aux = DevSlice::EMPTY;
+        if let (Some(b), Some(a)) = (buffers[0], &c.input) {
+            for (slot, s) in device_parts(b.device_ptr(), &a.parts, width) {
+                match slot {
+                    Slot::Data(x) => io.data_in.push((x, s)),
+                    Slot::Diff(x) => io.diff_in.push((x, s)),
+                    Slot::Aux(_) => aux = s,
+                    Slot::History(_) => {}
+                }
+            }
+        }
+        for (b, a) in [(buffers[1], &c.inout), (buffers[2], &c.output)] {
+            if let (Some(b), Some(a)) = (b, a) {
+                for (slot, s) in device_parts(b.device_ptr(), &a.parts, width) {
+                    if let Slot::Diff(x) = slot {
+                        io.diff_out.push((x, s));
+                    }
+                }
+            }
+        }
+        let grad = grad.map(|g| g.prefix(l.param_len)).transpose()?.unwrap_or(DevSlice::EMPTY);
+        gpu_pass::backward(gpu, net, li, w, &io, aux, grad)?;
+        if let (Some(p), Some(h)) = (self.params.index_of_layer(li), history) {
+            gpu_pass::sgd_step(gpu, &self.params.layers[p], &self.rule, step, w, grad, h)?;
+        }
+        if !grad.is_empty() {
+            let bad = gpu_pass::count_nonfinite(gpu, grad)?;
+            if bad > 0 {
+                return Err(Error::Diverged(format!(
+                    "the update of layer `{}` ({}) has {bad} NaN or infinite value(s)",
+                    l.name, l.type_name
+                )));
+            }
+        }
+        gpu.sync()
+    }
+
     /// Forward and backward of recorded mini-batch `index`. A solver that
     /// accumulates adds the gradients into the history rows (and their sum
     /// of squares, on the iteration's last mini-batch, into `sum_squares`);
@@ -522,7 +643,11 @@ impl<'a> PsWorker<'a> {
             let input = open(&c.input)?;
             let mut inout = open(&c.inout)?;
             let mut output = open(&c.output)?;
-            {
+            if let Some(gpu) = self.gpu.as_ref().filter(|_| l.data.is_none() && gpu_pass::runs_on_gpu(l)) {
+                let buffers = [input.as_ref(), inout.as_ref(), output.as_ref()];
+                let seed = crate::plain::layer_seed(seed, li);
+                self.forward_on_gpu(gpu, li, c, read.as_ref(), buffers, seed, &mut outputs)?;
+            } else {
                 let w_view = read.as_ref().map(|r| hv.read(r.device_ptr(), r.len(), || r.as_slice())).transpose()?;
                 let w: &[f32] = w_view.as_deref().map_or(&[], |v| &v[..l.param_len]);
                 let in_view = input.as_ref().map(|b| hv.read(b.device_ptr(), b.len(), || b.as_slice())).transpose()?;
@@ -604,7 +729,13 @@ impl<'a> PsWorker<'a> {
                 let input = open(&c.input)?;
                 let mut inout = open(&c.inout)?;
                 let mut output = open(&c.output)?;
-                {
+                let on_gpu = self.gpu.as_ref().filter(|_| gpu_pass::runs_on_gpu(l) && self.solver_on_gpu(l, calls));
+                if let Some(gpu) = on_gpu {
+                    let buffers = [input.as_ref(), inout.as_ref(), output.as_ref()];
+                    let grad = update.as_ref().map(|u| DevSlice::new(u.device_ptr().0, u.len()));
+                    let history = history.as_ref().map(|h| DevSlice::new(h.device_ptr().0, h.len()));
+                    self.backward_on_gpu(gpu, li, c, read.as_ref(), buffers, grad, history, step)?;
+                } else {
                     let w_view =
                         read.as_ref().map(|r| hv.read(r.device_ptr(), r.len(), || r.as_slice())).transpose()?;
                     let w: &[f32] = w_view.as_deref().map_or(&[], |v| &v[..l.param_len]);
