@@ -12,6 +12,7 @@
 //! The driver and cuBLAS are loaded at run time: without them [`Gpu::open`]
 //! returns an error saying so, never panics.
 
+mod device_vec;
 mod gemm;
 mod kernels;
 mod ops;
@@ -25,6 +26,7 @@ use cudarc::driver::{CudaContext, CudaStream};
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
+pub use device_vec::DeviceVec;
 pub use gemm::Transpose;
 use kernels::Kernels;
 pub use kernels::{Arg, BLOCK};
@@ -74,7 +76,7 @@ pub struct Gpu {
     kernels: Kernels,
     scratch: Mutex<Scratch>,
     // Last: released after everything that uses it.
-    _ctx: Arc<CudaContext>,
+    ctx: Arc<CudaContext>,
 }
 
 fn gpu_error(what: impl std::fmt::Display) -> Error {
@@ -115,12 +117,17 @@ impl Gpu {
             let stream = ctx.new_stream().map_err(|e| gpu_error(format!("GPU {ordinal}: a stream: {e}")))?;
             let blas = CudaBlas::new(stream.clone()).map_err(|e| gpu_error(format!("GPU {ordinal}: cuBLAS: {e}")))?;
             let kernels = Kernels::load(&ctx)?;
-            Ok(Gpu { ordinal, stream, blas, kernels, scratch: Mutex::new(Scratch::default()), _ctx: ctx })
+            Ok(Gpu { ordinal, stream, blas, kernels, scratch: Mutex::new(Scratch::default()), ctx })
         })
     }
 
     pub fn ordinal(&self) -> usize {
         self.ordinal
+    }
+
+    /// Makes the GPU's context current on this thread (allocations need it).
+    fn bind(&self) -> Result<()> {
+        self.ctx.bind_to_thread().map_err(|e| gpu_error(format!("GPU {}: binding its context: {e}", self.ordinal)))
     }
 
     /// Waits until everything enqueued on the stream has run: call before a

@@ -1,0 +1,279 @@
+//! Every layer with GPU code against its CPU code on random shapes (ragged
+//! sizes, partial blocks, more and fewer elements than a block): forward
+//! tops and backward state, bottom and parameter gradients agree within
+//! `TOLERANCE` relative to each value's magnitude (the GEMMs and reductions
+//! sum in other orders; expf/tanhf differ by a few ulps). Runs on CUDA
+//! device 0 — the emulated driver here (`scripts/with-cuda-emu`) — and is
+//! skipped without one unless GEEPS_REQUIRE_CUDA=1.
+
+use geeps_caffe::gpu::{DevSlice, Gpu};
+use geeps_caffe::layers::{self, count, Backward, Forward, GpuBackward, GpuForward, Layer, Shape};
+use geeps_caffe::proto::net::{ConvConf, Filler, InnerProductConf, LayerKind, Normalization, PoolConf, PoolMethod};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// |gpu − cpu| ≤ TOLERANCE · (1 + |cpu|).
+const TOLERANCE: f32 = 1e-4;
+
+fn gpu(test: &str) -> Option<Gpu> {
+    geeps_testkit::Backend::cuda_for(test)?;
+    Some(Gpu::open(0).expect("a CUDA device answered the probe, so the layer compute opens"))
+}
+
+fn random(rng: &mut StdRng, n: usize) -> Vec<f32> {
+    (0..n).map(|_| rng.gen_range(-1.0..1.0f32)).collect()
+}
+
+fn close(what: &str, gpu: &[f32], cpu: &[f32]) {
+    assert_eq!(gpu.len(), cpu.len(), "{what}: lengths");
+    for (i, (g, c)) in gpu.iter().zip(cpu).enumerate() {
+        assert!((g - c).abs() <= TOLERANCE * (1.0 + c.abs()), "{what}[{i}]: GPU {g}, CPU {c}");
+    }
+}
+
+/// The inputs of one comparison.
+struct Case {
+    layer: Box<dyn Layer>,
+    bottoms: Vec<Vec<f32>>,
+    /// Bottoms that get no gradient (labels).
+    no_gradient: Vec<usize>,
+    train: bool,
+}
+
+/// CPU results: tops, aux, bottom gradients, parameter gradient.
+type Results = (Vec<Vec<f32>>, Vec<f32>, Vec<Vec<f32>>, Vec<f32>);
+
+fn on_cpu(c: &Case, params: &[f32], dy: &[Vec<f32>]) -> Results {
+    let l = c.layer.as_ref();
+    let mut tops: Vec<Vec<f32>> = l.top_shapes().iter().map(|s| vec![0.0; count(s)]).collect();
+    let mut aux = vec![0.0; l.aux_len()];
+    let b: Vec<&[f32]> = if l.elementwise() {
+        tops[0].copy_from_slice(&c.bottoms[0]);
+        Vec::new()
+    } else {
+        c.bottoms.iter().map(|v| v.as_slice()).collect()
+    };
+    {
+        let mut t: Vec<&mut [f32]> = tops.iter_mut().map(|v| v.as_mut_slice()).collect();
+        l.forward(Forward { params, bottoms: &b, tops: &mut t, aux: &mut aux, train: c.train, seed: 5 });
+    }
+    let mut dx: Vec<Vec<f32>> = c.bottoms.iter().map(|v| vec![0.0; v.len()]).collect();
+    let mut grad = vec![0.0; params.len()];
+    if l.has_backward() {
+        if l.elementwise() {
+            dx[0].copy_from_slice(&dy[0]);
+        }
+        let all: Vec<&[f32]> = c.bottoms.iter().map(|v| v.as_slice()).collect();
+        let top_data: Vec<&[f32]> = tops.iter().map(|v| v.as_slice()).collect();
+        let top_diffs: Vec<&[f32]> =
+            if l.elementwise() || l.is_loss() { Vec::new() } else { dy.iter().map(|v| v.as_slice()).collect() };
+        let mut d: Vec<&mut [f32]> = dx.iter_mut().map(|v| v.as_mut_slice()).collect();
+        for &k in &c.no_gradient {
+            d[k] = &mut [];
+        }
+        l.backward(Backward {
+            params,
+            bottoms: &all,
+            tops: &top_data,
+            top_diffs: &top_diffs,
+            bottom_diffs: &mut d,
+            param_grad: &mut grad,
+            aux: &aux,
+            loss_weight: 1.0,
+        });
+    }
+    (tops, aux, dx, grad)
+}
+
+fn on_gpu(gpu: &Gpu, c: &Case, params: &[f32], dy: &[Vec<f32>]) -> Results {
+    let l = c.layer.as_ref();
+    let p = gpu.alloc_from(params).unwrap();
+    let bottoms: Vec<_> = c.bottoms.iter().map(|v| gpu.alloc_from(v).unwrap()).collect();
+    let tops: Vec<_> = l.top_shapes().iter().map(|s| gpu.alloc(count(s)).unwrap()).collect();
+    let aux = gpu.alloc(l.aux_len()).unwrap();
+    if l.elementwise() {
+        gpu.upload(&c.bottoms[0], tops[0].slice()).unwrap();
+    }
+    let b: Vec<DevSlice> = if l.elementwise() { Vec::new() } else { bottoms.iter().map(|v| v.slice()).collect() };
+    let t: Vec<DevSlice> = tops.iter().map(|v| v.slice()).collect();
+    let f = GpuForward { params: p.slice(), bottoms: &b, tops: &t, aux: aux.slice(), train: c.train, seed: 5 };
+    l.forward_gpu(gpu, &f).unwrap();
+    let dys: Vec<_> = dy.iter().map(|v| gpu.alloc_from(v).unwrap()).collect();
+    let dx: Vec<_> = c.bottoms.iter().map(|v| gpu.alloc(v.len()).unwrap()).collect();
+    let grad = gpu.alloc(params.len()).unwrap();
+    if l.has_backward() {
+        if l.elementwise() {
+            gpu.upload(&dy[0], dx[0].slice()).unwrap();
+        }
+        let all: Vec<DevSlice> = bottoms.iter().map(|v| v.slice()).collect();
+        let top_diffs: Vec<DevSlice> =
+            if l.elementwise() || l.is_loss() { Vec::new() } else { dys.iter().map(|v| v.slice()).collect() };
+        let d: Vec<DevSlice> = dx
+            .iter()
+            .enumerate()
+            .map(|(k, v)| if c.no_gradient.contains(&k) { DevSlice::EMPTY } else { v.slice() })
+            .collect();
+        let back = GpuBackward {
+            params: p.slice(),
+            bottoms: &all,
+            tops: &t,
+            top_diffs: &top_diffs,
+            bottom_diffs: &d,
+            param_grad: grad.slice(),
+            aux: aux.slice(),
+            loss_weight: 1.0,
+        };
+        l.backward_gpu(gpu, &back).unwrap();
+    }
+    gpu.sync().unwrap();
+    (
+        tops.iter().map(|v| v.to_vec().unwrap()).collect(),
+        aux.to_vec().unwrap(),
+        dx.iter().map(|v| v.to_vec().unwrap()).collect(),
+        grad.to_vec().unwrap(),
+    )
+}
+
+/// Runs `c` on both and compares everything.
+fn compare(gpu: &Gpu, what: &str, c: Case) {
+    let mut rng = StdRng::seed_from_u64(11);
+    let l = c.layer.as_ref();
+    assert!(l.on_gpu(), "{what}: {} has no GPU code", l.type_name());
+    let n_params: usize = l.param_blobs().iter().map(|p| count(&p.shape)).sum();
+    let params = random(&mut rng, n_params);
+    let dy: Vec<Vec<f32>> = l.top_shapes().iter().map(|s| random(&mut rng, count(s))).collect();
+    let cpu = on_cpu(&c, &params, &dy);
+    let got = on_gpu(gpu, &c, &params, &dy);
+    for (k, (g, h)) in got.0.iter().zip(&cpu.0).enumerate() {
+        close(&format!("{what}: top {k}"), g, h);
+    }
+    close(&format!("{what}: backward state"), &got.1, &cpu.1);
+    for (k, (g, h)) in got.2.iter().zip(&cpu.2).enumerate() {
+        close(&format!("{what}: bottom gradient {k}"), g, h);
+    }
+    close(&format!("{what}: parameter gradient"), &got.3, &cpu.3);
+}
+
+fn build(kind: LayerKind, shapes: &[Shape], train: bool, rng: &mut StdRng) -> Case {
+    let layer = layers::build(&kind, shapes, train).unwrap();
+    let bottoms = shapes.iter().map(|s| random(rng, count(s))).collect();
+    Case { layer, bottoms, no_gradient: Vec::new(), train }
+}
+
+/// A classifier's scores and labels.
+fn with_labels(kind: LayerKind, num: usize, classes: usize, rng: &mut StdRng) -> Case {
+    let mut c = build(kind, &[vec![num, classes], vec![num]], true, rng);
+    c.bottoms[1] = (0..num).map(|_| rng.gen_range(0..classes) as f32).collect();
+    c.no_gradient = vec![1];
+    c
+}
+
+#[test]
+fn convolution_matches_the_cpu() {
+    let Some(gpu) = gpu("convolution_matches_the_cpu") else { return };
+    let mut rng = StdRng::seed_from_u64(1);
+    let conf = |num_output, kernel, stride, pad, dilation, group, bias_term| ConvConf {
+        num_output,
+        kernel,
+        stride,
+        pad,
+        dilation,
+        group,
+        bias_term,
+        weight_filler: Filler::Constant(0.0),
+        bias_filler: Filler::Constant(0.0),
+    };
+    let cases = [
+        (conf(5, (5, 5), (1, 1), (0, 0), (1, 1), 1, true), vec![3, 1, 13, 11]),
+        (conf(4, (3, 2), (2, 1), (1, 2), (1, 1), 1, true), vec![2, 3, 9, 7]),
+        (conf(6, (3, 3), (1, 2), (2, 1), (2, 1), 3, false), vec![2, 3, 10, 9]),
+        (conf(7, (1, 1), (1, 1), (0, 0), (1, 1), 1, true), vec![1, 17, 5, 3]),
+    ];
+    for (i, (c, shape)) in cases.into_iter().enumerate() {
+        let case = build(LayerKind::Convolution(c), &[shape.clone()], true, &mut rng);
+        compare(&gpu, &format!("convolution {i} {shape:?}"), case);
+    }
+}
+
+#[test]
+fn inner_product_matches_the_cpu() {
+    let Some(gpu) = gpu("inner_product_matches_the_cpu") else { return };
+    let mut rng = StdRng::seed_from_u64(2);
+    for (num_output, bias_term, shape) in
+        [(10, true, vec![7, 3, 5, 5]), (33, false, vec![1, 300]), (1, true, vec![9, 2])]
+    {
+        let conf = InnerProductConf {
+            num_output,
+            bias_term,
+            weight_filler: Filler::Constant(0.0),
+            bias_filler: Filler::Constant(0.0),
+        };
+        let case = build(LayerKind::InnerProduct(conf), &[shape.clone()], true, &mut rng);
+        compare(&gpu, &format!("inner product {num_output} {shape:?}"), case);
+    }
+}
+
+#[test]
+fn pooling_matches_the_cpu() {
+    let Some(gpu) = gpu("pooling_matches_the_cpu") else { return };
+    let mut rng = StdRng::seed_from_u64(3);
+    for method in [PoolMethod::Max, PoolMethod::Ave] {
+        for (kernel, stride, pad, shape) in [
+            ((2, 2), (2, 2), (0, 0), vec![3, 5, 12, 12]),
+            ((3, 3), (2, 2), (1, 1), vec![2, 3, 7, 6]),
+            ((3, 2), (1, 2), (0, 1), vec![1, 4, 9, 11]),
+        ] {
+            let conf = PoolConf { method, kernel, stride, pad, global: false };
+            let case = build(LayerKind::Pooling(conf), &[shape.clone()], true, &mut rng);
+            compare(&gpu, &format!("{method:?} pooling {kernel:?}/{stride:?} pad {pad:?} {shape:?}"), case);
+        }
+    }
+}
+
+#[test]
+fn activations_and_dropout_match_the_cpu() {
+    let Some(gpu) = gpu("activations_and_dropout_match_the_cpu") else { return };
+    let mut rng = StdRng::seed_from_u64(4);
+    // 1000 elements: several blocks, the last one partial; 7: fewer than a warp.
+    for shape in [vec![4, 250], vec![7]] {
+        for kind in [
+            LayerKind::ReLU { negative_slope: 0.0 },
+            LayerKind::ReLU { negative_slope: 0.1 },
+            LayerKind::Sigmoid,
+            LayerKind::TanH,
+            LayerKind::Dropout { ratio: 0.3 },
+        ] {
+            let what = format!("{kind:?} {shape:?}");
+            compare(&gpu, &what, build(kind, &[shape.clone()], true, &mut rng));
+        }
+    }
+    // Dropout at test time is the identity.
+    let test = build(LayerKind::Dropout { ratio: 0.5 }, &[vec![300]], false, &mut rng);
+    compare(&gpu, "dropout at test time", test);
+}
+
+#[test]
+fn softmax_loss_and_accuracy_match_the_cpu() {
+    let Some(gpu) = gpu("softmax_loss_and_accuracy_match_the_cpu") else { return };
+    let mut rng = StdRng::seed_from_u64(5);
+    for (num, classes) in [(64, 10), (3, 1000), (300, 2)] {
+        for normalization in [Normalization::Batch, Normalization::None] {
+            let case = with_labels(LayerKind::SoftmaxWithLoss { normalization }, num, classes, &mut rng);
+            compare(&gpu, &format!("softmax loss {num}×{classes} {normalization:?}"), case);
+        }
+        for top_k in [1, 2.min(classes)] {
+            let case = with_labels(LayerKind::Accuracy { top_k }, num, classes, &mut rng);
+            compare(&gpu, &format!("accuracy top-{top_k} {num}×{classes}"), case);
+        }
+    }
+}
+
+/// Without a driver, opening the GPU compute is one clear error, not a panic.
+#[test]
+fn without_a_driver_opening_is_a_clear_error() {
+    if geeps_testkit::Backend::cuda_for("without_a_driver_opening_is_a_clear_error").is_some() {
+        return;
+    }
+    let err = Gpu::open(0).err().expect("no driver, no GPU compute").to_string();
+    assert!(err.contains("GPU"), "{err}");
+}
