@@ -190,7 +190,7 @@ fn convolution_matches_the_cpu() {
         (conf(7, (1, 1), (1, 1), (0, 0), (1, 1), 1, true), vec![1, 17, 5, 3]),
     ];
     for (i, (c, shape)) in cases.into_iter().enumerate() {
-        let case = build(LayerKind::Convolution(c), &[shape.clone()], true, &mut rng);
+        let case = build(LayerKind::Convolution(c), std::slice::from_ref(&shape), true, &mut rng);
         compare(&gpu, &format!("convolution {i} {shape:?}"), case);
     }
 }
@@ -208,7 +208,7 @@ fn inner_product_matches_the_cpu() {
             weight_filler: Filler::Constant(0.0),
             bias_filler: Filler::Constant(0.0),
         };
-        let case = build(LayerKind::InnerProduct(conf), &[shape.clone()], true, &mut rng);
+        let case = build(LayerKind::InnerProduct(conf), std::slice::from_ref(&shape), true, &mut rng);
         compare(&gpu, &format!("inner product {num_output} {shape:?}"), case);
     }
 }
@@ -224,7 +224,7 @@ fn pooling_matches_the_cpu() {
             ((3, 2), (1, 2), (0, 1), vec![1, 4, 9, 11]),
         ] {
             let conf = PoolConf { method, kernel, stride, pad, global: false };
-            let case = build(LayerKind::Pooling(conf), &[shape.clone()], true, &mut rng);
+            let case = build(LayerKind::Pooling(conf), std::slice::from_ref(&shape), true, &mut rng);
             compare(&gpu, &format!("{method:?} pooling {kernel:?}/{stride:?} pad {pad:?} {shape:?}"), case);
         }
     }
@@ -244,7 +244,7 @@ fn activations_and_dropout_match_the_cpu() {
             LayerKind::Dropout { ratio: 0.3 },
         ] {
             let what = format!("{kind:?} {shape:?}");
-            compare(&gpu, &what, build(kind, &[shape.clone()], true, &mut rng));
+            compare(&gpu, &what, build(kind, std::slice::from_ref(&shape), true, &mut rng));
         }
     }
     // Dropout at test time is the identity.
