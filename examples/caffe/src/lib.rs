@@ -23,6 +23,7 @@ pub mod data;
 pub mod datum;
 pub mod error;
 pub mod gpu;
+pub mod launch;
 pub mod layers;
 pub mod lmdb;
 pub mod lmdb_data;

@@ -72,9 +72,11 @@ struct TrainArgs {
     /// The solver prototxt (it names the net prototxt).
     #[arg(long)]
     solver: PathBuf,
-    /// Data-parallel workers (threads of this process).
-    #[arg(long, default_value_t = 4)]
-    workers: usize,
+    /// Data-parallel workers, threads of this process (default 4; with
+    /// --gpu over several GPUs and no --workers: one process per GPU,
+    /// started through geeps-launch).
+    #[arg(long)]
+    workers: Option<usize>,
     /// Run as one rank of a multi-process cluster: rank, world size and
     /// addresses come from the environment (geeps-launch, srun, mpirun,
     /// torchrun, GEEPS_*; implied when GEEPS_RANK is set). --workers is
@@ -354,7 +356,14 @@ fn train_command(args: TrainArgs) -> geeps_caffe::Result<()> {
         sigint_effect,
         sighup_effect,
     };
-    let cluster = if net || Cluster::in_environment() { Cluster::from_env()? } else { Cluster::in_process(workers)? };
+    let launched = net || Cluster::in_environment();
+    if let (false, None, DeviceChoice::Cuda(ordinals)) = (launched, workers, &opts.ps.device) {
+        if ordinals.len() > 1 {
+            // One process per GPU, as Caffe users expect: this command again, under geeps-launch.
+            return Err(geeps_caffe::launch::one_process_per_gpu(ordinals.len()));
+        }
+    }
+    let cluster = if launched { Cluster::from_env()? } else { Cluster::in_process(workers.unwrap_or(4))? };
     // Ctrl-C, SIGTERM and SIGHUP act as -sigint_effect and -sighup_effect say.
     geeps_caffe::signals::install()?;
     let trained = train::train(&s, &opts, &cluster);

@@ -1,0 +1,86 @@
+//! caffe-geeps training with its layers on the GPU: LeNet for 200
+//! iterations on CUDA device 0 tracks the same run on the CPU (losses
+//! within `LOSS_TOLERANCE`, the GPU's sums running in other orders); several
+//! GPUs start one worker process each; and what happens without a driver or
+//! without geeps-launch. The GPU runs need a CUDA device — the emulated
+//! driver here (`scripts/with-cuda-emu`) — and are skipped without one
+//! unless GEEPS_REQUIRE_CUDA=1.
+
+mod common;
+
+use std::process::Command;
+
+use common::quiet;
+use geeps_caffe::cluster::Cluster;
+use geeps_caffe::proto::solver::SolverParam;
+use geeps_caffe::ps::{DeviceChoice, PsOptions};
+use geeps_caffe::train::train;
+
+/// |GPU loss − CPU loss| at every iteration, relative to the CPU loss.
+const LOSS_TOLERANCE: f32 = 0.02;
+
+#[test]
+fn lenet_on_the_gpu_tracks_the_cpu_for_200_iterations() {
+    if geeps_testkit::Backend::cuda_for("lenet_on_the_gpu_tracks_the_cpu_for_200_iterations").is_none() {
+        return;
+    }
+    let dir = common::scratch("gpu-lenet");
+    let path = common::write(&dir, &common::lenet(64), &common::solver("net.prototxt", 200, 10, 200, ""));
+    let solver = SolverParam::load(&path).unwrap();
+    let cpu = train(&solver, &quiet(PsOptions::default()), &Cluster::in_process(1).unwrap()).unwrap();
+    let gpu_opts = PsOptions { device: DeviceChoice::Cuda(vec![0]), ..PsOptions::default() };
+    let gpu = train(&solver, &quiet(gpu_opts), &Cluster::in_process(1).unwrap()).unwrap();
+    assert_eq!(gpu.losses.len(), 200);
+    for (i, (g, c)) in gpu.losses.iter().zip(&cpu.losses).enumerate() {
+        assert!((g - c).abs() <= LOSS_TOLERANCE * c.abs().max(0.1), "iteration {i}: GPU loss {g}, CPU loss {c}");
+    }
+    let (first, last) = (gpu.losses[0], gpu.losses[190..].iter().sum::<f32>() / 10.0);
+    assert!(last < first * 0.5, "the GPU run learns: loss {first} → {last}");
+    let accuracy = |r: &geeps_caffe::train::TrainReport| r.test.iter().find(|(n, _)| n == "accuracy").unwrap().1;
+    assert!((accuracy(&gpu) - accuracy(&cpu)).abs() < 0.02, "test accuracy {} vs {}", accuracy(&gpu), accuracy(&cpu));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn several_gpus_start_one_worker_process_each() {
+    if geeps_testkit::Backend::cuda_for("several_gpus_start_one_worker_process_each").is_none() {
+        return;
+    }
+    let dir = common::scratch("gpu-processes");
+    let path = common::write(&dir, &common::lenet(16), &common::solver("net.prototxt", 4, 2, 4, ""));
+    let out = Command::new(env!("CARGO_BIN_EXE_caffe-geeps"))
+        .args(["train", "--no-progress", "--gpu", "0,1", "--solver"])
+        .arg(&path)
+        .env("GEEPS_CUDA_EMU_DEVICES", "2")
+        .env("RAYON_NUM_THREADS", "1")
+        .current_dir(&dir)
+        .output()
+        .expect("run caffe-geeps");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "caffe-geeps --gpu 0,1 failed:\n{stdout}\n{stderr}");
+    // geeps-launch prefixes each rank's lines with its rank: two processes.
+    assert!(stdout.contains("[1] rank 1 done"), "{stdout}");
+    assert!(stdout.contains("[0] Optimization done: 4 iterations on 2 worker(s)"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn several_gpus_without_geeps_launch_is_a_clear_error() {
+    let dir = common::scratch("gpu-no-launcher");
+    let path = common::write(&dir, &common::lenet(16), &common::solver("net.prototxt", 1, 1, 1, ""));
+    // A copy alone in a folder, with nothing on PATH: no geeps-launch anywhere.
+    let lone = dir.join("caffe-geeps");
+    std::fs::copy(env!("CARGO_BIN_EXE_caffe-geeps"), &lone).unwrap();
+    let out = Command::new(&lone)
+        .args(["train", "--no-progress", "--gpu", "0,1,2", "--solver"])
+        .arg(&path)
+        .env("PATH", "")
+        .current_dir(&dir)
+        .output()
+        .expect("run caffe-geeps");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("geeps-launch") && stderr.contains("--workers 3"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
