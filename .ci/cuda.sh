@@ -70,14 +70,17 @@ GEEPS_TEST_DEVICE=cuda GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release -
 step "the engine's semantics on CudaDevice with the PTX interpreted (ptoxide)"
 GEEPS_CUDA_EMU_KERNELS=interpret $emu cargo test --release --workspace --test semantics
 
-step "caffe-geeps on the CUDA device: --gpu 0 trains bit for bit as the host device"
+step "caffe-geeps layers on the GPU: every GPU layer against its CPU layer, LeNet 200 iterations, one process per GPU"
+GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace --test gpu_layers --test gpu_train
+
+step "caffe-geeps with rows on the CUDA device and CPU layers: bit for bit as the host device"
 GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace --test training gpu_device
 caffe="${CARGO_TARGET_DIR:-target}/release/caffe-geeps"
 work="$(mktemp -d)"
 trap 'rm -rf "$cubins" "$work"' EXIT
 for device in host gpu; do
   flags=()
-  [ "$device" = gpu ] && flags=(--gpu 0)
+  [ "$device" = gpu ] && flags=(--gpu 0 --cpu-layers)
   GEEPS_CUDA_EMU_KERNELS=native $emu "$caffe" train --solver examples/caffe/models/lenet_solver.prototxt \
     --workers 1 --max-iter 200 --no-progress --curve "$work/$device" "${flags[@]}" | tee "$work/$device.log"
   cp results/caffe/lenet_iter_200.caffemodel "$work/$device.caffemodel"
@@ -86,7 +89,7 @@ for device in host gpu; do
 done
 cmp "$work/host.caffemodel" "$work/gpu.caffemodel"
 diff "$work/host.curve" "$work/gpu.curve"
-echo "200 iterations: the same losses and the same weights, bit for bit, on the host and the CUDA device"
+echo "200 iterations: the same losses and the same weights, bit for bit, on the host and the CUDA device (CPU layers)"
 if env -u LD_LIBRARY_PATH "$caffe" train --solver examples/caffe/models/lenet_solver.prototxt --workers 1 \
   --max-iter 1 --gpu 0 --no-progress 2> "$work/nodriver.log"; then
   echo "--gpu 0 without a driver trained anyway"; exit 1

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # caffe-geeps on GPUs against PyTorch on the same GPU: images/s and geeps'
 # stall fraction of Caffe's LeNet (examples/caffe/models), for whoever has a
-# GPU machine. No figures are asserted; it prints them with the paper's
-# beside them.
+# GPU machine. caffe-geeps computes its layers on the GPU (cuBLAS GEMMs and
+# its PTX kernels); a second single-GPU row keeps the rows on the GPU but
+# computes on the CPU (--cpu-layers), to show what the GPU layers bring. No
+# figures are asserted; it prints them, the ratio to PyTorch, and the
+# paper's beside them.
 #
 #   scripts/gpu-bench/run.sh                  # GPU 0: caffe-geeps, then PyTorch
 #   scripts/gpu-bench/run.sh --gpus 4         # + 1 to 4 workers, one process per GPU
@@ -73,12 +76,24 @@ for n in $(seq 1 "$gpus"); do
     exit 1
   fi
   echo "  $n worker(s) on $where: $(figures "$log")"
+  [ "$n" = 1 ] && ips1=$(grep -oE 'throughput: [0-9]+ images/s' "$log" | grep -oE '[0-9]+' | head -1)
 done
+if [ "$cpu" = 0 ]; then
+  log="$out/caffe-cpu-layers.log"
+  "$bin" train --solver "$solver" --workers 1 --max-iter "$iterations" --no-progress --gpu 0 --cpu-layers \
+    --curve "$out/cl" >"$log" 2>&1 || { tail -20 "$log" >&2; exit 1; }
+  echo "  1 worker, rows on GPU 0, layers on the CPU (--cpu-layers): $(figures "$log")"
+fi
 
 if [ "$pytorch" = 1 ]; then
   echo "== PyTorch, the same net, solver and data"
   dev=cuda:0
   [ "$cpu" = 1 ] && dev=cpu
-  python3 scripts/gpu-bench/pytorch_lenet.py --device "$dev" --iterations "$iterations" || true
+  line=$(python3 scripts/gpu-bench/pytorch_lenet.py --device "$dev" --iterations "$iterations" 2>&1 || true)
+  echo "  $line"
+  torch=$(echo "$line" | grep -oE '^pytorch: [0-9.]+' | grep -oE '[0-9.]+' || true)
+  if [ -n "$torch" ] && [ -n "${ips1:-}" ]; then
+    python3 -c "print(f'  caffe-geeps on 1 GPU / PyTorch: {$ips1 / $torch:.2f}x the images per second')"
+  fi
 fi
 echo "== the paper (K20C GPUs, 40 GbE; GoogLeNet/AdamLike): stall < 8%, 13x images/s on 16 machines vs 1 GPU"
