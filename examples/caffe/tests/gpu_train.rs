@@ -84,3 +84,31 @@ fn several_gpus_without_geeps_launch_is_a_clear_error() {
     assert!(stderr.contains("geeps-launch") && stderr.contains("--workers 3"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A net whose activations exceed the GPU budget trains with its layers on
+/// the GPU: geeps swaps what does not fit through host memory, and the run
+/// computes the same bits as one with room to spare.
+#[test]
+fn activations_beyond_the_gpu_budget_train_the_same() {
+    if geeps_testkit::Backend::cuda_for("activations_beyond_the_gpu_budget_train_the_same").is_none() {
+        return;
+    }
+    let dir = common::scratch("gpu-budget");
+    let path = common::write(&dir, &common::lenet(64), &common::solver("net.prototxt", 6, 0, 0, ""));
+    let solver = SolverParam::load(&path).unwrap();
+    let on_gpu = |budget_mb: usize| PsOptions {
+        device: DeviceChoice::Cuda(vec![0]),
+        device_memory: budget_mb << 20,
+        ..PsOptions::default()
+    };
+    // conv1's top alone is 64 × 20 × 24 × 24 floats = 2.8 MiB.
+    let tight = train(&solver, &quiet(on_gpu(1)), &Cluster::in_process(1).unwrap()).unwrap();
+    let roomy = train(&solver, &quiet(on_gpu(256)), &Cluster::in_process(1).unwrap()).unwrap();
+    assert!(tight.stats[0].bytes_host_to_device > 0, "a 1 MiB budget swaps rows: {}", tight.stats[0]);
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&tight.losses), bits(&roomy.losses), "GPU layers with a 1 MiB and a 256 MiB budget");
+    for (l, (a, b)) in tight.final_params.iter().zip(&roomy.final_params).enumerate() {
+        assert_eq!(bits(a), bits(b), "parameters of layer {l}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
