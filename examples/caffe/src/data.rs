@@ -15,7 +15,7 @@ use flate2::read::GzDecoder;
 use crate::error::{Error, Result};
 use crate::lmdb_data::LmdbData;
 use crate::proto::net::DataConf;
-use crate::transform::{Pixels, TransformConf};
+use crate::transform::{Pixels, RawBatch, TransformConf};
 
 /// Images (one channel, row-major bytes) with their labels.
 #[derive(Debug)]
@@ -139,6 +139,33 @@ impl Source {
         match self {
             Source::Idx(d) => t.output_shape(1, d.height, d.width).map_err(|e| Error::file(&d.source, e)),
             Source::Lmdb(d) => d.output_shape(t),
+        }
+    }
+
+    /// Records `indices` as stored, each placed by `t` with the draws
+    /// [`Source::fill`] makes from `seed`, for a transform on the GPU.
+    pub fn raw_batch(
+        &self,
+        indices: &[usize],
+        t: &TransformConf,
+        train: bool,
+        seed: u64,
+        limit: Option<&LabelLimit>,
+    ) -> Result<RawBatch> {
+        match self {
+            Source::Lmdb(d) => d.raw_batch(indices, t, train, seed, limit),
+            Source::Idx(d) => {
+                self.image_shape(t)?;
+                let shape = (1, d.height, d.width);
+                let n = d.image_len();
+                let mut rng: rand::rngs::StdRng = rand::SeedableRng::seed_from_u64(seed);
+                let mut batch = RawBatch::new(shape, indices.len());
+                for &i in indices {
+                    let at = t.place(1, d.height, d.width, train, &mut rng);
+                    batch.push(Pixels::Bytes(&d.pixels[i * n..(i + 1) * n]), at, f32::from(d.labels[i]));
+                }
+                Ok(batch)
+            }
         }
     }
 

@@ -13,7 +13,7 @@ use crate::data::LabelLimit;
 use crate::datum::{Image, Values};
 use crate::error::{Error, Result};
 use crate::lmdb::LmdbReader;
-use crate::transform::{Pixels, TransformConf};
+use crate::transform::{Pixels, RawBatch, TransformConf};
 
 #[derive(Debug)]
 pub struct LmdbData {
@@ -69,6 +69,40 @@ impl LmdbData {
         let (c, h, w) = self.output_shape(t)?;
         let per = c * h * w;
         let mut rng = StdRng::seed_from_u64(seed);
+        self.for_each(indices, limit, |k, px, l| {
+            t.apply(px, self.channels, self.height, self.width, train, &mut rng, &mut data[k * per..(k + 1) * per]);
+            label[k] = l;
+        })
+    }
+
+    /// Records `indices` as stored, each with where `t` places it (the same
+    /// draws from `seed` as [`LmdbData::fill`]), for a transform elsewhere.
+    pub fn raw_batch(
+        &self,
+        indices: &[usize],
+        t: &TransformConf,
+        train: bool,
+        seed: u64,
+        limit: Option<&LabelLimit>,
+    ) -> Result<RawBatch> {
+        self.output_shape(t)?;
+        let mut rng = StdRng::seed_from_u64(seed);
+        let shape = (self.channels, self.height, self.width);
+        let mut batch = RawBatch::new(shape, indices.len());
+        self.for_each(indices, limit, |_, px, l| {
+            batch.push(px, t.place(shape.0, shape.1, shape.2, train, &mut rng), l);
+        })?;
+        Ok(batch)
+    }
+
+    /// Decodes records `indices` in order and hands each (position, values,
+    /// label) to `each`, after checking its size and its label.
+    fn for_each(
+        &self,
+        indices: &[usize],
+        limit: Option<&LabelLimit>,
+        mut each: impl FnMut(usize, Pixels<'_>, f32),
+    ) -> Result<()> {
         let path = self.reader.path();
         self.reader.with_values(indices, |k, bytes| {
             let img =
@@ -82,11 +116,6 @@ impl LmdbData {
                     ),
                 ));
             }
-            let px = match &img.values {
-                Values::Bytes(b) => Pixels::Bytes(b),
-                Values::Floats(f) => Pixels::Floats(f),
-            };
-            t.apply(px, self.channels, self.height, self.width, train, &mut rng, &mut data[k * per..(k + 1) * per]);
             if let Some(lim) = limit {
                 if img.label < 0 || img.label as usize >= lim.classes {
                     return Err(Error::file(
@@ -98,7 +127,11 @@ impl LmdbData {
                     ));
                 }
             }
-            label[k] = img.label as f32;
+            let px = match &img.values {
+                Values::Bytes(b) => Pixels::Bytes(b),
+                Values::Floats(f) => Pixels::Floats(f),
+            };
+            each(k, px, img.label as f32);
             Ok(())
         })
     }

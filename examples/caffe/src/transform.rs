@@ -82,13 +82,12 @@ impl TransformConf {
         Ok(if self.crop_size > 0 { (c, self.crop_size, self.crop_size) } else { (c, h, w) })
     }
 
-    /// Transforms one C×H×W image into `out` (of `output_shape`'s size).
-    /// `train` draws the crop offsets and the mirror coin from `rng`;
-    /// otherwise the crop is centred and nothing is mirrored. The shapes
-    /// must have passed `output_shape`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn apply(&self, x: Pixels<'_>, c: usize, h: usize, w: usize, train: bool, rng: &mut impl Rng, out: &mut [f32]) {
-        debug_assert_eq!(x.len(), c * h * w);
+    /// Where one image's crop window sits and whether it is mirrored:
+    /// `train` draws the crop offsets, then the mirror coin, from `rng`
+    /// (nothing is drawn for what the settings leave off); otherwise the
+    /// crop is centred and nothing is mirrored. The shapes must have passed
+    /// `output_shape`.
+    pub fn place(&self, c: usize, h: usize, w: usize, train: bool, rng: &mut impl Rng) -> Placement {
         let (_, oh, ow) = self.output_shape(c, h, w).unwrap_or((c, h, w));
         let (h_off, w_off) = match (self.crop_size, train) {
             (0, _) => (0, 0),
@@ -96,12 +95,36 @@ impl TransformConf {
             (_, false) => ((h - oh) / 2, (w - ow) / 2),
         };
         let mirror = self.mirror && train && rng.gen_bool(0.5);
-        for ch in 0..c {
-            let channel_mean = match &self.mean {
+        Placement { h_off, w_off, mirror }
+    }
+
+    /// Transforms one C×H×W image into `out` (of `output_shape`'s size),
+    /// placed as [`TransformConf::place`] draws it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn apply(&self, x: Pixels<'_>, c: usize, h: usize, w: usize, train: bool, rng: &mut impl Rng, out: &mut [f32]) {
+        let at = self.place(c, h, w, train, rng);
+        self.apply_at(x, c, h, w, at, out);
+    }
+
+    /// Per channel, what is subtracted from every pixel when the mean is
+    /// not an image (0 without a mean).
+    pub fn channel_means(&self, c: usize) -> Vec<f32> {
+        (0..c)
+            .map(|ch| match &self.mean {
                 Mean::Values(v) if v.len() == 1 => v[0],
                 Mean::Values(v) => v[ch],
                 _ => 0.0,
-            };
+            })
+            .collect()
+    }
+
+    /// Transforms one C×H×W image into `out` with its crop window at `at`.
+    pub fn apply_at(&self, x: Pixels<'_>, c: usize, h: usize, w: usize, at: Placement, out: &mut [f32]) {
+        debug_assert_eq!(x.len(), c * h * w);
+        let (_, oh, ow) = self.output_shape(c, h, w).unwrap_or((c, h, w));
+        let Placement { h_off, w_off, mirror } = at;
+        let channel_means = self.channel_means(c);
+        for (ch, &channel_mean) in channel_means.iter().enumerate() {
             for y in 0..oh {
                 for xw in 0..ow {
                     let src = (ch * h + h_off + y) * w + w_off + xw;
@@ -115,6 +138,58 @@ impl TransformConf {
             }
         }
     }
+}
+
+/// A batch of images as stored (bytes, or floats when any record holds
+/// floats), each with its placement, and the labels: what a transform on
+/// the GPU starts from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawBatch {
+    /// Every stored image's (channels, height, width).
+    pub shape: (usize, usize, usize),
+    pub pixels: RawPixels,
+    pub placements: Vec<Placement>,
+    pub labels: Vec<f32>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawPixels {
+    Bytes(Vec<u8>),
+    Floats(Vec<f32>),
+}
+
+impl RawBatch {
+    pub fn new(shape: (usize, usize, usize), images: usize) -> RawBatch {
+        RawBatch {
+            shape,
+            pixels: RawPixels::Bytes(Vec::with_capacity(images * shape.0 * shape.1 * shape.2)),
+            placements: Vec::with_capacity(images),
+            labels: Vec::with_capacity(images),
+        }
+    }
+
+    /// Adds one image; a float image turns the batch into floats.
+    pub fn push(&mut self, x: Pixels<'_>, at: Placement, label: f32) {
+        match (&mut self.pixels, x) {
+            (RawPixels::Bytes(v), Pixels::Bytes(b)) => v.extend_from_slice(b),
+            (RawPixels::Floats(v), x) => v.extend((0..x.len()).map(|i| x.get(i))),
+            (RawPixels::Bytes(v), Pixels::Floats(f)) => {
+                let mut floats: Vec<f32> = v.iter().map(|&b| f32::from(b)).collect();
+                floats.extend_from_slice(f);
+                self.pixels = RawPixels::Floats(floats);
+            }
+        }
+        self.placements.push(at);
+        self.labels.push(label);
+    }
+}
+
+/// One image's crop window (top-left offsets) and mirror flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Placement {
+    pub h_off: usize,
+    pub w_off: usize,
+    pub mirror: bool,
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ const MODULES: &[(&str, &str)] = &[
     ("pooling", include_str!("../../kernels/pooling.ptx")),
     ("sgd", include_str!("../../kernels/sgd.ptx")),
     ("softmax_loss", include_str!("../../kernels/softmax_loss.ptx")),
+    ("transform", include_str!("../../kernels/transform.ptx")),
 ];
 
 /// Threads per block of the grid-stride kernels (`FOR_EACH` in the CUDA C).

@@ -17,6 +17,7 @@ mod gemm;
 mod kernels;
 mod ops;
 mod scratch;
+mod transform;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -156,6 +157,24 @@ impl Gpu {
         let dst = dst.prefix(src.len())?;
         if !src.is_empty() {
             // SAFETY: `dst` holds `src.len()` floats; synchronous before `src` may go.
+            unsafe {
+                cudarc::driver::result::memcpy_htod_async(dst.ptr, src, self.stream.cu_stream())
+                    .map_err(|e| gpu_error(format!("GPU {}: a copy to the device: {e}", self.ordinal)))?;
+            }
+            self.sync()?;
+        }
+        Ok(())
+    }
+
+    /// Copies the plain values `src` (bytes, words) into `dst`, which must
+    /// hold their bytes; synchronous.
+    pub fn upload_words<T: Copy>(&self, src: &[T], dst: DevSlice) -> Result<()> {
+        let bytes = std::mem::size_of_val(src);
+        if bytes > dst.len * 4 {
+            return Err(gpu_error(format!("{bytes} bytes do not fit a device range of {} floats", dst.len)));
+        }
+        if bytes > 0 {
+            // SAFETY: `dst` holds `bytes` bytes; synchronous before `src` may go.
             unsafe {
                 cudarc::driver::result::memcpy_htod_async(dst.ptr, src, self.stream.cu_stream())
                     .map_err(|e| gpu_error(format!("GPU {}: a copy to the device: {e}", self.ordinal)))?;

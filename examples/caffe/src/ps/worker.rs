@@ -526,6 +526,31 @@ impl<'a> PsWorker<'a> {
                 && matches!(self.rule.kind, SolverType::Sgd | SolverType::Nesterov))
     }
 
+    /// A Data layer's batch on the GPU: uploaded as stored and transformed
+    /// there into the data top; labels into the label top.
+    fn data_on_gpu(
+        &self,
+        li: usize,
+        c: &Calls,
+        output: Option<&LocalBuffer<'_>>,
+        batch: &crate::transform::RawBatch,
+    ) -> Result<()> {
+        let (Some(gpu), Some(src)) = (self.gpu.as_ref(), &self.net.layers[li].data) else { return Ok(()) };
+        let l = &self.net.layers[li];
+        let (mut data, mut label) = (DevSlice::EMPTY, DevSlice::EMPTY);
+        if let (Some(b), Some(a)) = (output, &c.output) {
+            for (slot, s) in device_parts(b.device_ptr(), &a.parts, self.layout.row_width) {
+                match slot {
+                    Slot::Data(x) if x == l.tops[0] => data = s,
+                    Slot::Data(x) if l.tops.get(1) == Some(&x) => label = s,
+                    _ => {}
+                }
+            }
+        }
+        gpu.transform(&src.transform, batch, data, label)?;
+        gpu.sync()
+    }
+
     /// Forward of layer `li` on the GPU over the held buffers (input,
     /// inout, output); the net outputs it writes go to `outputs`.
     #[allow(clippy::too_many_arguments)]
@@ -643,7 +668,12 @@ impl<'a> PsWorker<'a> {
             let input = open(&c.input)?;
             let mut inout = open(&c.inout)?;
             let mut output = open(&c.output)?;
-            if let Some(gpu) = self.gpu.as_ref().filter(|_| l.data.is_none() && gpu_pass::runs_on_gpu(l)) {
+            if let (Some(_), Some(src)) = (self.gpu.as_ref(), &l.data) {
+                let idx = self.cursors[li].as_mut().map(|c| c.take(net.batch)).unwrap_or_default();
+                let seed = crate::plain::layer_seed(seed, li);
+                let batch = src.set.raw_batch(&idx, &src.transform, true, seed, src.label_limit.get())?;
+                self.data_on_gpu(li, c, output.as_ref(), &batch)?;
+            } else if let Some(gpu) = self.gpu.as_ref().filter(|_| gpu_pass::runs_on_gpu(l)) {
                 let buffers = [input.as_ref(), inout.as_ref(), output.as_ref()];
                 let seed = crate::plain::layer_seed(seed, li);
                 self.forward_on_gpu(gpu, li, c, read.as_ref(), buffers, seed, &mut outputs)?;
