@@ -60,9 +60,9 @@ impl Interpreter {
                     Fault::Illegal(m) => (CUDA_ERROR_ILLEGAL_ADDRESS, m),
                     Fault::Misaligned(m) => (CUDA_ERROR_MISALIGNED_ADDRESS, m),
                 };
-                Err((code, format!("kernel `{name}`, PTX line {}: {what}", stop.line)))
+                Err((code, format!("PTX line {}: {what}", stop.line)))
             }
-            Err(_) => Err((CUDA_ERROR_LAUNCH_FAILED, format!("kernel `{name}`: the PTX interpreter failed"))),
+            Err(_) => Err((CUDA_ERROR_LAUNCH_FAILED, "the PTX interpreter failed".into())),
         }
     }
 }

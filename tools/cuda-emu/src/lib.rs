@@ -42,7 +42,7 @@ mod module;
 pub mod native_kernels;
 mod ops;
 mod pinned;
-mod ptx;
+pub mod ptx;
 pub mod result;
 mod stream;
 

@@ -90,6 +90,15 @@ fn float_inputs() -> Vec<(u32, u32)> {
     v
 }
 
+/// The float `n` steps (of ±1) from positive `x` (`next_up` needs a newer Rust than the MSRV).
+fn step(x: f32, n: i32) -> f32 {
+    if x == 0.0 {
+        return f32::from_bits(1).copysign(n as f32);
+    }
+    let b = x.to_bits() as i64 + if x > 0.0 { n as i64 } else { -n as i64 };
+    f32::from_bits(b as u32)
+}
+
 fn f(x: u32) -> f32 {
     f32::from_bits(x)
 }
@@ -209,7 +218,8 @@ fn float_arithmetic_matches_rust() {
         b(if v.is_nan() { 0.0 } else { v.clamp(0.0, 1.0) })
     });
     // Every comparison, ordered and unordered.
-    let cmps: [(&str, fn(f32, f32) -> bool); 14] = [
+    type Cmp = fn(f32, f32) -> bool;
+    let cmps: [(&str, Cmp); 14] = [
         ("eq", |x, y| x == y),
         ("ne", |x, y| x != y && !x.is_nan() && !y.is_nan()),
         ("lt", |x, y| x < y),
@@ -218,10 +228,10 @@ fn float_arithmetic_matches_rust() {
         ("ge", |x, y| x >= y),
         ("equ", |x, y| x == y || x.is_nan() || y.is_nan()),
         ("neu", |x, y| x != y),
-        ("ltu", |x, y| !(x >= y)),
-        ("leu", |x, y| !(x > y)),
-        ("gtu", |x, y| !(x <= y)),
-        ("geu", |x, y| !(x < y)),
+        ("ltu", |x, y| x < y || x.is_nan() || y.is_nan()),
+        ("leu", |x, y| x <= y || x.is_nan() || y.is_nan()),
+        ("gtu", |x, y| x > y || x.is_nan() || y.is_nan()),
+        ("geu", |x, y| x >= y || x.is_nan() || y.is_nan()),
         ("num", |x, y| !x.is_nan() && !y.is_nan()),
         ("nan", |x, y| x.is_nan() || y.is_nan()),
     ];
@@ -269,7 +279,7 @@ fn conversions_round_and_saturate_as_ptx() {
     check("cvt.rn.f32.s32 %f4, %r2;\nmov.b32 %r4, %f4;", &ints, |a, _| (a as i32 as f32).to_bits());
     check("cvt.rz.f32.u32 %f4, %r2;\nmov.b32 %r4, %f4;", &ints, |a, _| {
         let r = a as f32;
-        (if r as u64 > a as u64 { r.next_down() } else { r }).to_bits()
+        (if r as u64 > a as u64 { step(r, -1) } else { r }).to_bits()
     });
     check("cvt.sat.u8.s32 %rs1, %r2;\ncvt.u32.u16 %r4, %rs1;", &ints, |a, _| (a as i32).clamp(0, 255) as u32);
     check("cvt.s8.s32 %rs1, %r2;\ncvt.s32.s8 %r4, %rs1;", &ints, |a, _| a as i8 as i32 as u32);
@@ -285,12 +295,12 @@ fn directed_rounding_of_fma_and_ex2() {
     let down = |x: u32, y: u32| {
         let v = f(x) as f64 * f(y) as f64;
         let r = v as f32;
-        (if r as f64 > v { r.next_down() } else { r }).to_bits()
+        (if r as f64 > v { step(r, -1) } else { r }).to_bits()
     };
     let up = |x: u32, y: u32| {
         let v = f(x) as f64 * f(y) as f64;
         let r = v as f32;
-        (if (r as f64) < v { r.next_up() } else { r }).to_bits()
+        (if (r as f64) < v { step(r, 1) } else { r }).to_bits()
     };
     let zero = "mov.f32 %f5, 0f00000000;";
     check(&format!("{zero}\nfma.rm.f32 %f4, %f2, %f3, %f5;\nmov.b32 %r4, %f4;"), &ins, down);
@@ -311,7 +321,7 @@ fn directed_rounding_of_fma_and_ex2() {
     let fma = |m: &str| run(&format!("{one}\nfma.{m}.f32 %f4, %f2, %f2, %f5;\nmov.b32 %r4, %f4;"), &[(a, 0)])[0];
     assert_eq!(f(fma("rn")), 2f32.powi(-22));
     assert_eq!(f(fma("rm")), 2f32.powi(-22));
-    assert_eq!(f(fma("rp")), 2f32.powi(-22).next_up());
+    assert_eq!(f(fma("rp")), step(2f32.powi(-22), 1));
     // ex2.approx.ftz: within 2 ulp of exp2; subnormal inputs and results flush to zero.
     let xs: Vec<(u32, u32)> = (0..400).map(|i| ((i as f32 * 0.37 - 70.0).to_bits(), 0)).collect();
     let got = run("ex2.approx.ftz.f32 %f4, %f2;\nmov.b32 %r4, %f4;", &xs);

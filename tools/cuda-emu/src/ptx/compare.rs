@@ -3,6 +3,8 @@
 //! with a NaN) unless their name ends in `u`; `num`/`nan` test for NaNs.
 //! Must never panic on any input.
 
+use std::cmp::Ordering::{Equal, Greater, Less};
+
 use super::inst::Fn3;
 
 macro_rules! int_cmp {
@@ -38,10 +40,10 @@ macro_rules! float_cmp {
             "ge" => Some(|a, b, _| ($get(a) >= $get(b)) as u64),
             "equ" => Some(|a, b, _| !($get(a) != $get(b) && !$get(a).is_nan() && !$get(b).is_nan()) as u64),
             "neu" => Some(|a, b, _| ($get(a) != $get(b)) as u64),
-            "ltu" => Some(|a, b, _| !($get(a) >= $get(b)) as u64),
-            "leu" => Some(|a, b, _| !($get(a) > $get(b)) as u64),
-            "gtu" => Some(|a, b, _| !($get(a) <= $get(b)) as u64),
-            "geu" => Some(|a, b, _| !($get(a) < $get(b)) as u64),
+            "ltu" => Some(|a, b, _| !matches!($get(a).partial_cmp(&$get(b)), Some(Greater | Equal)) as u64),
+            "leu" => Some(|a, b, _| !matches!($get(a).partial_cmp(&$get(b)), Some(Greater)) as u64),
+            "gtu" => Some(|a, b, _| !matches!($get(a).partial_cmp(&$get(b)), Some(Less | Equal)) as u64),
+            "geu" => Some(|a, b, _| !matches!($get(a).partial_cmp(&$get(b)), Some(Less)) as u64),
             "num" => Some(|a, b, _| (!$get(a).is_nan() && !$get(b).is_nan()) as u64),
             "nan" => Some(|a, b, _| ($get(a).is_nan() || $get(b).is_nan()) as u64),
             _ => None,

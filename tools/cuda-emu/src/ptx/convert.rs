@@ -231,7 +231,7 @@ mod tests {
         let big = (1u64 << 24) + 1;
         assert_eq!(f32::from_bits(c("f32", "u32", RP, false, false, big) as u32), 16777218.0);
         assert_eq!(f32::from_bits(c("f32", "u32", RZ, false, false, big) as u32), 16777216.0);
-        assert_eq!(f16_to_f32(f64_to_f16(1.5) as u16), 1.5);
+        assert_eq!(f16_to_f32(f64_to_f16(1.5)), 1.5);
         assert_eq!(f64_to_f16(65504.0), 0x7bff);
     }
 }

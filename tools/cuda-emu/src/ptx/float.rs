@@ -51,10 +51,10 @@ pub fn direct32<const M: u8>(r: f32, err: f64) -> f32 {
         return r;
     }
     match M {
-        RZ if r > 0.0 && err < 0.0 => r.next_down(),
-        RZ if r < 0.0 && err > 0.0 => r.next_up(),
-        RM if err < 0.0 => r.next_down(),
-        RP if err > 0.0 => r.next_up(),
+        RZ if r > 0.0 && err < 0.0 => down(r),
+        RZ if r < 0.0 && err > 0.0 => up(r),
+        RM if err < 0.0 => down(r),
+        RP if err > 0.0 => up(r),
         _ => r,
     }
 }
@@ -64,12 +64,48 @@ pub fn direct64<const M: u8>(r: f64, err: f64) -> f64 {
         return r;
     }
     match M {
-        RZ if r > 0.0 && err < 0.0 => r.next_down(),
-        RZ if r < 0.0 && err > 0.0 => r.next_up(),
-        RM if err < 0.0 => r.next_down(),
-        RP if err > 0.0 => r.next_up(),
+        RZ if r > 0.0 && err < 0.0 => down(r),
+        RZ if r < 0.0 && err > 0.0 => up(r),
+        RM if err < 0.0 => down(r),
+        RP if err > 0.0 => up(r),
         _ => r,
     }
+}
+
+/// The next float above `x` (`next_up`, which needs a newer Rust than the MSRV).
+pub trait Step: Copy {
+    fn step_up(self) -> Self;
+    fn step_down(self) -> Self;
+}
+
+macro_rules! step {
+    ($t:ty) => {
+        impl Step for $t {
+            fn step_up(self) -> $t {
+                if self.is_nan() || self == <$t>::INFINITY {
+                    self
+                } else if self == 0.0 {
+                    <$t>::from_bits(1)
+                } else if self > 0.0 {
+                    <$t>::from_bits(self.to_bits() + 1)
+                } else {
+                    <$t>::from_bits(self.to_bits() - 1)
+                }
+            }
+            fn step_down(self) -> $t {
+                -(-self).step_up()
+            }
+        }
+    };
+}
+step!(f32);
+step!(f64);
+
+fn up<T: Step>(x: T) -> T {
+    x.step_up()
+}
+fn down<T: Step>(x: T) -> T {
+    x.step_down()
 }
 
 /// `a + b = s + e` exactly.
@@ -107,7 +143,7 @@ fn mul32<const M: u8>(a: u64, b: u64, _: u64) -> u64 {
     if M == RN {
         return pf(r);
     }
-    let err = overflow_err(r as f64, x.is_finite() && y.is_finite()).unwrap_or_else(|| x as f64 * y as f64 - r as f64);
+    let err = overflow_err(r as f64, x.is_finite() && y.is_finite()).unwrap_or(x as f64 * y as f64 - r as f64);
     pf(direct32::<M>(r, err))
 }
 fn fma32<const M: u8>(a: u64, b: u64, c: u64) -> u64 {
@@ -126,7 +162,9 @@ fn fma32<const M: u8>(a: u64, b: u64, c: u64) -> u64 {
 fn div32<const M: u8>(a: u64, b: u64, _: u64) -> u64 {
     let (x, y) = (f(a), f(b));
     let r = x / y;
-    if M == RN || !r.is_finite() && !(x.is_finite() && y != 0.0 && y.is_finite()) {
+    // A NaN or infinity from a NaN, infinite or zero divisor or dividend is exact.
+    let exact_special = !(x.is_finite() && y != 0.0 && y.is_finite());
+    if M == RN || (!r.is_finite() && exact_special) {
         return pf(r);
     }
     let err =
@@ -384,7 +422,7 @@ mod tests {
     #[test]
     fn directed_fma_brackets_the_exact_result() {
         let (rm, rp, rn) = (fma("rm", 1.1, 1.1, 0.0), fma("rp", 1.1, 1.1, 0.0), fma("rn", 1.1, 1.1, 0.0));
-        assert_eq!(rp, rm.next_up());
+        assert_eq!(rp, up(rm));
         let exact = 1.1f32 as f64 * 1.1f32 as f64;
         assert!((rm as f64) < exact && exact < rp as f64);
         assert!(rn == rm || rn == rp);

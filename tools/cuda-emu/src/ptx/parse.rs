@@ -205,7 +205,7 @@ pub fn variable(s: &str, line: u32) -> Result<Option<Var>, Error> {
     let dynamic = words.contains(&".extern");
     let mut init = vec![0u8; size];
     if let Some((lhs, rhs)) = s.split_once('=') {
-        let elem = lhs.split_whitespace().filter_map(|w| w.strip_prefix('.').and_then(type_bytes)).last().unwrap_or(1);
+        let elem = lhs.split_whitespace().rev().find_map(|w| w.strip_prefix('.').and_then(type_bytes)).unwrap_or(1);
         let float = lhs.contains(".f32") || lhs.contains(".f64");
         let values = rhs.trim().trim_start_matches('{').trim_end_matches('}');
         for (k, v) in values.split(',').map(str::trim).filter(|v| !v.is_empty()).enumerate() {

@@ -30,8 +30,7 @@ pub fn pieces(ptx: &str) -> Vec<(Piece, u32)> {
         }
         cur.clear();
     };
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
+    for c in text.chars() {
         match c {
             '\n' => {
                 line += 1;
