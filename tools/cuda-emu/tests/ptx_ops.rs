@@ -560,3 +560,35 @@ fn atomics_accumulate() {
     assert_eq!(f32::from_bits(got[2]), (0..64).sum::<u32>() as f32);
     assert_eq!(got[3], 99);
 }
+
+#[test]
+fn dynamic_shared_memory_reverses_a_block() {
+    open();
+    let body = "
+    .extern .shared .align 4 .b8 dyn[];
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [k_param_0];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %ntid.x;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    ld.global.u32 %r3, [%rd3];
+    mov.u64 %rd4, dyn;
+    add.s64 %rd5, %rd4, %rd2;
+    st.shared.u32 [%rd5], %r3;
+    bar.sync 0;
+    sub.s32 %r4, %r2, %r1;
+    sub.s32 %r4, %r4, 1;
+    mul.wide.u32 %rd6, %r4, 4;
+    add.s64 %rd7, %rd4, %rd6;
+    cvta.shared.u64 %rd7, %rd7;
+    ld.u32 %r5, [%rd7];
+    st.global.u32 [%rd3], %r5;
+    ret;";
+    let m = load_ptx(&kernel(body, ".param .u64 k_param_0"));
+    let data: Vec<u32> = (0..96).collect();
+    let p = upload_u32(&data);
+    ok(launch(function(m, "k"), (1, 1, 1), (96, 1, 1), 96 * 4, &[Arg::U64(p)]));
+    assert_eq!(read_u32(p, 96), data.iter().rev().copied().collect::<Vec<_>>());
+}

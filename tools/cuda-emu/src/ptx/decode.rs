@@ -84,6 +84,20 @@ pub fn kernel(k: &Kernel, vars: &[Var]) -> Result<Code, Error> {
             d.place(v);
         }
     }
+    // Variables first, wherever declared: an instruction may name one declared after it.
+    for (item, line) in &k.body {
+        if let Item::Stmt(s) = item {
+            if s.starts_with('.') && !s.starts_with(".reg") {
+                d.variable(s, *line, &mut dynamic)?;
+            }
+        }
+    }
+    // Dynamic shared memory starts after the static variables.
+    let dyn_at = d.shared_bytes.div_ceil(16) * 16;
+    d.shared_bytes = dyn_at;
+    for name in dynamic {
+        d.vars.insert(name, (Space::Shared, dyn_at as u64));
+    }
     let mut insts: Vec<Inst> = Vec::new();
     for (item, line) in &k.body {
         match item {
@@ -94,7 +108,9 @@ pub fn kernel(k: &Kernel, vars: &[Var]) -> Result<Code, Error> {
             Item::Label(l) => {
                 d.labels.insert(l.clone(), insts.len() as u32);
             }
-            Item::Stmt(s) if s.starts_with('.') => d.directive(s, *line, &mut dynamic)?,
+            Item::Stmt(s) if s.starts_with(".reg") => d.registers(s, *line)?,
+            // Variables are placed above; performance hints (.maxntid, .pragma, .loc, ...) change nothing here.
+            Item::Stmt(s) if s.starts_with('.') => {}
             Item::Stmt(s) => {
                 let syn = syntax(s).map_err(|e| Error::at(*line, format!("`{s}`: {e}")))?;
                 let guard = match &syn.guard {
@@ -106,12 +122,6 @@ pub fn kernel(k: &Kernel, vars: &[Var]) -> Result<Code, Error> {
                 insts.push(Inst { kind, guard, line: *line });
             }
         }
-    }
-    // Dynamic shared memory starts after the static variables.
-    let dyn_at = d.shared_bytes.div_ceil(16) * 16;
-    d.shared_bytes = dyn_at;
-    for name in dynamic {
-        d.vars.insert(name, (Space::Shared, dyn_at as u64));
     }
     for (at, label, line) in std::mem::take(&mut d.branches) {
         let target =
@@ -157,34 +167,34 @@ impl Decoder {
         }
     }
 
-    fn directive(&mut self, s: &str, line: u32, dynamic: &mut Vec<String>) -> Result<(), Error> {
-        let words: Vec<&str> = s.split_whitespace().collect();
-        if words[0] == ".reg" {
-            let rest = s.split_once(char::is_whitespace).map_or("", |x| x.1).trim();
-            let names = rest.split_once(char::is_whitespace).map_or("", |x| x.1);
-            for n in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-                match n.split_once('<') {
-                    Some((base, count)) => {
-                        let count: u32 = count
-                            .trim_end_matches('>')
-                            .trim()
-                            .parse()
-                            .map_err(|_| Error::at(line, format!("bad register count in `{n}`")))?;
-                        for i in 0..count {
-                            let r = self.new_reg();
-                            self.scopes.last_mut().unwrap_or(&mut HashMap::new()).insert(format!("{base}{i}"), r);
-                        }
-                    }
-                    None => {
-                        let r = self.new_reg();
-                        if let Some(s) = self.scopes.last_mut() {
-                            s.insert(n.to_string(), r);
-                        }
-                    }
+    /// `.reg .b32 %r<48>;` or `.reg .f32 %f1, %f2;`
+    fn registers(&mut self, s: &str, line: u32) -> Result<(), Error> {
+        let rest = s.split_once(char::is_whitespace).map_or("", |x| x.1).trim();
+        let names = rest.split_once(char::is_whitespace).map_or("", |x| x.1);
+        for n in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            let list: Vec<String> = match n.split_once('<') {
+                Some((base, count)) => {
+                    let count: u32 = count
+                        .trim_end_matches('>')
+                        .trim()
+                        .parse()
+                        .map_err(|_| Error::at(line, format!("bad register count in `{n}`")))?;
+                    (0..count).map(|i| format!("{base}{i}")).collect()
+                }
+                None => vec![n.to_string()],
+            };
+            for name in list {
+                let r = self.new_reg();
+                if let Some(scope) = self.scopes.last_mut() {
+                    scope.insert(name, r);
                 }
             }
-            return Ok(());
         }
+        Ok(())
+    }
+
+    /// A `.shared`/`.local` declaration in a kernel body, placed.
+    fn variable(&mut self, s: &str, line: u32, dynamic: &mut Vec<String>) -> Result<(), Error> {
         if let Some(v) = variable(s, line)? {
             if v.space == Space::Global || v.space == Space::Const {
                 return Err(Error::at(line, "function-level .global/.const variables are not supported"));
@@ -195,7 +205,6 @@ impl Decoder {
                 self.place(&v);
             }
         }
-        // Performance hints (.maxntid, .pragma, .loc, ...) change nothing here.
         Ok(())
     }
 
