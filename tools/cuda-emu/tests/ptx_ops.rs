@@ -592,3 +592,34 @@ fn dynamic_shared_memory_reverses_a_block() {
     ok(launch(function(m, "k"), (1, 1, 1), (96, 1, 1), 96 * 4, &[Arg::U64(p)]));
     assert_eq!(read_u32(p, 96), data.iter().rev().copied().collect::<Vec<_>>());
 }
+
+#[test]
+fn pointers_read_from_memory_reach_other_allocations() {
+    open();
+    // out[t] = *table[t] + 1, *table[t] = 0: the pointed-to buffers are not arguments.
+    let body = "
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [k_param_0];
+    ld.param.u64 %rd2, [k_param_1];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 8;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.nc.u64 %rd5, [%rd4];
+    ld.global.u32 %r2, [%rd5];
+    add.s32 %r3, %r2, 1;
+    st.global.u32 [%rd5], 0;
+    mul.wide.u32 %rd6, %r1, 4;
+    add.s64 %rd7, %rd2, %rd6;
+    st.global.u32 [%rd7], %r3;
+    ret;";
+    let m = load_ptx(&kernel(body, ".param .u64 k_param_0, .param .u64 k_param_1"));
+    let buffers: Vec<u64> = (0..4).map(|i| upload_u32(&[10 * i, 99])).collect();
+    let words: Vec<u32> = buffers.iter().flat_map(|&p| [p as u32, (p >> 32) as u32]).collect();
+    let (table, out) = (upload_u32(&words), upload_u32(&[0; 4]));
+    ok(launch(function(m, "k"), (1, 1, 1), (4, 1, 1), 0, &[Arg::U64(table), Arg::U64(out)]));
+    assert_eq!(read_u32(out, 4), [1, 11, 21, 31]);
+    for &b in &buffers {
+        assert_eq!(read_u32(b, 2), [0, 99]);
+    }
+}

@@ -2,8 +2,11 @@
 //! point into (global addresses are the emulator's device addresses), the
 //! block's shared memory, each thread's local memory and the parameter
 //! buffer; generic addresses of shared and local memory live in windows
-//! above every user-space address. Every access is bounds- and
-//! alignment-checked; must never touch bytes outside these buffers.
+//! above every user-space address. A global address in another live
+//! allocation of the emulator (reached through a pointer the kernel read
+//! from memory) is served by locking that allocation for the one access.
+//! Every access is bounds- and alignment-checked; must never touch bytes
+//! outside these buffers and live allocations, nor wait forever on a lock.
 
 use super::parse::Space;
 
@@ -104,9 +107,11 @@ impl<'a> Memory<'a> {
 
     #[inline]
     pub fn load(&mut self, space: Space, addr: u64, n: usize, align: usize, lane: usize) -> Result<u64, Fault> {
-        let b = self.bytes(space, addr, n, align, lane)?;
         let mut v = [0u8; 8];
-        v[..n].copy_from_slice(b);
+        match self.bytes(space, addr, n, align, lane) {
+            Ok(b) => v[..n].copy_from_slice(b),
+            Err(e) => self.other_allocation(space, addr, n, e, |b| v[..n].copy_from_slice(b))?,
+        }
         Ok(u64::from_le_bytes(v))
     }
 
@@ -120,8 +125,47 @@ impl<'a> Memory<'a> {
         lane: usize,
         value: u64,
     ) -> Result<(), Fault> {
-        let b = self.bytes(space, addr, n, align, lane)?;
-        b.copy_from_slice(&value.to_le_bytes()[..n]);
+        match self.bytes(space, addr, n, align, lane) {
+            Ok(b) => b.copy_from_slice(&value.to_le_bytes()[..n]),
+            Err(e) => self.other_allocation(space, addr, n, e, |b| b.copy_from_slice(&value.to_le_bytes()[..n]))?,
+        }
         Ok(())
+    }
+
+    /// `f` on the `n` bytes at global `addr` in a live allocation the launch
+    /// did not lock, or `fault` (what the locked ones said) when there is none.
+    #[cold]
+    fn other_allocation(
+        &self,
+        space: Space,
+        addr: u64,
+        n: usize,
+        fault: Fault,
+        f: impl FnOnce(&mut [u8]),
+    ) -> Result<(), Fault> {
+        let global = space == Space::Global
+            || (space == Space::Generic
+                && !(SHARED_WINDOW..SHARED_WINDOW + (1 << 32)).contains(&addr)
+                && !(LOCAL_WINDOW..LOCAL_WINDOW + (1 << 32)).contains(&addr));
+        if !global || matches!(fault, Fault::Misaligned(_)) {
+            return Err(fault);
+        }
+        let Some(alloc) = crate::memory::space().find(addr) else { return Err(fault) };
+        // One of the launch's own allocations: the access ran past its end.
+        if self.globals.iter().any(|g| g.0 == alloc.base) || addr - alloc.base + n as u64 > alloc.size as u64 {
+            return Err(fault);
+        }
+        let at = (addr - alloc.base) as usize;
+        // Another operation may hold it (and wait for ours): try for a while, never block.
+        for _ in 0..100_000 {
+            if let Some(mut bytes) = alloc.try_lock() {
+                f(&mut bytes[at..at + n]);
+                return Ok(());
+            }
+            std::thread::yield_now();
+        }
+        Err(Fault::Illegal(format!(
+            "{n}-byte global access at {addr:#x}: its allocation stayed busy in another operation"
+        )))
     }
 }
