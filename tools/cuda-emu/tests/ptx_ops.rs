@@ -623,3 +623,44 @@ fn pointers_read_from_memory_reach_other_allocations() {
         assert_eq!(read_u32(b, 2), [0, 99]);
     }
 }
+
+#[test]
+fn module_variables_are_initialised_and_kept() {
+    open();
+    // A constant table and a global counter: out[t] = table[t % 4] + counter (counted up per launch).
+    let ptx = format!(
+        "{HEAD}.const .align 4 .b8 table[16] = {{1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0}};
+.global .align 4 .u32 counter = 100;
+.visible .entry k(.param .u64 k_param_0)
+{{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [k_param_0];
+    mov.u32 %r1, %tid.x;
+    and.b32 %r2, %r1, 3;
+    mul.wide.u32 %rd2, %r2, 4;
+    mov.u64 %rd3, table;
+    add.s64 %rd4, %rd3, %rd2;
+    ld.const.u32 %r3, [%rd4];
+    ld.global.u32 %r4, [counter];
+    add.s32 %r5, %r3, %r4;
+    mul.wide.u32 %rd5, %r1, 4;
+    add.s64 %rd6, %rd1, %rd5;
+    st.global.u32 [%rd6], %r5;
+    bar.sync 0;
+    setp.ne.s32 %p1, %r1, 0;
+    @%p1 bra $END;
+    atom.global.add.u32 %r6, [counter], 10;
+    $END:
+    ret;
+}}
+"
+    );
+    let ptx = ptx.replace(".reg .b32 %r<8>;", ".reg .b32 %r<8>;\n    .reg .pred %p<2>;");
+    let m = load_ptx(&ptx);
+    let p = upload_u32(&[0; 6]);
+    ok(launch(function(m, "k"), (1, 1, 1), (6, 1, 1), 0, &[Arg::U64(p)]));
+    assert_eq!(read_u32(p, 6), [101, 102, 103, 104, 101, 102]);
+    ok(launch(function(m, "k"), (1, 1, 1), (6, 1, 1), 0, &[Arg::U64(p)]));
+    assert_eq!(read_u32(p, 6), [111, 112, 113, 114, 111, 112]);
+}

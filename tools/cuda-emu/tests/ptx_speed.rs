@@ -34,7 +34,7 @@ fn im2col_thread_instructions_per_second() {
     let start = Instant::now();
     let mut executed = 0u64;
     for _ in 0..64 {
-        let mut mem = Memory::new(vec![(image_at, &mut image[..]), (col_at, &mut col[..])], params.clone());
+        let mut mem = Memory::new(vec![(image_at, &mut image[..]), (col_at, &mut col[..])], params.clone(), &mut []);
         executed += run(code, geo, &mut mem).map_err(|s| s.line).expect("im2col runs");
     }
     let secs = start.elapsed().as_secs_f64();

@@ -13,7 +13,7 @@ use super::convert;
 use super::float;
 use super::inst::{Code, Combine, Fill, Fn3, Inst, Kind, Post, SCRATCH};
 use super::int;
-use super::memory::{LOCAL_WINDOW, SHARED_WINDOW};
+use super::memory::{DATA_WINDOW, LOCAL_WINDOW, SHARED_WINDOW};
 use super::operand::{imm_bits, syntax, Opnd, Syntax};
 use super::parse::{type_bytes, variable, Item, Kernel, Space, Var};
 use super::Error;
@@ -58,6 +58,20 @@ fn is_type(m: &str) -> bool {
     TYPES.contains(&m)
 }
 
+/// The module's `.global`/`.const` variables laid out in one buffer: each
+/// one's name, space and offset, and the buffer's initial bytes.
+pub fn module_data(vars: &[Var]) -> (Vec<(String, Space, usize)>, Vec<u8>) {
+    let mut data = Vec::new();
+    let mut placed = Vec::new();
+    for v in vars.iter().filter(|v| v.space == Space::Global || v.space == Space::Const) {
+        let at = data.len().div_ceil(v.align) * v.align;
+        data.resize(at, 0);
+        data.extend_from_slice(&v.init);
+        placed.push((v.name.clone(), v.space, at));
+    }
+    (placed, data)
+}
+
 /// Decodes kernel `k` of a module whose module-level variables are `vars`.
 pub fn kernel(k: &Kernel, vars: &[Var]) -> Result<Code, Error> {
     let mut d = Decoder {
@@ -75,6 +89,9 @@ pub fn kernel(k: &Kernel, vars: &[Var]) -> Result<Code, Error> {
     };
     for p in &k.params {
         d.vars.insert(p.name.clone(), (Space::Param, p.offset as u64));
+    }
+    for (name, space, at) in module_data(vars).0 {
+        d.vars.insert(name, (space, DATA_WINDOW + at as u64));
     }
     let mut dynamic = Vec::new();
     for v in vars {
@@ -162,7 +179,7 @@ impl Decoder {
                 self.local_bytes = at + v.size;
                 self.vars.insert(v.name.clone(), (Space::Local, at as u64));
             }
-            // Module globals and constants have no storage here: using one fails at decode.
+            // Module globals and constants live in the module's data (see `module_data`).
             _ => {}
         }
     }
@@ -253,7 +270,7 @@ impl Decoder {
 
     fn symbol(&self, name: &str) -> Result<(Space, u64), String> {
         self.vars.get(name).copied().ok_or_else(|| {
-            format!("unknown symbol `{name}` (module .global/.const variables and device functions are not supported)")
+            format!("unknown symbol `{name}` (device functions and function-level .global variables are not supported)")
         })
     }
 
@@ -263,13 +280,9 @@ impl Decoder {
             Opnd::Reg(r) => self.reg(r),
             Opnd::Imm(i) => Ok(self.constant(imm_bits(*i, ty == "f32", ty == "f64"))),
             Opnd::Sym(s) => {
-                let (space, at) = self.symbol(s)?;
-                // Named WARP_SZ and friends are registers, not variables.
-                if space == Space::Param || space == Space::Shared || space == Space::Local {
-                    Ok(self.constant(at))
-                } else {
-                    Err(format!("cannot take the address of `{s}`"))
-                }
+                // A variable's name as a value is its address in its state space.
+                let (_, at) = self.symbol(s)?;
+                Ok(self.constant(at))
             }
             other => Err(format!("operand {other:?} cannot be a source here")),
         }

@@ -14,6 +14,8 @@ use super::parse::Space;
 pub const SHARED_WINDOW: u64 = 0xF000_0000_0000;
 /// Generic address of local offset 0 (of the thread making the access).
 pub const LOCAL_WINDOW: u64 = 0xE000_0000_0000;
+/// Address of the module's `.global`/`.const` variables.
+pub const DATA_WINDOW: u64 = 0xD000_0000_0000;
 
 /// Why an access failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +32,8 @@ pub struct Memory<'a> {
     pub local: Vec<u8>,
     pub local_bytes: usize,
     pub params: Vec<u8>,
+    /// The module's `.global`/`.const` variables, at `DATA_WINDOW`.
+    data: &'a mut [u8],
 }
 
 fn space_name(s: Space) -> &'static str {
@@ -44,9 +48,9 @@ fn space_name(s: Space) -> &'static str {
 }
 
 impl<'a> Memory<'a> {
-    pub fn new(mut globals: Vec<(u64, &'a mut [u8])>, params: Vec<u8>) -> Memory<'a> {
+    pub fn new(mut globals: Vec<(u64, &'a mut [u8])>, params: Vec<u8>, data: &'a mut [u8]) -> Memory<'a> {
         globals.sort_by_key(|g| g.0);
-        Memory { globals, last: 0, shared: Vec::new(), local: Vec::new(), local_bytes: 0, params }
+        Memory { globals, last: 0, shared: Vec::new(), local: Vec::new(), local_bytes: 0, params, data }
     }
 
     /// The `n` bytes at `addr` of `space` as thread `lane` sees them; `align` is the access's alignment.
@@ -71,7 +75,9 @@ impl<'a> Memory<'a> {
         let outside = |what: &str| {
             Fault::Illegal(format!("{n}-byte {} access at {addr:#x} is outside {what}", space_name(space)))
         };
+        let in_data = (DATA_WINDOW..DATA_WINDOW + self.data.len() as u64).contains(&addr);
         let (buf, at): (&mut [u8], usize) = match space {
+            Space::Global | Space::Const if in_data => (&mut *self.data, (addr - DATA_WINDOW) as usize),
             Space::Global => {
                 let hit = |g: &(u64, &'a mut [u8])| addr >= g.0 && addr - g.0 + n as u64 <= g.1.len() as u64;
                 if !self.globals.get(self.last).is_some_and(hit) {
@@ -94,7 +100,7 @@ impl<'a> Memory<'a> {
                 let at = lane * self.local_bytes + addr as usize;
                 (&mut self.local, at)
             }
-            Space::Const | Space::Generic => return Err(outside("any memory the emulator gives kernels")),
+            Space::Const | Space::Generic => return Err(outside("the module's variables")),
         };
         if addr > usize::MAX as u64 {
             return Err(outside("the state space"));

@@ -20,6 +20,7 @@ mod parse;
 mod source;
 
 use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
 
 pub use exec::{Geometry, Stop};
 pub use inst::Code;
@@ -47,6 +48,8 @@ impl std::fmt::Display for Error {
 /// A parsed module: each kernel decoded, or why it cannot run.
 pub struct Program {
     kernels: HashMap<String, Result<Code, Error>>,
+    /// The module's `.global`/`.const` variables, kept between launches as on a GPU.
+    data: Mutex<Vec<u8>>,
 }
 
 impl Program {
@@ -55,7 +58,13 @@ impl Program {
     pub fn load(ptx: &str) -> Result<Program, Error> {
         let m = parse::module(ptx)?;
         let kernels = m.kernels.iter().map(|k| (k.name.clone(), decode::kernel(k, &m.vars))).collect();
-        Ok(Program { kernels })
+        let data = Mutex::new(decode::module_data(&m.vars).1);
+        Ok(Program { kernels, data })
+    }
+
+    /// The module's variables, locked for a launch.
+    pub fn data(&self) -> MutexGuard<'_, Vec<u8>> {
+        self.data.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Kernel `name`, decoded, or why it cannot run.
