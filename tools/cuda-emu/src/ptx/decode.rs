@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use super::compare;
 use super::convert;
 use super::float;
-use super::inst::{Code, Combine, Fill, Fn3, Inst, Kind, Post, SCRATCH};
+use super::inst::{Code, Combine, Fill, Fn3, Inst, Kind, Post, Shuffle, Vote, SCRATCH};
 use super::int;
 use super::memory::{DATA_WINDOW, LOCAL_WINDOW, SHARED_WINDOW};
 use super::operand::{imm_bits, syntax, Opnd, Syntax};
@@ -498,6 +498,52 @@ impl Decoder {
                 Kind::Bra { target: 0 }
             }
             "ret" | "exit" => Kind::Exit,
+            "shfl" if has("sync") && ty == "b32" => {
+                let mode = if has("up") {
+                    Shuffle::Up
+                } else if has("down") {
+                    Shuffle::Down
+                } else if has("bfly") {
+                    Shuffle::Bfly
+                } else if has("idx") {
+                    Shuffle::Idx
+                } else {
+                    return Err(unsupported());
+                };
+                let (d, p) = match self.operand(s, 0)? {
+                    Opnd::Reg(r) if r.contains('|') => {
+                        let (d, p) = r.split_once('|').unwrap_or((r, r));
+                        (self.reg(d.trim())?, self.reg(p.trim())?)
+                    }
+                    o => (self.dst(o)?, SCRATCH),
+                };
+                let a = self.src(self.operand(s, 1)?, ty)?;
+                let b = self.src(self.operand(s, 2)?, ty)?;
+                let c = self.src(self.operand(s, 3)?, ty)?;
+                Kind::Shfl { mode, d, p, a, b, c }
+            }
+            "vote" => {
+                let mode = if has("all") {
+                    Vote::All
+                } else if has("any") {
+                    Vote::Any
+                } else if has("uni") {
+                    Vote::Uni
+                } else if has("ballot") {
+                    Vote::Ballot
+                } else {
+                    return Err(unsupported());
+                };
+                let d = self.dst(self.operand(s, 0)?)?;
+                let (a, negate) = match self.operand(s, 1)? {
+                    Opnd::NotReg(p) => (self.reg(p)?, true),
+                    o => (self.src(o, "pred")?, false),
+                };
+                Kind::Vote { mode, d, a, negate }
+            }
+            "activemask" => {
+                Kind::Vote { mode: Vote::Active, d: self.dst(self.operand(s, 0)?)?, a: SCRATCH, negate: false }
+            }
             "bar" | "barrier" if has("warp") => Kind::Nop,
             "bar" | "barrier" if mods.is_empty() || has("sync") || (op == "barrier" && has("aligned")) => Kind::Bar,
             "membar" | "fence" => Kind::Nop,

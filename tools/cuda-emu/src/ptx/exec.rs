@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::float::{ftz32, sat32, sat64};
-use super::inst::{Code, Combine, Fill, Inst, Kind, Post, SCRATCH};
+use super::inst::{Code, Combine, Fill, Inst, Kind, Post, Shuffle, Vote, SCRATCH};
 use super::int;
 use super::memory::{Fault, Memory};
 
@@ -52,7 +52,7 @@ pub fn run(code: &Code, geo: Geometry, mem: &mut Memory) -> Result<u64, Stop> {
     }
     mem.local_bytes = code.local_bytes;
     let shared_len = code.shared_bytes + geo.dynamic_shared;
-    let mut e = Exec { code, n, regs, count: 0, act: Vec::with_capacity(n) };
+    let mut e = Exec { code, n, regs, count: 0, act: Vec::with_capacity(n), scratch: Vec::new() };
     for z in 0..geo.grid.2 {
         for y in 0..geo.grid.1 {
             for x in 0..geo.grid.0 {
@@ -82,6 +82,8 @@ struct Exec<'c> {
     regs: Vec<u64>,
     count: u64,
     act: Vec<u32>,
+    /// `shfl` results, before they are written.
+    scratch: Vec<(u64, u64)>,
 }
 
 impl Exec<'_> {
@@ -300,6 +302,58 @@ impl Exec<'_> {
                     for (i, &p) in parts.iter().enumerate() {
                         regs[p as usize * n + l] = (v >> (i as u32 * bits)) & mask;
                     }
+                }
+            }
+            &Kind::Shfl { mode, d, p, a, b, c } => {
+                // Every lane reads before any writes (`d` may be `a`).
+                let mut out = std::mem::take(&mut self.scratch);
+                out.clear();
+                for &l in lanes {
+                    let l = l as usize;
+                    let lane = (l % 32) as i32;
+                    let (bv, cv) = (regs[b as usize * n + l] as i32 & 0x1f, regs[c as usize * n + l] as i32);
+                    let seg = (cv >> 8) & 0x1f;
+                    let max_lane = (lane & seg) | (cv & 0x1f & !seg);
+                    let min_lane = lane & seg;
+                    let (j, ok) = match mode {
+                        Shuffle::Up => (lane - bv, lane - bv >= max_lane),
+                        Shuffle::Down => (lane + bv, lane + bv <= max_lane),
+                        Shuffle::Bfly => (lane ^ bv, (lane ^ bv) <= max_lane),
+                        Shuffle::Idx => (min_lane | (bv & !seg), (min_lane | (bv & !seg)) <= max_lane),
+                    };
+                    let src = l - lane as usize + if ok { j as usize } else { lane as usize };
+                    // A source past the block's last thread reads the lane's own value.
+                    let src = if src < n { src } else { l };
+                    out.push((regs[a as usize * n + src], ok as u64));
+                }
+                for (&l, &(v, ok)) in lanes.iter().zip(&out) {
+                    regs[d as usize * n + l as usize] = v;
+                    if p != SCRATCH {
+                        regs[p as usize * n + l as usize] = ok;
+                    }
+                }
+                self.scratch = out;
+            }
+            &Kind::Vote { mode, d, a, negate } => {
+                // Per warp: the lanes executing this and those whose predicate holds.
+                let warps = n.div_ceil(32);
+                let (mut here, mut set) = (vec![0u32; warps], vec![0u32; warps]);
+                for &l in lanes {
+                    let l = l as usize;
+                    here[l / 32] |= 1 << (l % 32);
+                    let v = mode == Vote::Active || ((regs[a as usize * n + l] & 1 != 0) != negate);
+                    if v {
+                        set[l / 32] |= 1 << (l % 32);
+                    }
+                }
+                for &l in lanes {
+                    let w = l as usize / 32;
+                    regs[d as usize * n + l as usize] = match mode {
+                        Vote::All => (set[w] == here[w]) as u64,
+                        Vote::Any => (set[w] != 0) as u64,
+                        Vote::Uni => (set[w] == here[w] || set[w] == 0) as u64,
+                        Vote::Ballot | Vote::Active => set[w] as u64,
+                    };
                 }
             }
             Kind::Nop => {}

@@ -1,7 +1,7 @@
 //! The emulator's own PTX interpreter: runs the PTX NVRTC 12.x emits for
 //! ordinary kernels (integer, float, logic, comparison, conversion, move,
-//! memory, atomic and control instructions; `.shared` and `.local`
-//! arrays; barriers; 3-D grids and blocks) on the CPU. A module is parsed
+//! memory, atomic, warp-shuffle/vote and control instructions; `.shared`,
+//! `.local` and module variables; barriers; 3-D grids and blocks) on the CPU. A module is parsed
 //! at load; each kernel is decoded once into a compact instruction list
 //! and executed SIMT-style over each block's threads. What it does not
 //! implement is an error naming the instruction and its PTX line, never a
