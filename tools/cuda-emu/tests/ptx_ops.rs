@@ -238,6 +238,17 @@ fn float_arithmetic_matches_rust() {
     for (c, want) in cmps {
         check(&format!("setp.{c}.f32 %p1, %f2, %f3;\nselp.u32 %r4, 1, 0, %p1;"), &ins, |x, y| want(f(x), f(y)) as u32);
     }
+    let classes: [(&str, fn(f32) -> bool); 6] = [
+        ("finite", f32::is_finite),
+        ("infinite", f32::is_infinite),
+        ("number", |x| !x.is_nan()),
+        ("notanumber", f32::is_nan),
+        ("normal", f32::is_normal),
+        ("subnormal", f32::is_subnormal),
+    ];
+    for (c, want) in classes {
+        check(&format!("testp.{c}.f32 %p1, %f2;\nselp.u32 %r4, 1, 0, %p1;"), &ins, |x, _| want(f(x)) as u32);
+    }
     check("set.gt.u32.f32 %r4, %f2, %f3;", &ins, |x, y| if f(x) > f(y) { u32::MAX } else { 0 });
     check("selp.f32 %f4, %f2, %f3, %p7;\nmov.b32 %r4, %f4;", &ins, |_, y| y);
 }

@@ -345,6 +345,10 @@ impl Decoder {
         };
         let op = s.op.as_str();
         let unsupported = || format!("the instruction `{op}` with modifiers {mods:?} is not supported");
+        // Modifiers that change results in ways not implemented: refused rather than ignored.
+        if let Some(m) = mods.iter().find(|m| ["NaN", "xorsign", "abs", "relu", "cc", "oob", "satfinite"].contains(m)) {
+            return Err(format!("the modifier .{m} is not supported"));
+        }
         Ok(match op {
             "mov" => {
                 let (d, a) = (self.operand(s, 0)?, self.operand(s, 1)?);
@@ -388,7 +392,7 @@ impl Decoder {
                 }
                 Kind::Bfi { d, a: r[0], b: r[1], c: r[2], e: r[3], bits }
             }
-            "prmt" if types == ["b32"] => {
+            "prmt" if mods == ["b32"] => {
                 let srcs: Vec<&Opnd> = s.operands.iter().skip(1).collect();
                 self.alu(int::prmt, self.operand(s, 0)?, &srcs, ty, Post::None, false)?
             }
@@ -448,6 +452,11 @@ impl Decoder {
                 let d = self.dst(self.operand(s, 0)?)?;
                 let a = self.src(self.operand(s, 1)?, types[1])?;
                 Kind::Alu { f: convert::cvt, d, a, b: self.constant(spec), c: SCRATCH, ftz_in: false, post: Post::None }
+            }
+            "testp" if ty == "f32" || ty == "f64" => {
+                let class = mods.first().copied().unwrap_or("");
+                let f = compare::testp(class, ty).ok_or_else(unsupported)?;
+                self.alu(f, self.operand(s, 0)?, &[self.operand(s, 1)?], ty, Post::None, false)?
             }
             "cvta" => {
                 let f: Fn3 = match (has("to"), space) {
