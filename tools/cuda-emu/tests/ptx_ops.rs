@@ -238,7 +238,8 @@ fn float_arithmetic_matches_rust() {
     for (c, want) in cmps {
         check(&format!("setp.{c}.f32 %p1, %f2, %f3;\nselp.u32 %r4, 1, 0, %p1;"), &ins, |x, y| want(f(x), f(y)) as u32);
     }
-    let classes: [(&str, fn(f32) -> bool); 6] = [
+    type Class = fn(f32) -> bool;
+    let classes: [(&str, Class); 6] = [
         ("finite", f32::is_finite),
         ("infinite", f32::is_infinite),
         ("number", |x| !x.is_nan()),
