@@ -451,7 +451,9 @@ impl Decoder {
                 let spec = convert::spec(dt, st, float::mode(&mods), has("sat"), has("ftz"), integral);
                 let d = self.dst(self.operand(s, 0)?)?;
                 let a = self.src(self.operand(s, 1)?, types[1])?;
-                Kind::Alu { f: convert::cvt, d, a, b: self.constant(spec), c: SCRATCH, ftz_in: false, post: Post::None }
+                // The common conversions get their own function; the rest decode `spec` per value.
+                let f = convert::fast(spec).unwrap_or(convert::cvt);
+                Kind::Alu { f, d, a, b: self.constant(spec), c: SCRATCH, ftz_in: false, post: Post::None }
             }
             "testp" if ty == "f32" || ty == "f64" => {
                 let class = mods.first().copied().unwrap_or("");

@@ -36,6 +36,31 @@ pub struct Memory<'a> {
     data: &'a mut [u8],
 }
 
+/// `b` (1, 2, 4 or 8 bytes) as a little-endian value; fixed sizes, so no `memcpy` call.
+#[inline(always)]
+fn read(b: &[u8]) -> u64 {
+    match b.len() {
+        4 => u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64,
+        8 => u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+        2 => u16::from_le_bytes([b[0], b[1]]) as u64,
+        _ => b.first().copied().unwrap_or(0) as u64,
+    }
+}
+
+#[inline(always)]
+fn write(b: &mut [u8], v: u64) {
+    match b.len() {
+        4 => b.copy_from_slice(&(v as u32).to_le_bytes()),
+        8 => b.copy_from_slice(&v.to_le_bytes()),
+        2 => b.copy_from_slice(&(v as u16).to_le_bytes()),
+        _ => {
+            if let Some(x) = b.first_mut() {
+                *x = v as u8;
+            }
+        }
+    }
+}
+
 fn space_name(s: Space) -> &'static str {
     match s {
         Space::Global => "global",
@@ -56,7 +81,8 @@ impl<'a> Memory<'a> {
     /// The `n` bytes at `addr` of `space` as thread `lane` sees them; `align` is the access's alignment.
     #[inline]
     pub fn bytes(&mut self, space: Space, addr: u64, n: usize, align: usize, lane: usize) -> Result<&mut [u8], Fault> {
-        if addr % align as u64 != 0 {
+        // Alignments are powers of two: a mask, not a division, on this hot path.
+        if addr & (align as u64 - 1) != 0 {
             return Err(Fault::Misaligned(format!(
                 "misaligned {n}-byte {} access at {addr:#x} (needs {align}-byte alignment)",
                 space_name(space)
@@ -115,7 +141,7 @@ impl<'a> Memory<'a> {
     pub fn load(&mut self, space: Space, addr: u64, n: usize, align: usize, lane: usize) -> Result<u64, Fault> {
         let mut v = [0u8; 8];
         match self.bytes(space, addr, n, align, lane) {
-            Ok(b) => v[..n].copy_from_slice(b),
+            Ok(b) => return Ok(read(b)),
             Err(e) => self.other_allocation(space, addr, n, e, |b| v[..n].copy_from_slice(b))?,
         }
         Ok(u64::from_le_bytes(v))
@@ -132,7 +158,7 @@ impl<'a> Memory<'a> {
         value: u64,
     ) -> Result<(), Fault> {
         match self.bytes(space, addr, n, align, lane) {
-            Ok(b) => b.copy_from_slice(&value.to_le_bytes()[..n]),
+            Ok(b) => write(b, value),
             Err(e) => self.other_allocation(space, addr, n, e, |b| b.copy_from_slice(&value.to_le_bytes()[..n]))?,
         }
         Ok(())
