@@ -76,6 +76,36 @@ pub fn run(code: &Code, geo: Geometry, mem: &mut Memory) -> Result<u64, Stop> {
     Ok(e.count)
 }
 
+/// `from` joined into `into`, both sorted by thread: lanes stay in order
+/// so each instruction walks its register rows forward (cache-friendly).
+fn join(into: &mut Vec<u32>, mut from: Vec<u32>) {
+    match (into.last(), from.first()) {
+        (None, _) => *into = from,
+        (_, None) => {}
+        (Some(&a), Some(&b)) if a < b => into.append(&mut from),
+        _ if from.last() < into.first() => {
+            from.append(into);
+            *into = from;
+        }
+        _ => {
+            let mut out = Vec::with_capacity(into.len() + from.len());
+            let (mut i, mut j) = (0, 0);
+            while i < into.len() && j < from.len() {
+                if into[i] < from[j] {
+                    out.push(into[i]);
+                    i += 1;
+                } else {
+                    out.push(from[j]);
+                    j += 1;
+                }
+            }
+            out.extend_from_slice(&into[i..]);
+            out.extend_from_slice(&from[j..]);
+            *into = out;
+        }
+    }
+}
+
 struct Exec<'c> {
     code: &'c Code,
     n: usize,
@@ -99,6 +129,7 @@ impl Exec<'_> {
             let (mut pc, mut lanes) = match waiting.pop_first() {
                 Some(g) => g,
                 None if !barrier.is_empty() => {
+                    barrier.sort_unstable();
                     for (pc, l) in barrier.drain(..) {
                         waiting.entry(pc).or_default().push(l);
                     }
@@ -107,10 +138,9 @@ impl Exec<'_> {
                 None => return Ok(()),
             };
             loop {
-                if let Some(mut e) = waiting.first_entry() {
+                if let Some(e) = waiting.first_entry() {
                     if *e.key() == pc {
-                        lanes.append(e.get_mut());
-                        e.remove();
+                        join(&mut lanes, e.remove());
                     }
                 }
                 let code = self.code;
@@ -135,13 +165,13 @@ impl Exec<'_> {
                             let (p, neg) = inst.guard.unwrap_or((SCRATCH, false));
                             let (taken, rest): (Vec<u32>, Vec<u32>) =
                                 lanes.iter().partition(|&&l| self.pred(p, neg, l));
-                            waiting.entry(*target).or_default().extend(taken);
+                            join(waiting.entry(*target).or_default(), taken);
                             lanes = rest;
                             pc += 1;
                         }
                         self.count += lanes.len() as u64;
                         if waiting.first_key_value().is_some_and(|(&k, _)| k < pc) {
-                            waiting.entry(pc).or_default().append(&mut lanes);
+                            join(waiting.entry(pc).or_default(), std::mem::take(&mut lanes));
                             break;
                         }
                     }
@@ -360,5 +390,23 @@ impl Exec<'_> {
             Kind::Bra { .. } | Kind::Bar | Kind::Exit => {}
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::join;
+
+    #[test]
+    fn joined_lanes_stay_sorted() {
+        for (a, b) in
+            [(vec![], vec![1, 2]), (vec![1, 2], vec![3]), (vec![5, 6], vec![1, 2]), (vec![1, 4, 9], vec![2, 3, 10])]
+        {
+            let mut into = a.clone();
+            join(&mut into, b.clone());
+            let mut want = [a, b].concat();
+            want.sort_unstable();
+            assert_eq!(into, want);
+        }
     }
 }
