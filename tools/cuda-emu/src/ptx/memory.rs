@@ -137,8 +137,23 @@ impl<'a> Memory<'a> {
         }
     }
 
+    /// The bytes of an aligned global access inside the allocation used last
+    /// (most accesses): the common case without the general resolution.
+    #[inline(always)]
+    fn cached_global(&mut self, space: Space, addr: u64, n: usize, align: usize) -> Option<&mut [u8]> {
+        if space != Space::Global || addr & (align as u64 - 1) != 0 {
+            return None;
+        }
+        let g = self.globals.get_mut(self.last)?;
+        let at = addr.checked_sub(g.0)? as usize;
+        g.1.get_mut(at..at.checked_add(n)?)
+    }
+
     #[inline]
     pub fn load(&mut self, space: Space, addr: u64, n: usize, align: usize, lane: usize) -> Result<u64, Fault> {
+        if let Some(b) = self.cached_global(space, addr, n, align) {
+            return Ok(read(b));
+        }
         let mut v = [0u8; 8];
         match self.bytes(space, addr, n, align, lane) {
             Ok(b) => return Ok(read(b)),
@@ -157,6 +172,10 @@ impl<'a> Memory<'a> {
         lane: usize,
         value: u64,
     ) -> Result<(), Fault> {
+        if let Some(b) = self.cached_global(space, addr, n, align) {
+            write(b, value);
+            return Ok(());
+        }
         match self.bytes(space, addr, n, align, lane) {
             Ok(b) => write(b, value),
             Err(e) => self.other_allocation(space, addr, n, e, |b| b.copy_from_slice(&value.to_le_bytes()[..n]))?,
