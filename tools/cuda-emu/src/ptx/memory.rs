@@ -105,7 +105,8 @@ impl<'a> Memory<'a> {
         let (buf, at): (&mut [u8], usize) = match space {
             Space::Global | Space::Const if in_data => (&mut *self.data, (addr - DATA_WINDOW) as usize),
             Space::Global => {
-                let hit = |g: &(u64, &'a mut [u8])| addr >= g.0 && addr - g.0 + n as u64 <= g.1.len() as u64;
+                let hit =
+                    |g: &(u64, &'a mut [u8])| addr >= g.0 && (addr - g.0).saturating_add(n as u64) <= g.1.len() as u64;
                 if !self.globals.get(self.last).is_some_and(hit) {
                     self.last = self
                         .globals
@@ -120,7 +121,7 @@ impl<'a> Memory<'a> {
             Space::Shared => (&mut self.shared, addr as usize),
             Space::Param => (&mut self.params, addr as usize),
             Space::Local => {
-                if addr + n as u64 > self.local_bytes as u64 {
+                if addr.saturating_add(n as u64) > self.local_bytes as u64 {
                     return Err(outside("the thread's local memory"));
                 }
                 let at = lane * self.local_bytes + addr as usize;
@@ -203,7 +204,9 @@ impl<'a> Memory<'a> {
         }
         let Some(alloc) = crate::memory::space().find(addr) else { return Err(fault) };
         // One of the launch's own allocations: the access ran past its end.
-        if self.globals.iter().any(|g| g.0 == alloc.base) || addr - alloc.base + n as u64 > alloc.size as u64 {
+        if self.globals.iter().any(|g| g.0 == alloc.base)
+            || (addr - alloc.base).saturating_add(n as u64) > alloc.size as u64
+        {
             return Err(fault);
         }
         let at = (addr - alloc.base) as usize;
