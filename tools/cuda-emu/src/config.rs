@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 /// How `cuLaunchKernel` executes kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KernelMode {
-    /// The PTX in the ptoxide interpreter (the default).
+    /// The PTX in the emulator's own interpreter (`crate::ptx`, the default).
     Interpret,
     /// geeps' row kernels in native Rust; any other kernel in the interpreter.
     Native,

@@ -24,6 +24,8 @@ pub struct Launch {
     pub function: Arc<Function>,
     pub grid: (u32, u32, u32),
     pub block: (u32, u32, u32),
+    /// Bytes of dynamic shared memory.
+    pub shared: u32,
     /// Each parameter's bytes, in order.
     pub args: Vec<Vec<u8>>,
     pub pointers: Vec<Pointer>,
@@ -108,7 +110,15 @@ impl Launch {
                 Some(Pointer { param, offset: (value - alloc.base) as usize, alloc })
             })
             .collect();
-        Ok(Launch { function, grid, block, args, pointers })
+        Ok(Launch { function, grid, block, shared, args, pointers })
+    }
+
+    /// Why the kernel cannot run in the engine that would run it, if it cannot.
+    pub fn runnable(&self) -> Result<(), String> {
+        if config().kernels == KernelMode::Native && native_kernels::detect(self).is_some() {
+            return Ok(());
+        }
+        self.function.module.interpreter.check(self.name())
     }
 
     /// Runs the kernel (on the stream's thread).

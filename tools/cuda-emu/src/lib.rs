@@ -14,8 +14,12 @@
 //!   `cuStreamWaitEvent` and synchronisation follow the driver;
 //! - copies from page-locked memory read it when they run (DMA); pageable
 //!   sources are staged at the call;
-//! - kernels run in the ptoxide PTX interpreter, or natively for geeps' row
-//!   kernels (`GEEPS_CUDA_EMU_KERNELS=native`);
+//! - kernels run in the emulator's own PTX interpreter (`ptx`: the integer,
+//!   float, conversion, memory, atomic and control instructions NVRTC emits,
+//!   shared and local arrays, barriers, 3-D grids; SIMT over each block's
+//!   threads), or natively for geeps' row kernels
+//!   (`GEEPS_CUDA_EMU_KERNELS=native`); an instruction it lacks is a launch
+//!   error naming it and its PTX line;
 //! - cuBLAS's sgemm, strided-batched sgemm and sgemv (the same library
 //!   answers as `libcublas.so`), computed on the CPU as stream operations;
 //! - stale handles, freed pointers and out-of-bounds copies are refused with
@@ -38,6 +42,7 @@ mod module;
 pub mod native_kernels;
 mod ops;
 mod pinned;
+pub mod ptx;
 pub mod result;
 mod stream;
 

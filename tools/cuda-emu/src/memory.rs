@@ -37,6 +37,15 @@ impl Allocation {
         self.data.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The bytes, if no one else holds them now.
+    pub fn try_lock(&self) -> Option<MutexGuard<'_, Vec<u8>>> {
+        match self.data.try_lock() {
+            Ok(g) => Some(g),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+
     pub fn end(&self) -> u64 {
         self.base + self.size as u64
     }

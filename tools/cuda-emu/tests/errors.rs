@@ -171,8 +171,8 @@ fn calls_need_init_and_a_current_context() {
     }
 }
 
-/// A kernel the interpreter cannot run (here: an argument that is no
-/// device address) fails the launch; the error is sticky, as on a GPU.
+/// A kernel reading through an argument that is no device address fails
+/// with CUDA_ERROR_ILLEGAL_ADDRESS; the error is sticky, as on a GPU.
 #[test]
 fn a_failed_kernel_is_sticky() {
     let name = "a_failed_kernel_is_sticky";
@@ -197,12 +197,12 @@ fn a_failed_kernel_is_sticky() {
             &mut w as *mut u32 as *mut c_void,
         ];
         ok(emu::cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args.as_mut_ptr(), null_mut()));
-        code(emu::cuStreamSynchronize(s), CUDA_ERROR_LAUNCH_FAILED);
-        code(emu::cuCtxSynchronize(), CUDA_ERROR_LAUNCH_FAILED);
-        code(emu::cuMemsetD32Async(dst, 0, 1, s), CUDA_ERROR_LAUNCH_FAILED);
+        code(emu::cuStreamSynchronize(s), CUDA_ERROR_ILLEGAL_ADDRESS);
+        code(emu::cuCtxSynchronize(), CUDA_ERROR_ILLEGAL_ADDRESS);
+        code(emu::cuMemsetD32Async(dst, 0, 1, s), CUDA_ERROR_ILLEGAL_ADDRESS);
         let mut name_ptr = std::ptr::null();
-        ok(emu::cuGetErrorName(CUDA_ERROR_LAUNCH_FAILED, &mut name_ptr));
-        assert_eq!(std::ffi::CStr::from_ptr(name_ptr).to_str().unwrap(), "CUDA_ERROR_LAUNCH_FAILED");
+        ok(emu::cuGetErrorName(CUDA_ERROR_ILLEGAL_ADDRESS, &mut name_ptr));
+        assert_eq!(std::ffi::CStr::from_ptr(name_ptr).to_str().unwrap(), "CUDA_ERROR_ILLEGAL_ADDRESS");
     }
 }
 

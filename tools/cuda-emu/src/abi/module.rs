@@ -200,6 +200,11 @@ pub unsafe extern "C" fn cuLaunchKernel(
         }
         let launch =
             Launch::capture(function, (grid_x, grid_y, grid_z), (block_x, block_y, block_z), shared, params, extra)?;
+        // A kernel the interpreter cannot decode fails here, as a JIT failure, without poisoning the context.
+        if let Err(why) = launch.runnable() {
+            crate::log::fault(&format!("cuLaunchKernel: {why}"));
+            return Err(CUDA_ERROR_INVALID_PTX);
+        }
         submit(&stream, Op::Launch(Box::new(launch))).map(|_| ())
     })
 }

@@ -128,3 +128,77 @@ pub fn child_passes_with_libraries(test: &str, names: &[&str]) {
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success() && text.contains("1 passed"), "child {test} failed ({}):\n{text}", out.status);
 }
+
+/// One kernel argument.
+#[derive(Clone, Copy, Debug)]
+pub enum Arg {
+    U32(u32),
+    U64(u64),
+    F32(f32),
+}
+
+/// Loads `ptx` as a module in the current context.
+pub fn load_ptx(ptx: &str) -> *mut c_void {
+    let image = std::ffi::CString::new(ptx).expect("PTX without NUL bytes");
+    let mut m = std::ptr::null_mut();
+    unsafe { ok(emu::cuModuleLoadData(&mut m, image.as_ptr().cast())) };
+    m
+}
+
+/// Kernel `name` of module `m`.
+pub fn function(m: *mut c_void, name: &str) -> *mut c_void {
+    let name = std::ffi::CString::new(name).expect("a name");
+    let mut f = std::ptr::null_mut();
+    unsafe { ok(emu::cuModuleGetFunction(&mut f, m, name.as_ptr())) };
+    f
+}
+
+/// Launches `f` on the null stream and synchronises: the launch's code,
+/// else the synchronisation's.
+pub fn launch(f: *mut c_void, grid: (u32, u32, u32), block: (u32, u32, u32), shared: u32, args: &[Arg]) -> CUresult {
+    let mut values: Vec<[u8; 8]> = args
+        .iter()
+        .map(|a| match *a {
+            Arg::U32(v) => (v as u64).to_ne_bytes(),
+            Arg::U64(v) => v.to_ne_bytes(),
+            Arg::F32(v) => (v.to_bits() as u64).to_ne_bytes(),
+        })
+        .collect();
+    let mut ptrs: Vec<*mut c_void> = values.iter_mut().map(|v| v.as_mut_ptr() as *mut c_void).collect();
+    let (g, b) = (grid, block);
+    let r = unsafe {
+        emu::cuLaunchKernel(
+            f,
+            g.0,
+            g.1,
+            g.2,
+            b.0,
+            b.1,
+            b.2,
+            shared,
+            std::ptr::null_mut(),
+            ptrs.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    };
+    if r != CUDA_SUCCESS {
+        return r;
+    }
+    emu::cuCtxSynchronize()
+}
+
+pub fn upload_f32(data: &[f32]) -> u64 {
+    let p = alloc(data.len().max(1) * 4);
+    unsafe { ok(emu::cuMemcpyHtoD_v2(p, data.as_ptr().cast(), data.len() * 4)) };
+    p
+}
+
+pub fn read_f32(ptr: u64, n: usize) -> Vec<f32> {
+    read_u32(ptr, n).into_iter().map(f32::from_bits).collect()
+}
+
+pub fn upload_u32(data: &[u32]) -> u64 {
+    let p = alloc(data.len().max(1) * 4);
+    write_u32(p, data);
+    p
+}

@@ -1,0 +1,45 @@
+//! The PTX interpreter's speed on LeNet's second convolution's im2col
+//! (64 images, 20 channels of 12x12, 5x5 kernel, 8x8 output), in
+//! thread-instructions per second, printed, never asserted (timings vary
+//! with the machine). Run with
+//! `cargo test --release -p geeps-cuda-emu --test ptx_speed -- --ignored --nocapture`.
+
+use std::time::Instant;
+
+use geeps_cuda_emu::ptx::{run, Geometry, Memory, Program};
+
+const IM2COL: &str = include_str!("../../../examples/caffe/kernels/im2col.ptx");
+
+#[test]
+#[ignore = "a measurement, not a check: run it by name"]
+fn im2col_thread_instructions_per_second() {
+    let program = Program::load(IM2COL).expect("im2col.ptx parses");
+    let code = program.kernel("im2col").expect("im2col decodes");
+    let (channels, size, k, out) = (20u32, 12u32, 5u32, 8u32);
+    let rows = (channels * k * k) as usize;
+    let ld = (out * out) as usize;
+    let (image_at, col_at) = (0x1000_0000u64, 0x2000_0000u64);
+    let mut image = vec![0u8; (channels * size * size) as usize * 4];
+    let mut col = vec![0u8; rows * ld * 4];
+    let geometry: [u32; 13] = [channels, size, size, k, k, 0, 0, 1, 1, 1, 1, out, out];
+    let mut params = Vec::new();
+    params.extend(image_at.to_ne_bytes());
+    params.extend(col_at.to_ne_bytes());
+    params.extend((ld as u32).to_ne_bytes());
+    for g in geometry {
+        params.extend(g.to_ne_bytes());
+    }
+    let threads = rows * ld;
+    let geo = Geometry { grid: ((threads as u32).div_ceil(256), 1, 1), block: (256, 1, 1), dynamic_shared: 0 };
+    let start = Instant::now();
+    let mut executed = 0u64;
+    for _ in 0..64 {
+        let mut mem = Memory::new(vec![(image_at, &mut image[..]), (col_at, &mut col[..])], params.clone());
+        executed += run(code, geo, &mut mem).map_err(|s| s.line).expect("im2col runs");
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "im2col, 64 images x {threads} threads: {executed} thread-instructions in {secs:.3} s = {:.1} M thread-instructions/s",
+        executed as f64 / secs / 1e6
+    );
+}
