@@ -67,7 +67,7 @@ GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace --exclude ge
 step "multi-process suites (geeps-launch) with every rank on CudaDevice"
 GEEPS_TEST_DEVICE=cuda GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace --test processes
 
-step "the engine's semantics on CudaDevice with the PTX interpreted (ptoxide)"
+step "the engine's semantics on CudaDevice with the PTX interpreted (the emulator's interpreter)"
 GEEPS_CUDA_EMU_KERNELS=interpret $emu cargo test --release --workspace --test semantics
 
 step "caffe-geeps on the CUDA device: --gpu 0 trains bit for bit as the host device"

@@ -51,7 +51,9 @@ impl Interpreter {
             let n = size.min(arg.len());
             params[at..at + n].copy_from_slice(&arg[..n]);
         }
-        let mut mem = Memory::new(globals, params);
+        // After the allocations, as every launch of the module locks them: no lock-order cycle.
+        let mut data = program.data();
+        let mut mem = Memory::new(globals, params, &mut data);
         let geo = Geometry { grid: launch.grid, block: launch.block, dynamic_shared: launch.shared as usize };
         match catch_unwind(AssertUnwindSafe(|| ptx::run(code, geo, &mut mem))) {
             Ok(Ok(_)) => Ok(()),

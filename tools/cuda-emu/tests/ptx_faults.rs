@@ -29,6 +29,12 @@ const PTX: &str = ".version 8.0
     frobnicate.b32 %r2, %r1;
     ret;
 }
+.visible .entry quiet_nan(.param .u64 p)
+{
+    .reg .f32 %f<4>;
+    max.NaN.f32 %f1, %f2, %f3;
+    ret;
+}
 .visible .entry past_the_end(.param .u64 p, .param .u32 n)
 {
     .reg .b32 %r<4>;
@@ -63,12 +69,15 @@ fn an_unknown_instruction_is_a_launch_error_and_the_context_goes_on() {
     if !is_child(name) {
         let text = stderr_of(name);
         assert!(text.contains("frobnicate") && text.contains("PTX line 15"), "message: {text}");
+        assert!(text.contains(".NaN is not supported"), "message: {text}");
         return;
     }
     open();
     let m = load_ptx(PTX);
     let p = upload_u32(&[0]);
     code(launch(function(m, "strange"), (1, 1, 1), (1, 1, 1), 0, &[Arg::U64(p)]), CUDA_ERROR_INVALID_PTX);
+    // A modifier that changes the result is refused, not ignored.
+    code(launch(function(m, "quiet_nan"), (1, 1, 1), (1, 1, 1), 0, &[Arg::U64(p)]), CUDA_ERROR_INVALID_PTX);
     ok(launch(function(m, "fine"), (1, 1, 1), (1, 1, 1), 0, &[Arg::U64(p)]));
     assert_eq!(read_u32(p, 1), [42]);
 }
@@ -79,7 +88,7 @@ fn a_store_past_the_end_is_an_illegal_address() {
     if !is_child(name) {
         let text = stderr_of(name);
         assert!(
-            text.contains("past_the_end") && text.contains("PTX line 26") && text.contains("0x"),
+            text.contains("past_the_end") && text.contains("PTX line 32") && text.contains("0x"),
             "message: {text}"
         );
         return;

@@ -238,6 +238,18 @@ fn float_arithmetic_matches_rust() {
     for (c, want) in cmps {
         check(&format!("setp.{c}.f32 %p1, %f2, %f3;\nselp.u32 %r4, 1, 0, %p1;"), &ins, |x, y| want(f(x), f(y)) as u32);
     }
+    type Class = fn(f32) -> bool;
+    let classes: [(&str, Class); 6] = [
+        ("finite", f32::is_finite),
+        ("infinite", f32::is_infinite),
+        ("number", |x| !x.is_nan()),
+        ("notanumber", f32::is_nan),
+        ("normal", f32::is_normal),
+        ("subnormal", f32::is_subnormal),
+    ];
+    for (c, want) in classes {
+        check(&format!("testp.{c}.f32 %p1, %f2;\nselp.u32 %r4, 1, 0, %p1;"), &ins, |x, _| want(f(x)) as u32);
+    }
     check("set.gt.u32.f32 %r4, %f2, %f3;", &ins, |x, y| if f(x) > f(y) { u32::MAX } else { 0 });
     check("selp.f32 %f4, %f2, %f3, %p7;\nmov.b32 %r4, %f4;", &ins, |_, y| y);
 }
@@ -622,4 +634,98 @@ fn pointers_read_from_memory_reach_other_allocations() {
     for &b in &buffers {
         assert_eq!(read_u32(b, 2), [0, 99]);
     }
+}
+
+#[test]
+fn module_variables_are_initialised_and_kept() {
+    open();
+    // A constant table and a global counter: out[t] = table[t % 4] + counter (counted up per launch).
+    let ptx = format!(
+        "{HEAD}.const .align 4 .b8 table[16] = {{1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0}};
+.global .align 4 .u32 counter = 100;
+.visible .entry k(.param .u64 k_param_0)
+{{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [k_param_0];
+    mov.u32 %r1, %tid.x;
+    and.b32 %r2, %r1, 3;
+    mul.wide.u32 %rd2, %r2, 4;
+    mov.u64 %rd3, table;
+    add.s64 %rd4, %rd3, %rd2;
+    ld.const.u32 %r3, [%rd4];
+    ld.global.u32 %r4, [counter];
+    add.s32 %r5, %r3, %r4;
+    mul.wide.u32 %rd5, %r1, 4;
+    add.s64 %rd6, %rd1, %rd5;
+    st.global.u32 [%rd6], %r5;
+    bar.sync 0;
+    setp.ne.s32 %p1, %r1, 0;
+    @%p1 bra $END;
+    atom.global.add.u32 %r6, [counter], 10;
+    $END:
+    ret;
+}}
+"
+    );
+    let ptx = ptx.replace(".reg .b32 %r<8>;", ".reg .b32 %r<8>;\n    .reg .pred %p<2>;");
+    let m = load_ptx(&ptx);
+    let p = upload_u32(&[0; 6]);
+    ok(launch(function(m, "k"), (1, 1, 1), (6, 1, 1), 0, &[Arg::U64(p)]));
+    assert_eq!(read_u32(p, 6), [101, 102, 103, 104, 101, 102]);
+    ok(launch(function(m, "k"), (1, 1, 1), (6, 1, 1), 0, &[Arg::U64(p)]));
+    assert_eq!(read_u32(p, 6), [111, 112, 113, 114, 111, 112]);
+}
+
+#[test]
+fn warp_shuffles_and_votes() {
+    open();
+    // Per thread t (lane = t % 32): a shfl.down tree sum of t*t over the warp, a
+    // ballot of lane < 5, lane 3's t broadcast, and t of the lane below.
+    let body = "
+    .reg .pred %p<4>;
+    .reg .b32 %r<16>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [k_param_0];
+    mov.u32 %r1, %tid.x;
+    mul.lo.s32 %r2, %r1, %r1;
+    shfl.sync.down.b32 %r3|%p1, %r2, 16, 31, -1;
+    add.s32 %r2, %r2, %r3;
+    shfl.sync.down.b32 %r3|%p1, %r2, 8, 31, -1;
+    add.s32 %r2, %r2, %r3;
+    shfl.sync.down.b32 %r3|%p1, %r2, 4, 31, -1;
+    add.s32 %r2, %r2, %r3;
+    shfl.sync.down.b32 %r3|%p1, %r2, 2, 31, -1;
+    add.s32 %r2, %r2, %r3;
+    shfl.sync.bfly.b32 %r3, %r2, 1, 31, -1;
+    add.s32 %r2, %r2, %r3;
+    mov.u32 %r4, %laneid;
+    setp.lt.u32 %p2, %r4, 5;
+    vote.sync.ballot.b32 %r5, %p2, -1;
+    shfl.sync.idx.b32 %r6, %r1, 3, 31, -1;
+    shfl.sync.up.b32 %r7, %r1, 1, 0, -1;
+    vote.sync.all.pred %p3, %p2, -1;
+    selp.u32 %r8, 1, 0, %p3;
+    mul.wide.u32 %rd2, %r1, 32;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.v4.u32 [%rd3], {%r2, %r5, %r6, %r7};
+    st.global.u32 [%rd3+16], %r8;
+    ret;";
+    let m = load_ptx(&kernel(body, ".param .u64 k_param_0"));
+    let p = upload_u32(&[0; 64 * 8]);
+    ok(launch(function(m, "k"), (1, 1, 1), (64, 1, 1), 0, &[Arg::U64(p)]));
+    let got = read_u32(p, 64 * 8);
+    for w in 0..2u32 {
+        let mut v: Vec<u32> = (0..32).map(|l| (32 * w + l) * (32 * w + l)).collect();
+        for off in [16, 8, 4, 2] {
+            v = (0..32).map(|l| v[l] + if l + off < 32 { v[l + off] } else { v[l] }).collect();
+        }
+        v = (0..32).map(|l| v[l] + v[l ^ 1]).collect();
+        for l in 0..32u32 {
+            let t = (32 * w + l) as usize;
+            let below = if l > 0 { t as u32 - 1 } else { t as u32 };
+            assert_eq!(got[8 * t..8 * t + 5], [v[l as usize], 0x1F, 32 * w + 3, below, 0], "thread {t}");
+        }
+    }
+    assert_eq!(got[0], (0..32u32).map(|t| t * t).sum::<u32>());
 }

@@ -1,5 +1,5 @@
-//! Comparisons (`setp`, `set`) and selections (`selp`, `slct`) on one
-//! thread's values, giving 0 or 1. Float comparisons are ordered (false
+//! Comparisons (`setp`, `set`), class tests (`testp`) and selections
+//! (`selp`, `slct`) on one thread's values, giving 0 or 1. Float comparisons are ordered (false
 //! with a NaN) unless their name ends in `u`; `num`/`nan` test for NaNs.
 //! Must never panic on any input.
 
@@ -67,6 +67,30 @@ pub fn pick(cmp: &str, ty: &str) -> Option<Fn3> {
         "u64" | "b64" => int_cmp!(u64, u64, cmp),
         "f32" => float_cmp!(f32, f32_of, cmp),
         "f64" => float_cmp!(f64, f64::from_bits, cmp),
+        _ => None,
+    }
+}
+
+macro_rules! float_class {
+    ($get:expr, $class:expr) => {{
+        let f: Option<Fn3> = match $class {
+            "finite" => Some(|a, _, _| $get(a).is_finite() as u64),
+            "infinite" => Some(|a, _, _| $get(a).is_infinite() as u64),
+            "number" => Some(|a, _, _| !$get(a).is_nan() as u64),
+            "notanumber" => Some(|a, _, _| $get(a).is_nan() as u64),
+            "normal" => Some(|a, _, _| $get(a).is_normal() as u64),
+            "subnormal" => Some(|a, _, _| $get(a).is_subnormal() as u64),
+            _ => None,
+        };
+        f
+    }};
+}
+
+/// `testp.<class>` of an `f32`/`f64`.
+pub fn testp(class: &str, ty: &str) -> Option<Fn3> {
+    match ty {
+        "f32" => float_class!(f32_of, class),
+        "f64" => float_class!(f64::from_bits, class),
         _ => None,
     }
 }

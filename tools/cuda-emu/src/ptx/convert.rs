@@ -120,6 +120,24 @@ fn round_integral(v: f64, mode: u8) -> f64 {
     }
 }
 
+/// A dedicated function for the conversions index arithmetic uses most,
+/// equal to `cvt` with `spec` on every input.
+pub fn fast(s: u64) -> Option<super::inst::Fn3> {
+    let (dt, st, rest) = (s & 0xff, (s >> 8) & 0xff, s >> 16);
+    let rz_integral = spec(0, 0, RZ, false, false, true) >> 16;
+    Some(match (dt, st, rest) {
+        (3 | 7, 6, 0) => |a, _, _| a as u32 as i32 as i64 as u64,
+        (3 | 7, 2, 0) => |a, _, _| a as u32 as u64,
+        (2 | 6, 3 | 7, 0) => |a, _, _| a as u32 as u64,
+        (9, 6, 0) => |a, _, _| (a as u32 as i32 as f32).to_bits() as u64,
+        (9, 2, 0) => |a, _, _| (a as u32 as f32).to_bits() as u64,
+        // Rust's float-to-int `as` truncates, saturates and takes NaN to 0, as PTX does.
+        (6, 9, r) if r == rz_integral => |a, _, _| f32::from_bits(a as u32) as i32 as u32 as u64,
+        (2, 9, r) if r == rz_integral => |a, _, _| f32::from_bits(a as u32) as u32 as u64,
+        _ => return None,
+    })
+}
+
 /// `cvt` of `a` as described by `spec` (see `spec`).
 pub fn cvt(a: u64, spec: u64, _: u64) -> u64 {
     let (dt, st) = (spec & 0xff, (spec >> 8) & 0xff);
@@ -208,6 +226,40 @@ fn float_out(v: f64, dt: u64, mode: u8, sat: bool, ftz: bool, residue: f64) -> u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fast_conversions_equal_the_general_one() {
+        let values = [
+            0u64,
+            1,
+            0x7FFF_FFFF,
+            0x8000_0000,
+            0xFFFF_FFFF,
+            0x1_2345_6789,
+            u64::MAX,
+            0x4F80_0000,
+            0xCF00_0001,
+            0x7FC0_0000,
+        ];
+        let pairs = [
+            ("s64", "s32", RN, false),
+            ("u64", "u32", RN, false),
+            ("u32", "u64", RN, false),
+            ("s32", "s64", RN, false),
+            ("f32", "s32", RN, false),
+            ("f32", "u32", RN, false),
+            ("s32", "f32", RZ, true),
+            ("u32", "f32", RZ, true),
+        ];
+        for (d, s, mode, integral) in pairs {
+            let sp = spec(code(d).unwrap(), code(s).unwrap(), mode, false, false, integral);
+            let f = fast(sp).unwrap_or_else(|| panic!("no fast cvt.{d}.{s}"));
+            for &v in &values {
+                let v = if s.ends_with("32") { v & 0xFFFF_FFFF } else { v };
+                assert_eq!(f(v, sp, 0), cvt(v, sp, 0), "cvt.{d}.{s} of {v:#x}");
+            }
+        }
+    }
 
     fn c(dst: &str, src: &str, mode: u8, sat: bool, integral: bool, a: u64) -> u64 {
         cvt(a, spec(code(dst).unwrap(), code(src).unwrap(), mode, sat, false, integral), 0)

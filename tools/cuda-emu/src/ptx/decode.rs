@@ -11,9 +11,9 @@ use std::collections::HashMap;
 use super::compare;
 use super::convert;
 use super::float;
-use super::inst::{Code, Combine, Fill, Fn3, Inst, Kind, Post, SCRATCH};
+use super::inst::{Code, Combine, Fill, Fn3, Inst, Kind, Post, Shuffle, Vote, SCRATCH};
 use super::int;
-use super::memory::{LOCAL_WINDOW, SHARED_WINDOW};
+use super::memory::{DATA_WINDOW, LOCAL_WINDOW, SHARED_WINDOW};
 use super::operand::{imm_bits, syntax, Opnd, Syntax};
 use super::parse::{type_bytes, variable, Item, Kernel, Space, Var};
 use super::Error;
@@ -58,6 +58,20 @@ fn is_type(m: &str) -> bool {
     TYPES.contains(&m)
 }
 
+/// The module's `.global`/`.const` variables laid out in one buffer: each
+/// one's name, space and offset, and the buffer's initial bytes.
+pub fn module_data(vars: &[Var]) -> (Vec<(String, Space, usize)>, Vec<u8>) {
+    let mut data = Vec::new();
+    let mut placed = Vec::new();
+    for v in vars.iter().filter(|v| v.space == Space::Global || v.space == Space::Const) {
+        let at = data.len().div_ceil(v.align) * v.align;
+        data.resize(at, 0);
+        data.extend_from_slice(&v.init);
+        placed.push((v.name.clone(), v.space, at));
+    }
+    (placed, data)
+}
+
 /// Decodes kernel `k` of a module whose module-level variables are `vars`.
 pub fn kernel(k: &Kernel, vars: &[Var]) -> Result<Code, Error> {
     let mut d = Decoder {
@@ -75,6 +89,9 @@ pub fn kernel(k: &Kernel, vars: &[Var]) -> Result<Code, Error> {
     };
     for p in &k.params {
         d.vars.insert(p.name.clone(), (Space::Param, p.offset as u64));
+    }
+    for (name, space, at) in module_data(vars).0 {
+        d.vars.insert(name, (space, DATA_WINDOW + at as u64));
     }
     let mut dynamic = Vec::new();
     for v in vars {
@@ -162,7 +179,7 @@ impl Decoder {
                 self.local_bytes = at + v.size;
                 self.vars.insert(v.name.clone(), (Space::Local, at as u64));
             }
-            // Module globals and constants have no storage here: using one fails at decode.
+            // Module globals and constants live in the module's data (see `module_data`).
             _ => {}
         }
     }
@@ -253,7 +270,7 @@ impl Decoder {
 
     fn symbol(&self, name: &str) -> Result<(Space, u64), String> {
         self.vars.get(name).copied().ok_or_else(|| {
-            format!("unknown symbol `{name}` (module .global/.const variables and device functions are not supported)")
+            format!("unknown symbol `{name}` (device functions and function-level .global variables are not supported)")
         })
     }
 
@@ -263,13 +280,9 @@ impl Decoder {
             Opnd::Reg(r) => self.reg(r),
             Opnd::Imm(i) => Ok(self.constant(imm_bits(*i, ty == "f32", ty == "f64"))),
             Opnd::Sym(s) => {
-                let (space, at) = self.symbol(s)?;
-                // Named WARP_SZ and friends are registers, not variables.
-                if space == Space::Param || space == Space::Shared || space == Space::Local {
-                    Ok(self.constant(at))
-                } else {
-                    Err(format!("cannot take the address of `{s}`"))
-                }
+                // A variable's name as a value is its address in its state space.
+                let (_, at) = self.symbol(s)?;
+                Ok(self.constant(at))
             }
             other => Err(format!("operand {other:?} cannot be a source here")),
         }
@@ -332,6 +345,10 @@ impl Decoder {
         };
         let op = s.op.as_str();
         let unsupported = || format!("the instruction `{op}` with modifiers {mods:?} is not supported");
+        // Modifiers that change results in ways not implemented: refused rather than ignored.
+        if let Some(m) = mods.iter().find(|m| ["NaN", "xorsign", "abs", "relu", "cc", "oob", "satfinite"].contains(m)) {
+            return Err(format!("the modifier .{m} is not supported"));
+        }
         Ok(match op {
             "mov" => {
                 let (d, a) = (self.operand(s, 0)?, self.operand(s, 1)?);
@@ -375,7 +392,7 @@ impl Decoder {
                 }
                 Kind::Bfi { d, a: r[0], b: r[1], c: r[2], e: r[3], bits }
             }
-            "prmt" if types == ["b32"] => {
+            "prmt" if mods == ["b32"] => {
                 let srcs: Vec<&Opnd> = s.operands.iter().skip(1).collect();
                 self.alu(int::prmt, self.operand(s, 0)?, &srcs, ty, Post::None, false)?
             }
@@ -434,7 +451,14 @@ impl Decoder {
                 let spec = convert::spec(dt, st, float::mode(&mods), has("sat"), has("ftz"), integral);
                 let d = self.dst(self.operand(s, 0)?)?;
                 let a = self.src(self.operand(s, 1)?, types[1])?;
-                Kind::Alu { f: convert::cvt, d, a, b: self.constant(spec), c: SCRATCH, ftz_in: false, post: Post::None }
+                // The common conversions get their own function; the rest decode `spec` per value.
+                let f = convert::fast(spec).unwrap_or(convert::cvt);
+                Kind::Alu { f, d, a, b: self.constant(spec), c: SCRATCH, ftz_in: false, post: Post::None }
+            }
+            "testp" if ty == "f32" || ty == "f64" => {
+                let class = mods.first().copied().unwrap_or("");
+                let f = compare::testp(class, ty).ok_or_else(unsupported)?;
+                self.alu(f, self.operand(s, 0)?, &[self.operand(s, 1)?], ty, Post::None, false)?
             }
             "cvta" => {
                 let f: Fn3 = match (has("to"), space) {
@@ -485,6 +509,52 @@ impl Decoder {
                 Kind::Bra { target: 0 }
             }
             "ret" | "exit" => Kind::Exit,
+            "shfl" if has("sync") && ty == "b32" => {
+                let mode = if has("up") {
+                    Shuffle::Up
+                } else if has("down") {
+                    Shuffle::Down
+                } else if has("bfly") {
+                    Shuffle::Bfly
+                } else if has("idx") {
+                    Shuffle::Idx
+                } else {
+                    return Err(unsupported());
+                };
+                let (d, p) = match self.operand(s, 0)? {
+                    Opnd::Reg(r) if r.contains('|') => {
+                        let (d, p) = r.split_once('|').unwrap_or((r, r));
+                        (self.reg(d.trim())?, self.reg(p.trim())?)
+                    }
+                    o => (self.dst(o)?, SCRATCH),
+                };
+                let a = self.src(self.operand(s, 1)?, ty)?;
+                let b = self.src(self.operand(s, 2)?, ty)?;
+                let c = self.src(self.operand(s, 3)?, ty)?;
+                Kind::Shfl { mode, d, p, a, b, c }
+            }
+            "vote" => {
+                let mode = if has("all") {
+                    Vote::All
+                } else if has("any") {
+                    Vote::Any
+                } else if has("uni") {
+                    Vote::Uni
+                } else if has("ballot") {
+                    Vote::Ballot
+                } else {
+                    return Err(unsupported());
+                };
+                let d = self.dst(self.operand(s, 0)?)?;
+                let (a, negate) = match self.operand(s, 1)? {
+                    Opnd::NotReg(p) => (self.reg(p)?, true),
+                    o => (self.src(o, "pred")?, false),
+                };
+                Kind::Vote { mode, d, a, negate }
+            }
+            "activemask" => {
+                Kind::Vote { mode: Vote::Active, d: self.dst(self.operand(s, 0)?)?, a: SCRATCH, negate: false }
+            }
             "bar" | "barrier" if has("warp") => Kind::Nop,
             "bar" | "barrier" if mods.is_empty() || has("sync") || (op == "barrier" && has("aligned")) => Kind::Bar,
             "membar" | "fence" => Kind::Nop,

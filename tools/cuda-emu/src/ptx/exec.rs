@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::float::{ftz32, sat32, sat64};
-use super::inst::{Code, Combine, Fill, Inst, Kind, Post, SCRATCH};
+use super::inst::{Code, Combine, Fill, Inst, Kind, Post, Shuffle, Vote, SCRATCH};
 use super::int;
 use super::memory::{Fault, Memory};
 
@@ -52,7 +52,7 @@ pub fn run(code: &Code, geo: Geometry, mem: &mut Memory) -> Result<u64, Stop> {
     }
     mem.local_bytes = code.local_bytes;
     let shared_len = code.shared_bytes + geo.dynamic_shared;
-    let mut e = Exec { code, n, regs, count: 0, act: Vec::with_capacity(n) };
+    let mut e = Exec { code, n, regs, count: 0, act: Vec::with_capacity(n), scratch: Vec::new() };
     for z in 0..geo.grid.2 {
         for y in 0..geo.grid.1 {
             for x in 0..geo.grid.0 {
@@ -76,12 +76,44 @@ pub fn run(code: &Code, geo: Geometry, mem: &mut Memory) -> Result<u64, Stop> {
     Ok(e.count)
 }
 
+/// `from` joined into `into`, both sorted by thread: lanes stay in order
+/// so each instruction walks its register rows forward (cache-friendly).
+fn join(into: &mut Vec<u32>, mut from: Vec<u32>) {
+    match (into.last(), from.first()) {
+        (None, _) => *into = from,
+        (_, None) => {}
+        (Some(&a), Some(&b)) if a < b => into.append(&mut from),
+        _ if from.last() < into.first() => {
+            from.append(into);
+            *into = from;
+        }
+        _ => {
+            let mut out = Vec::with_capacity(into.len() + from.len());
+            let (mut i, mut j) = (0, 0);
+            while i < into.len() && j < from.len() {
+                if into[i] < from[j] {
+                    out.push(into[i]);
+                    i += 1;
+                } else {
+                    out.push(from[j]);
+                    j += 1;
+                }
+            }
+            out.extend_from_slice(&into[i..]);
+            out.extend_from_slice(&from[j..]);
+            *into = out;
+        }
+    }
+}
+
 struct Exec<'c> {
     code: &'c Code,
     n: usize,
     regs: Vec<u64>,
     count: u64,
     act: Vec<u32>,
+    /// `shfl` results, before they are written.
+    scratch: Vec<(u64, u64)>,
 }
 
 impl Exec<'_> {
@@ -97,6 +129,7 @@ impl Exec<'_> {
             let (mut pc, mut lanes) = match waiting.pop_first() {
                 Some(g) => g,
                 None if !barrier.is_empty() => {
+                    barrier.sort_unstable();
                     for (pc, l) in barrier.drain(..) {
                         waiting.entry(pc).or_default().push(l);
                     }
@@ -105,10 +138,9 @@ impl Exec<'_> {
                 None => return Ok(()),
             };
             loop {
-                if let Some(mut e) = waiting.first_entry() {
+                if let Some(e) = waiting.first_entry() {
                     if *e.key() == pc {
-                        lanes.append(e.get_mut());
-                        e.remove();
+                        join(&mut lanes, e.remove());
                     }
                 }
                 let code = self.code;
@@ -133,13 +165,13 @@ impl Exec<'_> {
                             let (p, neg) = inst.guard.unwrap_or((SCRATCH, false));
                             let (taken, rest): (Vec<u32>, Vec<u32>) =
                                 lanes.iter().partition(|&&l| self.pred(p, neg, l));
-                            waiting.entry(*target).or_default().extend(taken);
+                            join(waiting.entry(*target).or_default(), taken);
                             lanes = rest;
                             pc += 1;
                         }
                         self.count += lanes.len() as u64;
                         if waiting.first_key_value().is_some_and(|(&k, _)| k < pc) {
-                            waiting.entry(pc).or_default().append(&mut lanes);
+                            join(waiting.entry(pc).or_default(), std::mem::take(&mut lanes));
                             break;
                         }
                     }
@@ -302,9 +334,79 @@ impl Exec<'_> {
                     }
                 }
             }
+            &Kind::Shfl { mode, d, p, a, b, c } => {
+                // Every lane reads before any writes (`d` may be `a`).
+                let mut out = std::mem::take(&mut self.scratch);
+                out.clear();
+                for &l in lanes {
+                    let l = l as usize;
+                    let lane = (l % 32) as i32;
+                    let (bv, cv) = (regs[b as usize * n + l] as i32 & 0x1f, regs[c as usize * n + l] as i32);
+                    let seg = (cv >> 8) & 0x1f;
+                    let max_lane = (lane & seg) | (cv & 0x1f & !seg);
+                    let min_lane = lane & seg;
+                    let (j, ok) = match mode {
+                        Shuffle::Up => (lane - bv, lane - bv >= max_lane),
+                        Shuffle::Down => (lane + bv, lane + bv <= max_lane),
+                        Shuffle::Bfly => (lane ^ bv, (lane ^ bv) <= max_lane),
+                        Shuffle::Idx => (min_lane | (bv & !seg), (min_lane | (bv & !seg)) <= max_lane),
+                    };
+                    let src = l - lane as usize + if ok { j as usize } else { lane as usize };
+                    // A source past the block's last thread reads the lane's own value.
+                    let src = if src < n { src } else { l };
+                    out.push((regs[a as usize * n + src], ok as u64));
+                }
+                for (&l, &(v, ok)) in lanes.iter().zip(&out) {
+                    regs[d as usize * n + l as usize] = v;
+                    if p != SCRATCH {
+                        regs[p as usize * n + l as usize] = ok;
+                    }
+                }
+                self.scratch = out;
+            }
+            &Kind::Vote { mode, d, a, negate } => {
+                // Per warp: the lanes executing this and those whose predicate holds.
+                let warps = n.div_ceil(32);
+                let (mut here, mut set) = (vec![0u32; warps], vec![0u32; warps]);
+                for &l in lanes {
+                    let l = l as usize;
+                    here[l / 32] |= 1 << (l % 32);
+                    let v = mode == Vote::Active || ((regs[a as usize * n + l] & 1 != 0) != negate);
+                    if v {
+                        set[l / 32] |= 1 << (l % 32);
+                    }
+                }
+                for &l in lanes {
+                    let w = l as usize / 32;
+                    regs[d as usize * n + l as usize] = match mode {
+                        Vote::All => (set[w] == here[w]) as u64,
+                        Vote::Any => (set[w] != 0) as u64,
+                        Vote::Uni => (set[w] == here[w] || set[w] == 0) as u64,
+                        Vote::Ballot | Vote::Active => set[w] as u64,
+                    };
+                }
+            }
             Kind::Nop => {}
             Kind::Bra { .. } | Kind::Bar | Kind::Exit => {}
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::join;
+
+    #[test]
+    fn joined_lanes_stay_sorted() {
+        for (a, b) in
+            [(vec![], vec![1, 2]), (vec![1, 2], vec![3]), (vec![5, 6], vec![1, 2]), (vec![1, 4, 9], vec![2, 3, 10])]
+        {
+            let mut into = a.clone();
+            join(&mut into, b.clone());
+            let mut want = [a, b].concat();
+            want.sort_unstable();
+            assert_eq!(into, want);
+        }
     }
 }

@@ -109,9 +109,43 @@ pub enum Kind {
     Bra {
         target: u32,
     },
+    /// `shfl.sync`: `d = a` of another lane of the warp, `p` whether it was in range.
+    Shfl {
+        mode: Shuffle,
+        d: u32,
+        p: u32,
+        a: u32,
+        b: u32,
+        c: u32,
+    },
+    /// `vote.sync` and `activemask`: over the warp's lanes executing it.
+    Vote {
+        mode: Vote,
+        d: u32,
+        a: u32,
+        negate: bool,
+    },
     Bar,
     Exit,
     Nop,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shuffle {
+    Up,
+    Down,
+    Bfly,
+    Idx,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vote {
+    All,
+    Any,
+    Uni,
+    Ballot,
+    /// `activemask`: the ballot of a true predicate.
+    Active,
 }
 
 #[derive(Debug, Clone)]

@@ -14,6 +14,8 @@ use super::parse::Space;
 pub const SHARED_WINDOW: u64 = 0xF000_0000_0000;
 /// Generic address of local offset 0 (of the thread making the access).
 pub const LOCAL_WINDOW: u64 = 0xE000_0000_0000;
+/// Address of the module's `.global`/`.const` variables.
+pub const DATA_WINDOW: u64 = 0xD000_0000_0000;
 
 /// Why an access failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +32,33 @@ pub struct Memory<'a> {
     pub local: Vec<u8>,
     pub local_bytes: usize,
     pub params: Vec<u8>,
+    /// The module's `.global`/`.const` variables, at `DATA_WINDOW`.
+    data: &'a mut [u8],
+}
+
+/// `b` (1, 2, 4 or 8 bytes) as a little-endian value; fixed sizes, so no `memcpy` call.
+#[inline(always)]
+fn read(b: &[u8]) -> u64 {
+    match b.len() {
+        4 => u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64,
+        8 => u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+        2 => u16::from_le_bytes([b[0], b[1]]) as u64,
+        _ => b.first().copied().unwrap_or(0) as u64,
+    }
+}
+
+#[inline(always)]
+fn write(b: &mut [u8], v: u64) {
+    match b.len() {
+        4 => b.copy_from_slice(&(v as u32).to_le_bytes()),
+        8 => b.copy_from_slice(&v.to_le_bytes()),
+        2 => b.copy_from_slice(&(v as u16).to_le_bytes()),
+        _ => {
+            if let Some(x) = b.first_mut() {
+                *x = v as u8;
+            }
+        }
+    }
 }
 
 fn space_name(s: Space) -> &'static str {
@@ -44,15 +73,16 @@ fn space_name(s: Space) -> &'static str {
 }
 
 impl<'a> Memory<'a> {
-    pub fn new(mut globals: Vec<(u64, &'a mut [u8])>, params: Vec<u8>) -> Memory<'a> {
+    pub fn new(mut globals: Vec<(u64, &'a mut [u8])>, params: Vec<u8>, data: &'a mut [u8]) -> Memory<'a> {
         globals.sort_by_key(|g| g.0);
-        Memory { globals, last: 0, shared: Vec::new(), local: Vec::new(), local_bytes: 0, params }
+        Memory { globals, last: 0, shared: Vec::new(), local: Vec::new(), local_bytes: 0, params, data }
     }
 
     /// The `n` bytes at `addr` of `space` as thread `lane` sees them; `align` is the access's alignment.
     #[inline]
     pub fn bytes(&mut self, space: Space, addr: u64, n: usize, align: usize, lane: usize) -> Result<&mut [u8], Fault> {
-        if addr % align as u64 != 0 {
+        // Alignments are powers of two: a mask, not a division, on this hot path.
+        if addr & (align as u64 - 1) != 0 {
             return Err(Fault::Misaligned(format!(
                 "misaligned {n}-byte {} access at {addr:#x} (needs {align}-byte alignment)",
                 space_name(space)
@@ -71,7 +101,9 @@ impl<'a> Memory<'a> {
         let outside = |what: &str| {
             Fault::Illegal(format!("{n}-byte {} access at {addr:#x} is outside {what}", space_name(space)))
         };
+        let in_data = (DATA_WINDOW..DATA_WINDOW + self.data.len() as u64).contains(&addr);
         let (buf, at): (&mut [u8], usize) = match space {
+            Space::Global | Space::Const if in_data => (&mut *self.data, (addr - DATA_WINDOW) as usize),
             Space::Global => {
                 let hit = |g: &(u64, &'a mut [u8])| addr >= g.0 && addr - g.0 + n as u64 <= g.1.len() as u64;
                 if !self.globals.get(self.last).is_some_and(hit) {
@@ -94,7 +126,7 @@ impl<'a> Memory<'a> {
                 let at = lane * self.local_bytes + addr as usize;
                 (&mut self.local, at)
             }
-            Space::Const | Space::Generic => return Err(outside("any memory the emulator gives kernels")),
+            Space::Const | Space::Generic => return Err(outside("the module's variables")),
         };
         if addr > usize::MAX as u64 {
             return Err(outside("the state space"));
@@ -109,7 +141,7 @@ impl<'a> Memory<'a> {
     pub fn load(&mut self, space: Space, addr: u64, n: usize, align: usize, lane: usize) -> Result<u64, Fault> {
         let mut v = [0u8; 8];
         match self.bytes(space, addr, n, align, lane) {
-            Ok(b) => v[..n].copy_from_slice(b),
+            Ok(b) => return Ok(read(b)),
             Err(e) => self.other_allocation(space, addr, n, e, |b| v[..n].copy_from_slice(b))?,
         }
         Ok(u64::from_le_bytes(v))
@@ -126,7 +158,7 @@ impl<'a> Memory<'a> {
         value: u64,
     ) -> Result<(), Fault> {
         match self.bytes(space, addr, n, align, lane) {
-            Ok(b) => b.copy_from_slice(&value.to_le_bytes()[..n]),
+            Ok(b) => write(b, value),
             Err(e) => self.other_allocation(space, addr, n, e, |b| b.copy_from_slice(&value.to_le_bytes()[..n]))?,
         }
         Ok(())

@@ -1,7 +1,7 @@
 //! The emulator's own PTX interpreter: runs the PTX NVRTC 12.x emits for
 //! ordinary kernels (integer, float, logic, comparison, conversion, move,
-//! memory, atomic and control instructions; `.shared` and `.local`
-//! arrays; barriers; 3-D grids and blocks) on the CPU. A module is parsed
+//! memory, atomic, warp-shuffle/vote and control instructions; `.shared`,
+//! `.local` and module variables; barriers; 3-D grids and blocks) on the CPU. A module is parsed
 //! at load; each kernel is decoded once into a compact instruction list
 //! and executed SIMT-style over each block's threads. What it does not
 //! implement is an error naming the instruction and its PTX line, never a
@@ -20,6 +20,7 @@ mod parse;
 mod source;
 
 use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
 
 pub use exec::{Geometry, Stop};
 pub use inst::Code;
@@ -47,6 +48,8 @@ impl std::fmt::Display for Error {
 /// A parsed module: each kernel decoded, or why it cannot run.
 pub struct Program {
     kernels: HashMap<String, Result<Code, Error>>,
+    /// The module's `.global`/`.const` variables, kept between launches as on a GPU.
+    data: Mutex<Vec<u8>>,
 }
 
 impl Program {
@@ -55,7 +58,13 @@ impl Program {
     pub fn load(ptx: &str) -> Result<Program, Error> {
         let m = parse::module(ptx)?;
         let kernels = m.kernels.iter().map(|k| (k.name.clone(), decode::kernel(k, &m.vars))).collect();
-        Ok(Program { kernels })
+        let data = Mutex::new(decode::module_data(&m.vars).1);
+        Ok(Program { kernels, data })
+    }
+
+    /// The module's variables, locked for a launch.
+    pub fn data(&self) -> MutexGuard<'_, Vec<u8>> {
+        self.data.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Kernel `name`, decoded, or why it cannot run.
