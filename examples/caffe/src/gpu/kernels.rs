@@ -187,6 +187,17 @@ mod tests {
     }
 
     #[test]
+    fn no_two_modules_share_a_kernel_name() {
+        // Kernels are found by name alone: a second module's entry would shadow the first's.
+        let mut seen = std::collections::HashSet::new();
+        for (file, ptx) in MODULES {
+            for name in entries(ptx) {
+                assert!(seen.insert(name), "kernel `{name}` of {file}.ptx is also defined in another module");
+            }
+        }
+    }
+
+    #[test]
     fn counts_past_32_bits_are_refused() {
         assert!(Arg::count(u32::MAX as usize).is_ok());
         assert!(Arg::count(u32::MAX as usize + 1).is_err());

@@ -40,6 +40,10 @@ impl Concat {
         let (total, row) = (count(&self.top), self.top[self.axis] * inner);
         let y = f.tops[0];
         holds(y, total, "Concat top")?;
+        if total == 0 {
+            // An empty axis somewhere: nothing to copy (and no offset within the top).
+            return Ok(());
+        }
         let mut off = 0;
         for (x, shape) in f.bottoms.iter().zip(&self.bottoms) {
             let len = shape[self.axis] * inner;
@@ -54,6 +58,10 @@ impl Concat {
         let (total, row) = (count(&self.top), self.top[self.axis] * inner);
         let dy = b.top_diffs[0];
         holds(dy, total, "Concat top gradient")?;
+        if total == 0 {
+            // An empty axis somewhere: nothing to copy (and no offset within the top).
+            return Ok(());
+        }
         let mut off = 0;
         for (dx, shape) in b.bottom_diffs.iter().zip(&self.bottoms) {
             let len = shape[self.axis] * inner;
