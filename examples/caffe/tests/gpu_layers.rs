@@ -512,6 +512,24 @@ fn input_matches_the_cpu() {
     exact(&gpu, "input", build(kind, &[], true, &mut rng));
 }
 
+#[test]
+fn layers_write_no_gradient_where_none_is_wanted() {
+    let Some(gpu) = gpu("layers_write_no_gradient_where_none_is_wanted") else { return };
+    let mut rng = StdRng::seed_from_u64(17);
+    let shape = vec![2, 5, 3, 11];
+    for kind in [
+        LayerSpec::Lrn(LrnConf::default()),
+        LayerSpec::Softmax { axis: 1 },
+        LayerSpec::Power(PowerConf { power: 2.0, scale: 0.5, shift: 1.0 }),
+        LayerSpec::Flatten { axis: 1, end_axis: -1 },
+    ] {
+        let what = format!("{kind:?} without a bottom gradient");
+        let mut case = build(spec(kind), std::slice::from_ref(&shape), true, &mut rng);
+        case.no_gradient = vec![0];
+        compare(&gpu, &what, case);
+    }
+}
+
 /// Without a driver, opening the GPU compute is one clear error, not a panic.
 #[test]
 fn without_a_driver_opening_is_a_clear_error() {
