@@ -105,7 +105,8 @@ impl<'a> Memory<'a> {
         let (buf, at): (&mut [u8], usize) = match space {
             Space::Global | Space::Const if in_data => (&mut *self.data, (addr - DATA_WINDOW) as usize),
             Space::Global => {
-                let hit = |g: &(u64, &'a mut [u8])| addr >= g.0 && addr - g.0 + n as u64 <= g.1.len() as u64;
+                let hit =
+                    |g: &(u64, &'a mut [u8])| addr >= g.0 && (addr - g.0).saturating_add(n as u64) <= g.1.len() as u64;
                 if !self.globals.get(self.last).is_some_and(hit) {
                     self.last = self
                         .globals
@@ -120,7 +121,7 @@ impl<'a> Memory<'a> {
             Space::Shared => (&mut self.shared, addr as usize),
             Space::Param => (&mut self.params, addr as usize),
             Space::Local => {
-                if addr + n as u64 > self.local_bytes as u64 {
+                if addr.saturating_add(n as u64) > self.local_bytes as u64 {
                     return Err(outside("the thread's local memory"));
                 }
                 let at = lane * self.local_bytes + addr as usize;
@@ -137,8 +138,23 @@ impl<'a> Memory<'a> {
         }
     }
 
+    /// The bytes of an aligned global access inside the allocation used last
+    /// (most accesses): the common case without the general resolution.
+    #[inline(always)]
+    fn cached_global(&mut self, space: Space, addr: u64, n: usize, align: usize) -> Option<&mut [u8]> {
+        if space != Space::Global || addr & (align as u64 - 1) != 0 {
+            return None;
+        }
+        let g = self.globals.get_mut(self.last)?;
+        let at = addr.checked_sub(g.0)? as usize;
+        g.1.get_mut(at..at.checked_add(n)?)
+    }
+
     #[inline]
     pub fn load(&mut self, space: Space, addr: u64, n: usize, align: usize, lane: usize) -> Result<u64, Fault> {
+        if let Some(b) = self.cached_global(space, addr, n, align) {
+            return Ok(read(b));
+        }
         let mut v = [0u8; 8];
         match self.bytes(space, addr, n, align, lane) {
             Ok(b) => return Ok(read(b)),
@@ -157,6 +173,10 @@ impl<'a> Memory<'a> {
         lane: usize,
         value: u64,
     ) -> Result<(), Fault> {
+        if let Some(b) = self.cached_global(space, addr, n, align) {
+            write(b, value);
+            return Ok(());
+        }
         match self.bytes(space, addr, n, align, lane) {
             Ok(b) => write(b, value),
             Err(e) => self.other_allocation(space, addr, n, e, |b| b.copy_from_slice(&value.to_le_bytes()[..n]))?,
@@ -184,7 +204,9 @@ impl<'a> Memory<'a> {
         }
         let Some(alloc) = crate::memory::space().find(addr) else { return Err(fault) };
         // One of the launch's own allocations: the access ran past its end.
-        if self.globals.iter().any(|g| g.0 == alloc.base) || addr - alloc.base + n as u64 > alloc.size as u64 {
+        if self.globals.iter().any(|g| g.0 == alloc.base)
+            || (addr - alloc.base).saturating_add(n as u64) > alloc.size as u64
+        {
             return Err(fault);
         }
         let at = (addr - alloc.base) as usize;
