@@ -4,9 +4,18 @@
 //! `TOLERANCE` relative to each value's magnitude (the GEMMs and reductions
 //! sum in other orders; expf/tanhf differ by a few ulps). Runs on CUDA
 //! device 0 — the emulated driver here (`scripts/with-cuda-emu`) — and is
-//! skipped without one unless GEEPS_REQUIRE_CUDA=1.
+//! skipped without one unless GEEPS_REQUIRE_CUDA=1. Layers whose GPU code
+//! rounds as the CPU's does (copies, Eltwise, Split, BatchNorm with global
+//! statistics) must give its bits. The GPU's tops and gradients start as
+//! NaN, so a value a kernel leaves unwritten fails.
 
 use geeps_caffe::gpu::{DevSlice, Gpu};
+use geeps_caffe::layers::eltwise::EltwiseOp;
+use geeps_caffe::layers::lrn::{LrnConf, NormRegion};
+use geeps_caffe::layers::power::PowerConf;
+use geeps_caffe::layers::scale::ScaleConf;
+use geeps_caffe::layers::spec::{BatchNormSpec, LayerSpec};
+use geeps_caffe::layers::split::Split;
 use geeps_caffe::layers::{self, count, Backward, Forward, GpuBackward, GpuForward, Layer, Shape};
 use geeps_caffe::proto::net::{ConvConf, Filler, InnerProductConf, LayerKind, Normalization, PoolConf, PoolMethod};
 use rand::rngs::StdRng;
@@ -24,10 +33,22 @@ fn random(rng: &mut StdRng, n: usize) -> Vec<f32> {
     (0..n).map(|_| rng.gen_range(-1.0..1.0f32)).collect()
 }
 
-fn close(what: &str, gpu: &[f32], cpu: &[f32]) {
+/// How closely the GPU must reproduce the CPU.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Match {
+    /// Within [`TOLERANCE`].
+    Close,
+    /// Bit for bit.
+    Bits,
+}
+
+fn close(what: &str, gpu: &[f32], cpu: &[f32], m: Match) {
     assert_eq!(gpu.len(), cpu.len(), "{what}: lengths");
     for (i, (g, c)) in gpu.iter().zip(cpu).enumerate() {
-        assert!((g - c).abs() <= TOLERANCE * (1.0 + c.abs()), "{what}[{i}]: GPU {g}, CPU {c}");
+        match m {
+            Match::Close => assert!((g - c).abs() <= TOLERANCE * (1.0 + c.abs()), "{what}[{i}]: GPU {g}, CPU {c}"),
+            Match::Bits => assert_eq!(g.to_bits(), c.to_bits(), "{what}[{i}]: GPU {g}, CPU {c} (bit for bit)"),
+        }
     }
 }
 
@@ -37,6 +58,10 @@ struct Case {
     bottoms: Vec<Vec<f32>>,
     /// Bottoms that get no gradient (labels).
     no_gradient: Vec<usize>,
+    /// Tops whose gradient is absent (a branch outside every loss).
+    no_top_gradient: Vec<usize>,
+    /// The parameters, where random ones make no sense (running statistics).
+    params: Option<Vec<f32>>,
     train: bool,
 }
 
@@ -65,8 +90,14 @@ fn on_cpu(c: &Case, params: &[f32], dy: &[Vec<f32>]) -> Results {
         }
         let all: Vec<&[f32]> = c.bottoms.iter().map(|v| v.as_slice()).collect();
         let top_data: Vec<&[f32]> = tops.iter().map(|v| v.as_slice()).collect();
-        let top_diffs: Vec<&[f32]> =
-            if l.elementwise() || l.is_loss() { Vec::new() } else { dy.iter().map(|v| v.as_slice()).collect() };
+        let top_diffs: Vec<&[f32]> = if l.elementwise() || l.is_loss() {
+            Vec::new()
+        } else {
+            dy.iter()
+                .enumerate()
+                .map(|(k, v)| if c.no_top_gradient.contains(&k) { &[] } else { v.as_slice() })
+                .collect()
+        };
         let mut d: Vec<&mut [f32]> = dx.iter_mut().map(|v| v.as_mut_slice()).collect();
         for &k in &c.no_gradient {
             d[k] = &mut [];
@@ -85,11 +116,16 @@ fn on_cpu(c: &Case, params: &[f32], dy: &[Vec<f32>]) -> Results {
     (tops, aux, dx, grad)
 }
 
+/// A device array of `n` NaNs: whatever a kernel leaves of it shows.
+fn unwritten(gpu: &Gpu, n: usize) -> geeps_caffe::gpu::DeviceVec<'_> {
+    gpu.alloc_from(&vec![f32::NAN; n]).unwrap()
+}
+
 fn on_gpu(gpu: &Gpu, c: &Case, params: &[f32], dy: &[Vec<f32>]) -> Results {
     let l = c.layer.as_ref();
     let p = gpu.alloc_from(params).unwrap();
     let bottoms: Vec<_> = c.bottoms.iter().map(|v| gpu.alloc_from(v).unwrap()).collect();
-    let tops: Vec<_> = l.top_shapes().iter().map(|s| gpu.alloc(count(s)).unwrap()).collect();
+    let tops: Vec<_> = l.top_shapes().iter().map(|s| unwritten(gpu, count(s))).collect();
     let aux = gpu.alloc(l.aux_len()).unwrap();
     if l.elementwise() {
         gpu.upload(&c.bottoms[0], tops[0].slice()).unwrap();
@@ -99,15 +135,28 @@ fn on_gpu(gpu: &Gpu, c: &Case, params: &[f32], dy: &[Vec<f32>]) -> Results {
     let f = GpuForward { params: p.slice(), bottoms: &b, tops: &t, aux: aux.slice(), train: c.train, seed: 5 };
     l.forward_gpu(gpu, &f).unwrap();
     let dys: Vec<_> = dy.iter().map(|v| gpu.alloc_from(v).unwrap()).collect();
-    let dx: Vec<_> = c.bottoms.iter().map(|v| gpu.alloc(v.len()).unwrap()).collect();
-    let grad = gpu.alloc(params.len()).unwrap();
+    // Values a backward must write start unwritten; the others stay zero, as on the CPU.
+    let written = |k: usize| l.has_backward() && !c.no_gradient.contains(&k);
+    let dx: Vec<_> = c
+        .bottoms
+        .iter()
+        .enumerate()
+        .map(|(k, v)| if written(k) { unwritten(gpu, v.len()) } else { gpu.alloc(v.len()).unwrap() })
+        .collect();
+    let grad = if l.has_backward() { unwritten(gpu, params.len()) } else { gpu.alloc(params.len()).unwrap() };
     if l.has_backward() {
         if l.elementwise() {
             gpu.upload(&dy[0], dx[0].slice()).unwrap();
         }
         let all: Vec<DevSlice> = bottoms.iter().map(|v| v.slice()).collect();
-        let top_diffs: Vec<DevSlice> =
-            if l.elementwise() || l.is_loss() { Vec::new() } else { dys.iter().map(|v| v.slice()).collect() };
+        let top_diffs: Vec<DevSlice> = if l.elementwise() || l.is_loss() {
+            Vec::new()
+        } else {
+            dys.iter()
+                .enumerate()
+                .map(|(k, v)| if c.no_top_gradient.contains(&k) { DevSlice::EMPTY } else { v.slice() })
+                .collect()
+        };
         let d: Vec<DevSlice> = dx
             .iter()
             .enumerate()
@@ -134,30 +183,40 @@ fn on_gpu(gpu: &Gpu, c: &Case, params: &[f32], dy: &[Vec<f32>]) -> Results {
     )
 }
 
-/// Runs `c` on both and compares everything.
+/// Runs `c` on both and compares everything within [`TOLERANCE`].
 fn compare(gpu: &Gpu, what: &str, c: Case) {
+    compare_as(gpu, what, c, Match::Close)
+}
+
+/// Runs `c` on both and compares everything bit for bit.
+fn exact(gpu: &Gpu, what: &str, c: Case) {
+    compare_as(gpu, what, c, Match::Bits)
+}
+
+fn compare_as(gpu: &Gpu, what: &str, c: Case, m: Match) {
     let mut rng = StdRng::seed_from_u64(11);
     let l = c.layer.as_ref();
     assert!(l.on_gpu(), "{what}: {} has no GPU code", l.type_name());
     let n_params: usize = l.param_blobs().iter().map(|p| count(&p.shape)).sum();
-    let params = random(&mut rng, n_params);
+    let params = c.params.clone().unwrap_or_else(|| random(&mut rng, n_params));
+    assert_eq!(params.len(), n_params, "{what}: parameter count");
     let dy: Vec<Vec<f32>> = l.top_shapes().iter().map(|s| random(&mut rng, count(s))).collect();
     let cpu = on_cpu(&c, &params, &dy);
     let got = on_gpu(gpu, &c, &params, &dy);
     for (k, (g, h)) in got.0.iter().zip(&cpu.0).enumerate() {
-        close(&format!("{what}: top {k}"), g, h);
+        close(&format!("{what}: top {k}"), g, h, m);
     }
-    close(&format!("{what}: backward state"), &got.1, &cpu.1);
+    close(&format!("{what}: backward state"), &got.1, &cpu.1, m);
     for (k, (g, h)) in got.2.iter().zip(&cpu.2).enumerate() {
-        close(&format!("{what}: bottom gradient {k}"), g, h);
+        close(&format!("{what}: bottom gradient {k}"), g, h, m);
     }
-    close(&format!("{what}: parameter gradient"), &got.3, &cpu.3);
+    close(&format!("{what}: parameter gradient"), &got.3, &cpu.3, m);
 }
 
 fn build(kind: LayerKind, shapes: &[Shape], train: bool, rng: &mut StdRng) -> Case {
     let layer = layers::build(&kind, shapes, train).unwrap();
     let bottoms = shapes.iter().map(|s| random(rng, count(s))).collect();
-    Case { layer, bottoms, no_gradient: Vec::new(), train }
+    Case { layer, bottoms, no_gradient: Vec::new(), no_top_gradient: Vec::new(), params: None, train }
 }
 
 /// A classifier's scores and labels.
@@ -265,6 +324,209 @@ fn softmax_loss_and_accuracy_match_the_cpu() {
             let case = with_labels(LayerKind::Accuracy { top_k }, num, classes, &mut rng);
             compare(&gpu, &format!("accuracy top-{top_k} {num}×{classes}"), case);
         }
+    }
+}
+
+fn spec(s: LayerSpec) -> LayerKind {
+    LayerKind::Spec(s)
+}
+
+#[test]
+fn lrn_matches_the_cpu() {
+    let Some(gpu) = gpu("lrn_matches_the_cpu") else { return };
+    let mut rng = StdRng::seed_from_u64(6);
+    let across = LrnConf::default();
+    let within = LrnConf { local_size: 3, alpha: 0.5, beta: 0.6, region: NormRegion::WithinChannel, ..across };
+    let wide = LrnConf { local_size: 7, k: 2.0, ..across };
+    for (conf, shape) in [
+        (across, vec![2, 7, 5, 9]),
+        (within, vec![2, 3, 11, 13]),
+        (wide, vec![1, 4, 17, 5]),
+        (LrnConf { local_size: 5, ..within }, vec![3, 2, 4, 3]),
+    ] {
+        let case = build(spec(LayerSpec::Lrn(conf)), std::slice::from_ref(&shape), true, &mut rng);
+        compare(&gpu, &format!("LRN {conf:?} {shape:?}"), case);
+    }
+}
+
+#[test]
+fn concat_matches_the_cpu() {
+    let Some(gpu) = gpu("concat_matches_the_cpu") else { return };
+    let mut rng = StdRng::seed_from_u64(7);
+    for (axis, shapes) in [
+        (0, vec![vec![2, 3, 5, 7], vec![1, 3, 5, 7], vec![3, 3, 5, 7]]),
+        (1, vec![vec![2, 3, 5, 7], vec![2, 4, 5, 7], vec![2, 1, 5, 7]]),
+        (-1, vec![vec![3, 5, 11], vec![3, 5, 2]]),
+    ] {
+        let mut case = build(spec(LayerSpec::Concat { axis }), &shapes, true, &mut rng);
+        exact(&gpu, &format!("concat axis {axis} {shapes:?}"), case);
+        // A bottom that wants no gradient is left alone.
+        case = build(spec(LayerSpec::Concat { axis }), &shapes, true, &mut rng);
+        case.no_gradient = vec![1];
+        exact(&gpu, &format!("concat axis {axis} {shapes:?}, bottom 1 without gradient"), case);
+    }
+}
+
+#[test]
+fn eltwise_matches_the_cpu() {
+    let Some(gpu) = gpu("eltwise_matches_the_cpu") else { return };
+    let mut rng = StdRng::seed_from_u64(8);
+    let shape = vec![3, 7, 13];
+    for op in [EltwiseOp::Sum(vec![]), EltwiseOp::Sum(vec![0.5, -2.0, 1.5]), EltwiseOp::Prod, EltwiseOp::Max] {
+        let mut case = build(spec(LayerSpec::Eltwise(op.clone())), &vec![shape.clone(); 3], true, &mut rng);
+        if op == EltwiseOp::Max {
+            // Ties: the earlier bottom wins on both.
+            for i in (0..count(&shape)).step_by(3) {
+                case.bottoms[2][i] = case.bottoms[0][i];
+                case.bottoms[1][i + 1] = case.bottoms[2][i + 1];
+            }
+        }
+        exact(&gpu, &format!("eltwise {op:?} {shape:?}"), case);
+    }
+    let mut two = build(spec(LayerSpec::Eltwise(EltwiseOp::Prod)), &[vec![300], vec![300]], true, &mut rng);
+    two.no_gradient = vec![0];
+    exact(&gpu, "eltwise product, bottom 0 without gradient", two);
+}
+
+#[test]
+fn softmax_matches_the_cpu() {
+    let Some(gpu) = gpu("softmax_matches_the_cpu") else { return };
+    let mut rng = StdRng::seed_from_u64(9);
+    for (axis, shape) in
+        [(1, vec![3, 11, 5, 7]), (-1, vec![4, 3, 67]), (1, vec![130, 10]), (2, vec![2, 3, 9, 5]), (0, vec![5, 61])]
+    {
+        let case = build(spec(LayerSpec::Softmax { axis }), std::slice::from_ref(&shape), true, &mut rng);
+        compare(&gpu, &format!("softmax axis {axis} {shape:?}"), case);
+    }
+}
+
+#[test]
+fn split_reshape_and_flatten_match_the_cpu() {
+    let Some(gpu) = gpu("split_reshape_and_flatten_match_the_cpu") else { return };
+    let mut rng = StdRng::seed_from_u64(10);
+    let shape = vec![3, 5, 7, 3];
+    for tops in [1, 3] {
+        let layer = Box::new(Split::new(tops, &shape).unwrap());
+        let bottoms = vec![random(&mut rng, count(&shape))];
+        let case = Case { layer, bottoms, no_gradient: vec![], no_top_gradient: vec![], params: None, train: true };
+        exact(&gpu, &format!("split into {tops}"), case);
+    }
+    let layer = Box::new(Split::new(3, &shape).unwrap());
+    let bottoms = vec![random(&mut rng, count(&shape))];
+    let case = Case { layer, bottoms, no_gradient: vec![], no_top_gradient: vec![1], params: None, train: true };
+    exact(&gpu, "split into 3, top 1 outside every loss", case);
+    for kind in [
+        LayerSpec::Flatten { axis: 1, end_axis: -1 },
+        LayerSpec::Flatten { axis: 0, end_axis: 1 },
+        LayerSpec::Reshape { dims: vec![0, -1, 7], axis: 0, num_axes: -1 },
+        LayerSpec::Reshape { dims: vec![15], axis: 0, num_axes: 2 },
+    ] {
+        let what = format!("{kind:?}");
+        exact(&gpu, &what, build(spec(kind), std::slice::from_ref(&shape), true, &mut rng));
+    }
+}
+
+#[test]
+fn power_matches_the_cpu() {
+    let Some(gpu) = gpu("power_matches_the_cpu") else { return };
+    let mut rng = StdRng::seed_from_u64(12);
+    let shape = vec![4, 3, 29];
+    // Bases stay positive where the power is not an integer (a NaN on both otherwise).
+    for (power, scale, shift) in [
+        (1.0, 1.0, 0.0),
+        (2.0, 1.0, 0.0),
+        (3.0, -0.5, 0.25),
+        (0.5, 0.25, 1.5),
+        (-1.5, 0.5, 2.0),
+        (1.0, -3.0, 0.5),
+        (0.0, 2.0, 1.0),
+        (2.0, 0.0, 1.0),
+    ] {
+        let conf = PowerConf { power, scale, shift };
+        let case = build(spec(LayerSpec::Power(conf)), std::slice::from_ref(&shape), true, &mut rng);
+        compare(&gpu, &format!("power {conf:?}"), case);
+    }
+}
+
+#[test]
+fn scale_matches_the_cpu() {
+    let Some(gpu) = gpu("scale_matches_the_cpu") else { return };
+    let mut rng = StdRng::seed_from_u64(13);
+    let shape = vec![3, 5, 7, 11];
+    for (axis, num_axes) in [(1, 1), (1, 2), (0, 1), (1, -1), (-1, 1), (2, 0), (0, 4)] {
+        for bias_term in [false, true] {
+            let conf = ScaleConf { axis, num_axes, bias_term, ..ScaleConf::default() };
+            let case = build(spec(LayerSpec::Scale(conf)), std::slice::from_ref(&shape), true, &mut rng);
+            compare(&gpu, &format!("scale axis {axis} num_axes {num_axes} bias {bias_term}"), case);
+        }
+    }
+}
+
+#[test]
+fn prelu_matches_the_cpu() {
+    let Some(gpu) = gpu("prelu_matches_the_cpu") else { return };
+    let mut rng = StdRng::seed_from_u64(14);
+    for shape in [vec![3, 5, 7, 11], vec![300, 4], vec![2, 3, 1000]] {
+        for channel_shared in [false, true] {
+            let kind = spec(LayerSpec::PRelu { channel_shared, filler: Filler::Constant(0.25) });
+            let case = build(kind, std::slice::from_ref(&shape), true, &mut rng);
+            compare(&gpu, &format!("PReLU {shape:?} shared {channel_shared}"), case);
+        }
+    }
+}
+
+#[test]
+fn batch_norm_matches_the_cpu() {
+    let Some(gpu) = gpu("batch_norm_matches_the_cpu") else { return };
+    let mut rng = StdRng::seed_from_u64(15);
+    // 715 values per channel: several passes of a block; 300 and 45: one, partly idle.
+    for shape in [vec![5, 3, 11, 13], vec![300, 2], vec![3, 6, 3, 5]] {
+        let c = shape[1];
+        for use_global_stats in [false, true] {
+            let bn = BatchNormSpec { use_global_stats: Some(use_global_stats), ..BatchNormSpec::default() };
+            let mut case = build(spec(LayerSpec::BatchNorm(bn)), std::slice::from_ref(&shape), true, &mut rng);
+            // Running sums: means any sign, variances positive, their factor positive or 0 (none yet).
+            for factor in [2.5f32, 0.0] {
+                let mut p = random(&mut rng, c);
+                p.extend((0..c).map(|_| rng.gen_range(0.1..3.0f32)));
+                p.push(factor);
+                case.params = Some(p);
+                let what = format!("BatchNorm {shape:?} global {use_global_stats} factor {factor}");
+                // Global statistics round as the CPU does; batch statistics sum in f32, not f64.
+                if use_global_stats {
+                    exact(&gpu, &what, case);
+                } else {
+                    compare(&gpu, &what, case);
+                }
+                case = build(spec(LayerSpec::BatchNorm(bn)), std::slice::from_ref(&shape), true, &mut rng);
+            }
+        }
+    }
+}
+
+#[test]
+fn input_matches_the_cpu() {
+    let Some(gpu) = gpu("input_matches_the_cpu") else { return };
+    let mut rng = StdRng::seed_from_u64(16);
+    let kind = spec(LayerSpec::Input { shapes: vec![vec![2, 3, 7, 7], vec![5]], tops: 2 });
+    exact(&gpu, "input", build(kind, &[], true, &mut rng));
+}
+
+#[test]
+fn layers_write_no_gradient_where_none_is_wanted() {
+    let Some(gpu) = gpu("layers_write_no_gradient_where_none_is_wanted") else { return };
+    let mut rng = StdRng::seed_from_u64(17);
+    let shape = vec![2, 5, 3, 11];
+    for kind in [
+        LayerSpec::Lrn(LrnConf::default()),
+        LayerSpec::Softmax { axis: 1 },
+        LayerSpec::Power(PowerConf { power: 2.0, scale: 0.5, shift: 1.0 }),
+        LayerSpec::Flatten { axis: 1, end_axis: -1 },
+    ] {
+        let what = format!("{kind:?} without a bottom gradient");
+        let mut case = build(spec(kind), std::slice::from_ref(&shape), true, &mut rng);
+        case.no_gradient = vec![0];
+        compare(&gpu, &what, case);
     }
 }
 

@@ -15,10 +15,18 @@ use crate::error::{Error, Result};
 /// The shipped PTX modules, by source file.
 const MODULES: &[(&str, &str)] = &[
     ("activations", include_str!("../../kernels/activations.ptx")),
+    ("batch_norm", include_str!("../../kernels/batch_norm.ptx")),
     ("bias", include_str!("../../kernels/bias.ptx")),
+    ("concat", include_str!("../../kernels/concat.ptx")),
+    ("eltwise", include_str!("../../kernels/eltwise.ptx")),
     ("im2col", include_str!("../../kernels/im2col.ptx")),
+    ("lrn", include_str!("../../kernels/lrn.ptx")),
     ("pooling", include_str!("../../kernels/pooling.ptx")),
+    ("power", include_str!("../../kernels/power.ptx")),
+    ("prelu", include_str!("../../kernels/prelu.ptx")),
+    ("scale", include_str!("../../kernels/scale.ptx")),
     ("sgd", include_str!("../../kernels/sgd.ptx")),
+    ("softmax", include_str!("../../kernels/softmax.ptx")),
     ("softmax_loss", include_str!("../../kernels/softmax_loss.ptx")),
     ("transform", include_str!("../../kernels/transform.ptx")),
 ];
@@ -159,8 +167,34 @@ mod tests {
             assert!(names.iter().all(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')), "{names:?}");
         }
         let all: Vec<&str> = MODULES.iter().flat_map(|(_, p)| entries(p)).collect();
-        for k in ["im2col", "col2im", "max_pool_forward", "softmax_loss_forward", "sgd_step", "count_nonfinite"] {
+        for k in [
+            "im2col",
+            "col2im",
+            "max_pool_forward",
+            "softmax_loss_forward",
+            "sgd_step",
+            "count_nonfinite",
+            "lrn_forward",
+            "copy_rows",
+            "add_scaled",
+            "softmax_backward",
+            "power_forward",
+            "scale_backward",
+            "prelu_sum",
+            "batch_norm_train_backward",
+        ] {
             assert!(all.contains(&k), "{k} missing from {all:?}");
+        }
+    }
+
+    #[test]
+    fn no_two_modules_share_a_kernel_name() {
+        // Kernels are found by name alone: a second module's entry would shadow the first's.
+        let mut seen = std::collections::HashSet::new();
+        for (file, ptx) in MODULES {
+            for name in entries(ptx) {
+                assert!(seen.insert(name), "kernel `{name}` of {file}.ptx is also defined in another module");
+            }
         }
     }
 

@@ -1,5 +1,5 @@
 //! Launch wrappers of the layer kernels shared by several layers (bias,
-//! im2col/col2im), with the argument lists of `kernels/*.cu`. They check
+//! im2col/col2im, scaled sums), with the argument lists of `kernels/*.cu`. They check
 //! that every device range holds what the kernel touches, which makes the
 //! launches sound; they must never launch with an unchecked range.
 
@@ -35,6 +35,15 @@ impl Gpu {
         let args = [Arg::Ptr(dy.ptr), Arg::Ptr(grad.ptr), Arg::count(num)?, Arg::count(channels)?, Arg::count(inner)?];
         // SAFETY: as above; one block per channel.
         unsafe { self.launch_blocks("bias_gradient", channels, REDUCE_THREADS, &args) }
+    }
+
+    /// `y[..n] += c · x[..n]` with the CPU's rounding (no fused multiply-add).
+    pub fn add_scaled(&self, y: DevSlice, x: DevSlice, n: usize, c: f32) -> Result<()> {
+        holds(y, n, "add_scaled output")?;
+        holds(x, n, "add_scaled input")?;
+        let args = [Arg::Ptr(y.ptr), Arg::Ptr(x.ptr), Arg::count(n)?, Arg::F32(c)];
+        // SAFETY: both ranges hold the n floats the kernel touches.
+        unsafe { self.launch_n("add_scaled", n, &args) }
     }
 
     fn geometry_args(g: &Geometry) -> Result<Vec<Arg>> {

@@ -8,7 +8,10 @@
 //! them (see [`Layer::param_grad_is_update`]), and solvers leave them alone.
 //! It runs in place. It owns this math only.
 
-use crate::layers::{count, Backward, Filler, Forward, Layer, ParamBlob, Reads, Shape};
+mod gpu;
+
+use crate::gpu::Gpu;
+use crate::layers::{count, Backward, Filler, Forward, GpuBackward, GpuForward, Layer, ParamBlob, Reads, Shape};
 
 /// `batch_norm_param`; `use_global_stats` already resolved for the phase.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -68,6 +71,18 @@ impl BatchNorm {
 }
 
 impl Layer for BatchNorm {
+    fn on_gpu(&self) -> bool {
+        true
+    }
+
+    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
+        self.forward_on(gpu, f)
+    }
+
+    fn backward_gpu(&self, gpu: &Gpu, b: &GpuBackward<'_>) -> crate::Result<()> {
+        self.backward_on(gpu, b)
+    }
+
     fn type_name(&self) -> &'static str {
         "BatchNorm"
     }

@@ -2,7 +2,10 @@
 //! every other axis; backward hands each bottom its slice of the gradient.
 //! It owns the copying only.
 
-use crate::layers::{axis_index, count, Backward, Forward, Layer, Reads, Shape};
+mod gpu;
+
+use crate::gpu::Gpu;
+use crate::layers::{axis_index, count, Backward, Forward, GpuBackward, GpuForward, Layer, Reads, Shape};
 
 #[derive(Debug)]
 pub struct Concat {
@@ -35,6 +38,18 @@ impl Concat {
 }
 
 impl Layer for Concat {
+    fn on_gpu(&self) -> bool {
+        true
+    }
+
+    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
+        self.forward_on(gpu, f)
+    }
+
+    fn backward_gpu(&self, gpu: &Gpu, b: &GpuBackward<'_>) -> crate::Result<()> {
+        self.backward_on(gpu, b)
+    }
+
     fn type_name(&self) -> &'static str {
         "Concat"
     }

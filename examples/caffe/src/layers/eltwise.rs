@@ -4,7 +4,10 @@
 //! product's gradient is the product of the other bottoms (Caffe's
 //! `stable_prod_grad`). It owns these formulas only.
 
-use crate::layers::{count, Backward, Forward, Layer, Reads, Shape};
+mod gpu;
+
+use crate::gpu::Gpu;
+use crate::layers::{count, Backward, Forward, GpuBackward, GpuForward, Layer, Reads, Shape};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum EltwiseOp {
@@ -42,6 +45,18 @@ impl Eltwise {
 }
 
 impl Layer for Eltwise {
+    fn on_gpu(&self) -> bool {
+        true
+    }
+
+    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
+        self.forward_on(gpu, f)
+    }
+
+    fn backward_gpu(&self, gpu: &Gpu, b: &GpuBackward<'_>) -> crate::Result<()> {
+        self.backward_on(gpu, b)
+    }
+
     fn type_name(&self) -> &'static str {
         "Eltwise"
     }

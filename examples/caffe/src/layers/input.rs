@@ -3,7 +3,10 @@
 //! feeds it, so its forward writes zeros, which keeps runs such as timing
 //! a deploy net deterministic. It owns those shapes only.
 
-use crate::layers::{count, Backward, Forward, Layer, Reads, Shape};
+mod gpu;
+
+use crate::gpu::Gpu;
+use crate::layers::{count, Backward, Forward, GpuBackward, GpuForward, Layer, Reads, Shape};
 
 #[derive(Debug)]
 pub struct Input {
@@ -26,6 +29,18 @@ impl Input {
 }
 
 impl Layer for Input {
+    fn on_gpu(&self) -> bool {
+        true
+    }
+
+    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
+        self.forward_on(gpu, f)
+    }
+
+    fn backward_gpu(&self, _gpu: &Gpu, _b: &GpuBackward<'_>) -> crate::Result<()> {
+        Ok(())
+    }
+
     fn type_name(&self) -> &'static str {
         "Input"
     }

@@ -4,9 +4,12 @@
 //! the borders (Caffe builds that one from average pooling, whose divisor is
 //! always n² here). The scale is its backward state. It owns this math only.
 
+mod gpu;
+
+use crate::gpu::Gpu;
 use rayon::prelude::*;
 
-use crate::layers::{count, Backward, Forward, Layer, Reads, Shape};
+use crate::layers::{count, Backward, Forward, GpuBackward, GpuForward, Layer, Reads, Shape};
 
 /// Which neighbours a value is normalised over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +103,18 @@ impl Lrn {
 }
 
 impl Layer for Lrn {
+    fn on_gpu(&self) -> bool {
+        true
+    }
+
+    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
+        self.forward_on(gpu, f)
+    }
+
+    fn backward_gpu(&self, gpu: &Gpu, b: &GpuBackward<'_>) -> crate::Result<()> {
+        self.backward_on(gpu, b)
+    }
+
     fn type_name(&self) -> &'static str {
         "LRN"
     }

@@ -2,7 +2,10 @@
 //! `dx = dy · power · scale · (shift + scale · x)^(power − 1)` (zero when
 //! power or scale is 0). It owns this formula only.
 
-use crate::layers::{count, Backward, Forward, Layer, Reads, Shape};
+mod gpu;
+
+use crate::gpu::Gpu;
+use crate::layers::{count, Backward, Forward, GpuBackward, GpuForward, Layer, Reads, Shape};
 
 /// `power_param`, with Caffe's defaults (1, 1, 0) in [`PowerConf::default`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -31,6 +34,18 @@ impl Power {
 }
 
 impl Layer for Power {
+    fn on_gpu(&self) -> bool {
+        true
+    }
+
+    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
+        self.forward_on(gpu, f)
+    }
+
+    fn backward_gpu(&self, gpu: &Gpu, b: &GpuBackward<'_>) -> crate::Result<()> {
+        self.backward_on(gpu, b)
+    }
+
     fn type_name(&self) -> &'static str {
         "Power"
     }

@@ -2,7 +2,10 @@
 //! learned slope per channel, or one shared (`channel_shared`). It runs in
 //! place, so it keeps its input as backward state. It owns this math only.
 
-use crate::layers::{count, Backward, Filler, Forward, Layer, ParamBlob, Reads, Shape};
+mod gpu;
+
+use crate::gpu::Gpu;
+use crate::layers::{count, Backward, Filler, Forward, GpuBackward, GpuForward, Layer, ParamBlob, Reads, Shape};
 
 #[derive(Debug)]
 pub struct PRelu {
@@ -38,6 +41,18 @@ impl PRelu {
 }
 
 impl Layer for PRelu {
+    fn on_gpu(&self) -> bool {
+        true
+    }
+
+    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
+        self.forward_on(gpu, f)
+    }
+
+    fn backward_gpu(&self, gpu: &Gpu, b: &GpuBackward<'_>) -> crate::Result<()> {
+        self.backward_on(gpu, b)
+    }
+
     fn type_name(&self) -> &'static str {
         "PReLU"
     }

@@ -3,7 +3,10 @@
 //! unchanged. It owns Caffe's shape rules (0 copies a dimension, −1 infers
 //! one, `axis`/`num_axes`, `axis`/`end_axis`); it must never reorder data.
 
-use crate::layers::{axis_index, count, Backward, Forward, Layer, Reads, Shape};
+mod gpu;
+
+use crate::gpu::Gpu;
+use crate::layers::{axis_index, count, Backward, Forward, GpuBackward, GpuForward, Layer, Reads, Shape};
 
 #[derive(Debug)]
 pub struct Reshape {
@@ -72,6 +75,18 @@ impl Reshape {
 }
 
 impl Layer for Reshape {
+    fn on_gpu(&self) -> bool {
+        true
+    }
+
+    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
+        self.forward_on(gpu, f)
+    }
+
+    fn backward_gpu(&self, gpu: &Gpu, b: &GpuBackward<'_>) -> crate::Result<()> {
+        self.backward_on(gpu, b)
+    }
+
     fn type_name(&self) -> &'static str {
         self.type_name
     }

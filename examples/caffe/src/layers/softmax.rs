@@ -2,7 +2,10 @@
 //! position of the other axes, the values along the axis become
 //! probabilities; backward is `dx = y · (dy − Σ dy·y)`. It owns this math only.
 
-use crate::layers::{axis_index, count, Backward, Forward, Layer, Reads, Shape};
+mod gpu;
+
+use crate::gpu::Gpu;
+use crate::layers::{axis_index, count, Backward, Forward, GpuBackward, GpuForward, Layer, Reads, Shape};
 
 #[derive(Debug)]
 pub struct Softmax {
@@ -25,6 +28,18 @@ impl Softmax {
 }
 
 impl Layer for Softmax {
+    fn on_gpu(&self) -> bool {
+        true
+    }
+
+    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
+        self.forward_on(gpu, f)
+    }
+
+    fn backward_gpu(&self, gpu: &Gpu, b: &GpuBackward<'_>) -> crate::Result<()> {
+        self.backward_on(gpu, b)
+    }
+
     fn type_name(&self) -> &'static str {
         "Softmax"
     }

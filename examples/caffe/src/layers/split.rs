@@ -2,7 +2,10 @@
 //! is a copy of the bottom, and the bottom's gradient is the sum of the
 //! tops' gradients. It owns that copy and sum only.
 
-use crate::layers::{count, Backward, Forward, Layer, Reads, Shape};
+mod gpu;
+
+use crate::gpu::Gpu;
+use crate::layers::{count, Backward, Forward, GpuBackward, GpuForward, Layer, Reads, Shape};
 
 #[derive(Debug)]
 pub struct Split {
@@ -20,6 +23,18 @@ impl Split {
 }
 
 impl Layer for Split {
+    fn on_gpu(&self) -> bool {
+        true
+    }
+
+    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
+        self.forward_on(gpu, f)
+    }
+
+    fn backward_gpu(&self, gpu: &Gpu, b: &GpuBackward<'_>) -> crate::Result<()> {
+        self.backward_on(gpu, b)
+    }
+
     fn type_name(&self) -> &'static str {
         "Split"
     }
