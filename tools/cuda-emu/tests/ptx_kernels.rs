@@ -474,28 +474,68 @@ fn softmax_loss_and_accuracy_match_the_references() {
 }
 
 #[test]
-fn sgd_delta_matches_the_solver() {
+fn sgd_step_matches_the_solver() {
     open();
     let mut rng = StdRng::seed_from_u64(6);
     for n in [1usize, 100, 1025] {
-        let (w, g, h) =
+        let (mut w, g, h) =
             (floats(&mut rng, n, -1.0, 1.0), floats(&mut rng, n, -1.0, 1.0), floats(&mut rng, n, -1.0, 1.0));
-        let (momentum, rate, decay) = (0.9f32, 0.01f32, 0.0005f32);
-        let hist: Vec<f32> = (0..n).map(|i| momentum * h[i] + rate * (g[i] + decay * w[i])).collect();
-        for geo in geometries(n) {
-            let (gd, hd) = (upload_f32(&g), upload_f32(&h));
-            let args = [
-                Arg::U64(upload_f32(&w)),
-                Arg::U64(gd),
-                Arg::U64(hd),
-                Arg::U32(n as u32),
-                Arg::F32(momentum),
-                Arg::F32(rate),
-                Arg::F32(decay),
-            ];
-            run(SGD, "sgd_delta", geo, &args);
-            exact(&read_f32(hd, n), &hist, "sgd history");
-            exact(&read_f32(gd, n), &hist.iter().map(|v| -v).collect::<Vec<_>>(), "sgd delta");
+        w[0] = 0.0; // sign(0) = 0 under L1
+        let (momentum, rate, decay, factor, scale) = (0.9f32, 0.01f32, 0.0005f32, 0.5f32, 0.25f32);
+        for (l1, nesterov) in [(false, false), (true, false), (false, true)] {
+            // The CPU solver's arithmetic (solver/gradient.rs prepare, solver/sgd.rs), unfused.
+            let (mut hist, mut delta) = (h.clone(), vec![0.0f32; n]);
+            for i in 0..n {
+                let reg = if l1 { ((0.0 < w[i]) as i32 - (w[i] < 0.0) as i32) as f32 } else { w[i] };
+                let gi = scale * (g[i] * factor + decay * reg);
+                let old = hist[i];
+                hist[i] = momentum * old + rate * gi;
+                delta[i] = -(if nesterov { (1.0 + momentum) * hist[i] - momentum * old } else { hist[i] });
+            }
+            for geo in geometries(n) {
+                let (gd, hd) = (upload_f32(&g), upload_f32(&h));
+                let args = [
+                    Arg::U64(upload_f32(&w)),
+                    Arg::U64(gd),
+                    Arg::U64(hd),
+                    Arg::U32(n as u32),
+                    Arg::F32(factor),
+                    Arg::F32(decay),
+                    Arg::U32(l1 as u32),
+                    Arg::F32(scale),
+                    Arg::F32(rate),
+                    Arg::F32(momentum),
+                    Arg::U32(nesterov as u32),
+                ];
+                run(SGD, "sgd_step", geo, &args);
+                exact(&read_f32(hd, n), &hist, "sgd history");
+                exact(&read_f32(gd, n), &delta, "sgd delta");
+            }
+        }
+    }
+}
+
+#[test]
+fn count_nonfinite_counts_per_block() {
+    open();
+    let mut rng = StdRng::seed_from_u64(8);
+    for n in [1usize, 300, 5000] {
+        let mut x = floats(&mut rng, n, -1.0, 1.0);
+        let bad = [0, n / 2, n - 1];
+        x[bad[0]] = f32::NAN;
+        x[bad[1]] = f32::INFINITY;
+        x[bad[2]] = f32::NEG_INFINITY;
+        let want = bad.iter().collect::<std::collections::BTreeSet<_>>().len() as f32;
+        for blocks in [1u32, 3, 64] {
+            let counts = upload_f32(&vec![0.0; blocks as usize]);
+            run(
+                SGD,
+                "count_nonfinite",
+                (blocks, 256),
+                &[Arg::U64(upload_f32(&x)), Arg::U32(n as u32), Arg::U64(counts)],
+            );
+            let sum: f32 = read_f32(counts, blocks as usize).iter().sum();
+            assert_eq!(sum, want, "{n} values over {blocks} blocks");
         }
     }
 }

@@ -22,11 +22,8 @@ impl Gpu {
             Mean::Image { values, .. } => (1, values.clone()),
             Mean::Values(_) => (2, t.channel_means(c)),
         };
-        let placements: Vec<u32> = batch
-            .placements
-            .iter()
-            .flat_map(|p| [p.h_off as u32, p.w_off as u32, u32::from(p.mirror)])
-            .collect();
+        let placements: Vec<u32> =
+            batch.placements.iter().flat_map(|p| [p.h_off as u32, p.w_off as u32, u32::from(p.mirror)]).collect();
         let (pixel_floats, name) = match &batch.pixels {
             RawPixels::Bytes(b) => (b.len().div_ceil(4), "transform_bytes"),
             RawPixels::Floats(f) => (f.len(), "transform_floats"),
@@ -36,8 +33,11 @@ impl Gpu {
         }
         let total = pixel_floats + placements.len() + mean.len();
         self.with_scratch(total, |s| {
-            let (pixels, placed, means) =
-                (s.slice(0, pixel_floats)?, s.slice(pixel_floats, placements.len())?, s.slice(pixel_floats + placements.len(), mean.len())?);
+            let (pixels, placed, means) = (
+                s.slice(0, pixel_floats)?,
+                s.slice(pixel_floats, placements.len())?,
+                s.slice(pixel_floats + placements.len(), mean.len())?,
+            );
             match &batch.pixels {
                 RawPixels::Bytes(b) => self.upload_words(b, pixels)?,
                 RawPixels::Floats(f) => self.upload(f, pixels)?,
