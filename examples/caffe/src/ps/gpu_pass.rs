@@ -178,6 +178,13 @@ pub(crate) fn sgd_step(
     Ok(())
 }
 
+/// `x *= factor`, as the CPU scales a worker's share of running statistics.
+pub(crate) fn scale(gpu: &Gpu, x: DevSlice, factor: f32) -> Result<()> {
+    let args = [Arg::Ptr(x.ptr), Arg::Ptr(x.ptr), Arg::count(x.len)?, Arg::F32(factor)];
+    // SAFETY: `x` is read and written over its own length.
+    unsafe { gpu.launch_n("eltwise_scale_copy", x.len, &args) }
+}
+
 /// Blocks of the non-finite count (each sums its share in shared memory).
 const COUNT_BLOCKS: usize = 64;
 

@@ -517,13 +517,13 @@ impl<'a> PsWorker<'a> {
     }
 
     /// Whether backward's solver step for layer `l` can run on the GPU:
-    /// nothing to step, or SGD / Nesterov stepping as each gradient is known.
+    /// nothing to step, running statistics (scaled to this worker's share),
+    /// or SGD / Nesterov stepping as each gradient is known.
     fn solver_on_gpu(&self, l: &crate::net::NetLayer, _calls: &Pass) -> bool {
         use crate::proto::solver::SolverType;
         l.param_len == 0
-            || (!self.rule.accumulates()
-                && !is_statistics(l)
-                && matches!(self.rule.kind, SolverType::Sgd | SolverType::Nesterov))
+            || is_statistics(l)
+            || (!self.rule.accumulates() && matches!(self.rule.kind, SolverType::Sgd | SolverType::Nesterov))
     }
 
     /// A Data layer's batch on the GPU: uploaded as stored and transformed
@@ -637,7 +637,10 @@ impl<'a> PsWorker<'a> {
         }
         let grad = grad.map(|g| g.prefix(l.param_len)).transpose()?.unwrap_or(DevSlice::EMPTY);
         gpu_pass::backward(gpu, net, li, w, &io, aux, grad)?;
-        if let (Some(p), Some(h)) = (self.params.index_of_layer(li), history) {
+        if is_statistics(l) {
+            // Running statistics: this worker's share of their change.
+            gpu_pass::scale(gpu, grad, step.scale)?;
+        } else if let (Some(p), Some(h)) = (self.params.index_of_layer(li), history) {
             gpu_pass::sgd_step(gpu, &self.params.layers[p], &self.rule, step, w, grad, h)?;
         }
         if !grad.is_empty() {
