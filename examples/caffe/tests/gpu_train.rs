@@ -113,3 +113,37 @@ fn activations_beyond_the_gpu_budget_train_the_same() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The net of every layer type trains with its layers on the GPU as with
+/// them on the CPU (rows on the GPU both times), with SGD stepping on the GPU
+/// and with Adam stepping on the host: the same losses and parameters to
+/// rounding.
+#[test]
+fn every_layer_type_trains_on_the_gpu_as_on_the_cpu() {
+    if geeps_testkit::Backend::cuda_for("every_layer_type_trains_on_the_gpu_as_on_the_cpu").is_none() {
+        return;
+    }
+    let dir = common::scratch("gpu-every-type");
+    for extra in ["", "type: \"Adam\"\nmomentum2: 0.999\ndelta: 1e-8\n"] {
+        let solver = common::solver("net.prototxt", 6, 2, 0, extra).replace("base_lr: 0.05", "base_lr: 0.01");
+        let path = common::write(&dir, &common::every_type_net(), &solver);
+        let solver = SolverParam::load(&path).unwrap();
+        let run = |layers_on_cpu| {
+            let ps = PsOptions { device: DeviceChoice::Cuda(vec![0]), layers_on_cpu, ..PsOptions::default() };
+            train(&solver, &quiet(ps), &Cluster::in_process(1).unwrap()).unwrap()
+        };
+        let (cpu, gpu) = (run(true), run(false));
+        for (i, (g, c)) in gpu.losses.iter().zip(&cpu.losses).enumerate() {
+            assert!((g - c).abs() <= 1e-3 * c.abs().max(1.0), "{extra:?} iteration {i}: GPU loss {g}, CPU loss {c}");
+        }
+        for (l, (g, c)) in gpu.final_params.iter().zip(&cpu.final_params).enumerate() {
+            for (k, (a, b)) in g.iter().zip(c).enumerate() {
+                assert!(
+                    (a - b).abs() <= 1e-3 * b.abs().max(1.0),
+                    "{extra:?} layer {l} parameter {k}: GPU {a}, CPU {b}"
+                );
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

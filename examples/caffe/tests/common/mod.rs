@@ -160,3 +160,50 @@ pub fn net_err(src: &str) -> (usize, String) {
         Ok(_) => panic!("expected an error for:\n{src}"),
     }
 }
+
+/// A net that names every layer type a prototxt may use (in place where
+/// Caffe's nets run them so; Splits where a blob feeds two layers), on the
+/// bundled data.
+pub fn every_type_net() -> String {
+    format!(
+        r#"name: "every_type"
+layer {{ name: "d" type: "Data" top: "data" top: "label" include {{ phase: TRAIN }}
+  transform_param {{ scale: 0.00390625 mean_value: 33 crop_size: 24 mirror: true }}
+  data_param {{ source: "{train}" batch_size: 8 }} }}
+layer {{ name: "d" type: "Data" top: "data" top: "label" include {{ phase: TEST }}
+  transform_param {{ scale: 0.00390625 mean_value: 33 crop_size: 24 }}
+  data_param {{ source: "{test}" batch_size: 10 }} }}
+layer {{ name: "shape" type: "Input" top: "unused" input_param {{ shape {{ dim: 2 dim: 3 }} }} }}
+layer {{ name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+  convolution_param {{ num_output: 8 kernel_size: 3 pad: 2 dilation: 2 bias_term: false
+    weight_filler {{ type: "msra" }} }} }}
+layer {{ name: "bn1" type: "BatchNorm" bottom: "conv1" top: "conv1"
+  param {{ lr_mult: 0 }} param {{ lr_mult: 0 }} param {{ lr_mult: 0 }} }}
+layer {{ name: "scale1" type: "Scale" bottom: "conv1" top: "conv1" scale_param {{ bias_term: true }} }}
+layer {{ name: "prelu1" type: "PReLU" bottom: "conv1" top: "conv1" }}
+layer {{ name: "conv2a" type: "Convolution" bottom: "conv1" top: "conv2a"
+  convolution_param {{ num_output: 8 kernel_size: 3 pad: 1 group: 2 weight_filler {{ type: "xavier" }} }} }}
+layer {{ name: "conv2b" type: "Convolution" bottom: "conv1" top: "conv2b"
+  convolution_param {{ num_output: 8 kernel_size: 1 weight_filler {{ type: "xavier" }} }} }}
+layer {{ name: "sum" type: "Eltwise" bottom: "conv2a" bottom: "conv2b" top: "sum"
+  eltwise_param {{ operation: SUM coeff: 1 coeff: 0.5 }} }}
+layer {{ name: "norm" type: "LRN" bottom: "sum" top: "norm" lrn_param {{ local_size: 3 alpha: 0.0001 beta: 0.75 }} }}
+layer {{ name: "pool" type: "Pooling" bottom: "norm" top: "pool" pooling_param {{ pool: MAX kernel_size: 2 stride: 2 }} }}
+layer {{ name: "half" type: "Power" bottom: "pool" top: "half" power_param {{ scale: 0.5 }} }}
+layer {{ name: "cat" type: "Concat" bottom: "pool" bottom: "half" top: "cat" }}
+layer {{ name: "flat" type: "Flatten" bottom: "cat" top: "flat" }}
+layer {{ name: "ip" type: "InnerProduct" bottom: "flat" top: "ip"
+  inner_product_param {{ num_output: 10 weight_filler {{ type: "xavier" }} }} }}
+layer {{ name: "relu" type: "ReLU" bottom: "ip" top: "ip" relu_param {{ negative_slope: 0.1 }} }}
+layer {{ name: "tanh" type: "TanH" bottom: "ip" top: "ip" }}
+layer {{ name: "sig" type: "Sigmoid" bottom: "ip" top: "ip" }}
+layer {{ name: "drop" type: "Dropout" bottom: "ip" top: "ip" dropout_param {{ dropout_ratio: 0.1 }} }}
+layer {{ name: "scores" type: "Reshape" bottom: "ip" top: "scores" reshape_param {{ shape {{ dim: 0 dim: -1 }} }} }}
+layer {{ name: "prob" type: "Softmax" bottom: "scores" top: "prob" include {{ phase: TEST }} }}
+layer {{ name: "accuracy" type: "Accuracy" bottom: "scores" bottom: "label" top: "accuracy" include {{ phase: TEST }} }}
+layer {{ name: "loss" type: "SoftmaxWithLoss" bottom: "scores" bottom: "label" top: "loss" }}
+"#,
+        train = data("train"),
+        test = data("t10k"),
+    )
+}
