@@ -539,3 +539,70 @@ fn without_a_driver_opening_is_a_clear_error() {
     let err = Gpu::open(0).err().expect("no driver, no GPU compute").to_string();
     assert!(err.contains("GPU"), "{err}");
 }
+
+/// Every solver's step on the GPU gives the host solver's bits: SGD,
+/// Nesterov, AdaGrad, RMSProp, AdaDelta and Adam, with L2 and L1, blobs of
+/// different multipliers, a worker's share and a clipping factor, over
+/// several steps (the histories carry over).
+#[test]
+fn every_solver_steps_on_the_gpu_as_on_the_host() {
+    use geeps_caffe::params::{BlobSlot, LayerParams};
+    use geeps_caffe::proto::net::ParamSpec;
+    use geeps_caffe::proto::solver::{Regularization, SolverType};
+    use geeps_caffe::solver::{layer_delta, Rule, Step};
+    let Some(gpu) = gpu("every_solver_steps_on_the_gpu_as_on_the_host") else { return };
+    let mut rng = StdRng::seed_from_u64(9);
+    let blob = |offset, len, lr_mult, decay_mult| BlobSlot {
+        shape: vec![len],
+        offset,
+        len,
+        spec: ParamSpec { lr_mult, decay_mult },
+    };
+    // 700 + 301 values: several blocks, a partial last one.
+    let lp = LayerParams {
+        layer: 0,
+        name: "ip".into(),
+        type_name: "InnerProduct",
+        blobs: vec![blob(0, 700, 1.0, 1.0), blob(700, 301, 2.0, 0.0)],
+        len: 1001,
+    };
+    for kind in [
+        SolverType::Sgd,
+        SolverType::Nesterov,
+        SolverType::AdaGrad,
+        SolverType::RmsProp,
+        SolverType::AdaDelta,
+        SolverType::Adam,
+    ] {
+        for regularization in [Regularization::L2, Regularization::L1] {
+            let rule = Rule {
+                kind,
+                momentum: 0.9,
+                momentum2: 0.999,
+                delta: 1e-8,
+                rms_decay: 0.98,
+                weight_decay: 0.01,
+                regularization,
+                clip_gradients: None,
+                iter_size: 1,
+            };
+            let mut w = random(&mut rng, lp.len);
+            w[3] = 0.0; // sign(0) under L1
+            let mut history = vec![0.0f32; rule.history_slots() * lp.len];
+            let (w_dev, h_dev) = (gpu.alloc_from(&w).unwrap(), gpu.alloc_from(&history).unwrap());
+            for iter in 0..3 {
+                let step = Step { rate: 0.01, iter, scale: 0.5, clip: 0.75 };
+                let mut grad = random(&mut rng, lp.len);
+                let g_dev = gpu.alloc_from(&grad).unwrap();
+                layer_delta(&lp, &rule, step, &w, &mut grad, &mut history);
+                gpu.solver_step(&lp, &rule, step, w_dev.slice(), g_dev.slice(), h_dev.slice()).unwrap();
+                let what = format!("{kind:?} {regularization:?} step {iter}");
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&g_dev.to_vec().unwrap()), bits(&grad), "{what}: delta");
+                assert_eq!(bits(&h_dev.to_vec().unwrap()), bits(&history), "{what}: history");
+                w.iter_mut().zip(&grad).for_each(|(p, d)| *p += d);
+                gpu.upload(&w, w_dev.slice()).unwrap();
+            }
+        }
+    }
+}

@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 
 /// The shipped PTX modules, by source file.
 const MODULES: &[(&str, &str)] = &[
+    ("adaptive", include_str!("../../kernels/adaptive.ptx")),
     ("activations", include_str!("../../kernels/activations.ptx")),
     ("batch_norm", include_str!("../../kernels/batch_norm.ptx")),
     ("bias", include_str!("../../kernels/bias.ptx")),

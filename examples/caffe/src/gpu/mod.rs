@@ -17,6 +17,7 @@ mod gemm;
 mod kernels;
 mod ops;
 mod scratch;
+mod solver;
 mod transform;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -10,10 +10,7 @@ use crate::error::Result;
 use crate::gpu::{holds, Arg, DevSlice, Gpu};
 use crate::layers::{GpuBackward, GpuForward};
 use crate::net::{Net, NetLayer};
-use crate::params::LayerParams;
-use crate::proto::solver::{Regularization, SolverType};
 use crate::ps::layout::{rows_for, Slot};
-use crate::solver::{Rule, Step};
 
 /// A buffer's parts as device ranges, laid out as `worker::split` lays out
 /// its host slices (each part from a row boundary).
@@ -139,43 +136,6 @@ pub(crate) fn backward(
             loss_weight: l.loss_weight,
         },
     )
-}
-
-/// The SGD or Nesterov step of one layer where its gradient lies, blob by
-/// blob with their multipliers, as `solver::layer_delta` does on the host:
-/// the delta replaces the gradient in `grad`, the momentum is `history`'s
-/// first copy.
-pub(crate) fn sgd_step(
-    gpu: &Gpu,
-    lp: &LayerParams,
-    rule: &Rule,
-    step: Step,
-    w: DevSlice,
-    grad: DevSlice,
-    history: DevSlice,
-) -> Result<()> {
-    let factor = step.clip / rule.iter_size.max(1) as f32;
-    let nesterov = u32::from(rule.kind == SolverType::Nesterov);
-    let l1 = u32::from(rule.regularization == Regularization::L1);
-    for b in &lp.blobs {
-        let (wb, gb, hb) = (w.slice(b.offset, b.len)?, grad.slice(b.offset, b.len)?, history.slice(b.offset, b.len)?);
-        let args = [
-            Arg::Ptr(wb.ptr),
-            Arg::Ptr(gb.ptr),
-            Arg::Ptr(hb.ptr),
-            Arg::count(b.len)?,
-            Arg::F32(factor),
-            Arg::F32(rule.weight_decay * b.spec.decay_mult),
-            Arg::U32(l1),
-            Arg::F32(step.scale),
-            Arg::F32(step.rate * b.spec.lr_mult),
-            Arg::F32(rule.momentum),
-            Arg::U32(nesterov),
-        ];
-        // SAFETY: the three ranges were cut to the blob's `len` floats above.
-        unsafe { gpu.launch_n("sgd_step", b.len, &args)? };
-    }
-    Ok(())
 }
 
 /// `x *= factor`, as the CPU scales a worker's share of running statistics.

@@ -518,12 +518,10 @@ impl<'a> PsWorker<'a> {
 
     /// Whether backward's solver step for layer `l` can run on the GPU:
     /// nothing to step, running statistics (scaled to this worker's share),
-    /// or SGD / Nesterov stepping as each gradient is known.
+    /// or any solver stepping as each gradient is known (not one that
+    /// accumulates the whole iteration's gradient first).
     fn solver_on_gpu(&self, l: &crate::net::NetLayer, _calls: &Pass) -> bool {
-        use crate::proto::solver::SolverType;
-        l.param_len == 0
-            || is_statistics(l)
-            || (!self.rule.accumulates() && matches!(self.rule.kind, SolverType::Sgd | SolverType::Nesterov))
+        l.param_len == 0 || is_statistics(l) || !self.rule.accumulates()
     }
 
     /// A Data layer's batch on the GPU: uploaded as stored and transformed
@@ -641,7 +639,7 @@ impl<'a> PsWorker<'a> {
             // Running statistics: this worker's share of their change.
             gpu_pass::scale(gpu, grad, step.scale)?;
         } else if let (Some(p), Some(h)) = (self.params.index_of_layer(li), history) {
-            gpu_pass::sgd_step(gpu, &self.params.layers[p], &self.rule, step, w, grad, h)?;
+            gpu.solver_step(&self.params.layers[p], &self.rule, step, w, grad, h)?;
         }
         if !grad.is_empty() {
             let bad = gpu_pass::count_nonfinite(gpu, grad)?;
