@@ -70,8 +70,11 @@ GEEPS_TEST_DEVICE=cuda GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release -
 step "the engine's semantics on CudaDevice with the PTX interpreted (the emulator's interpreter)"
 GEEPS_CUDA_EMU_KERNELS=interpret $emu cargo test --release --workspace --test semantics
 
-step "caffe-geeps layers on the GPU: every GPU layer against its CPU layer, LeNet 200 iterations, one process per GPU"
-GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace --test gpu_layers --test gpu_train
+step "caffe-geeps GPU layers against the CPU layers, every solver's GPU step, with the PTX interpreted"
+GEEPS_CUDA_EMU_KERNELS=interpret $emu cargo test --release --workspace --test gpu_layers
+
+step "caffe-geeps training on the GPU: LeNet 200 iterations against the CPU, every layer type, GPU budget, one process per GPU"
+GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace --test gpu_train
 
 step "caffe-geeps with rows on the CUDA device and CPU layers: bit for bit as the host device"
 GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace --test training gpu_device
