@@ -5,10 +5,9 @@
 
 mod gpu;
 
-use crate::gpu::Gpu;
 use rayon::prelude::*;
 
-use crate::layers::{count, Backward, Forward, GpuBackward, GpuForward, Layer, Reads, Shape, CHUNK};
+use crate::layers::{count, Backward, Forward, Layer, Reads, Shape, CHUNK};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Fn {
@@ -29,17 +28,7 @@ impl Activation {
 }
 
 impl Layer for Activation {
-    fn on_gpu(&self) -> bool {
-        true
-    }
-
-    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
-        self.forward_on(gpu, f)
-    }
-
-    fn backward_gpu(&self, gpu: &Gpu, b: &GpuBackward<'_>) -> crate::Result<()> {
-        self.backward_on(gpu, b)
-    }
+    crate::layers::gpu_methods!();
 
     fn type_name(&self) -> &'static str {
         match self.f {

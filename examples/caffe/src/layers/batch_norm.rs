@@ -10,8 +10,7 @@
 
 mod gpu;
 
-use crate::gpu::Gpu;
-use crate::layers::{count, Backward, Filler, Forward, GpuBackward, GpuForward, Layer, ParamBlob, Reads, Shape};
+use crate::layers::{count, Backward, Filler, Forward, Layer, ParamBlob, Reads, Shape};
 
 /// `batch_norm_param`; `use_global_stats` already resolved for the phase.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -71,17 +70,7 @@ impl BatchNorm {
 }
 
 impl Layer for BatchNorm {
-    fn on_gpu(&self) -> bool {
-        true
-    }
-
-    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
-        self.forward_on(gpu, f)
-    }
-
-    fn backward_gpu(&self, gpu: &Gpu, b: &GpuBackward<'_>) -> crate::Result<()> {
-        self.backward_on(gpu, b)
-    }
+    crate::layers::gpu_methods!();
 
     fn type_name(&self) -> &'static str {
         "BatchNorm"

@@ -6,12 +6,11 @@
 
 mod gpu;
 
-use crate::gpu::Gpu;
 use rayon::prelude::*;
 
 use crate::blas::gemm;
 use crate::layers::im2col::{col2im, im2col, Geometry};
-use crate::layers::{Backward, Filler, Forward, GpuBackward, GpuForward, Layer, ParamBlob, Reads, Shape};
+use crate::layers::{Backward, Filler, Forward, Layer, ParamBlob, Reads, Shape};
 use crate::proto::net::ConvConf;
 
 /// Everything a convolution is built from (Caffe's `convolution_param`).
@@ -109,17 +108,7 @@ impl Conv {
 }
 
 impl Layer for Conv {
-    fn on_gpu(&self) -> bool {
-        true
-    }
-
-    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
-        self.forward_on(gpu, f)
-    }
-
-    fn backward_gpu(&self, gpu: &Gpu, b: &GpuBackward<'_>) -> crate::Result<()> {
-        self.backward_on(gpu, b)
-    }
+    crate::layers::gpu_methods!();
 
     fn type_name(&self) -> &'static str {
         "Convolution"

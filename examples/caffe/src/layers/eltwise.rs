@@ -6,8 +6,7 @@
 
 mod gpu;
 
-use crate::gpu::Gpu;
-use crate::layers::{count, Backward, Forward, GpuBackward, GpuForward, Layer, Reads, Shape};
+use crate::layers::{count, Backward, Forward, Layer, Reads, Shape};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum EltwiseOp {
@@ -45,17 +44,7 @@ impl Eltwise {
 }
 
 impl Layer for Eltwise {
-    fn on_gpu(&self) -> bool {
-        true
-    }
-
-    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
-        self.forward_on(gpu, f)
-    }
-
-    fn backward_gpu(&self, gpu: &Gpu, b: &GpuBackward<'_>) -> crate::Result<()> {
-        self.backward_on(gpu, b)
-    }
+    crate::layers::gpu_methods!();
 
     fn type_name(&self) -> &'static str {
         "Eltwise"

@@ -5,8 +5,7 @@
 mod gpu;
 
 use crate::blas::{par_gemm, par_gemm_tn};
-use crate::gpu::Gpu;
-use crate::layers::{count, Backward, Forward, GpuBackward, GpuForward, Layer, ParamBlob, Reads, Shape};
+use crate::layers::{count, Backward, Forward, Layer, ParamBlob, Reads, Shape};
 use crate::proto::net::InnerProductConf;
 
 pub struct InnerProduct {
@@ -26,17 +25,7 @@ impl InnerProduct {
 }
 
 impl Layer for InnerProduct {
-    fn on_gpu(&self) -> bool {
-        true
-    }
-
-    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
-        self.forward_on(gpu, f)
-    }
-
-    fn backward_gpu(&self, gpu: &Gpu, b: &GpuBackward<'_>) -> crate::Result<()> {
-        self.backward_on(gpu, b)
-    }
+    crate::layers::gpu_methods!();
 
     fn type_name(&self) -> &'static str {
         "InnerProduct"

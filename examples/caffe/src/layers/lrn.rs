@@ -6,10 +6,9 @@
 
 mod gpu;
 
-use crate::gpu::Gpu;
 use rayon::prelude::*;
 
-use crate::layers::{count, Backward, Forward, GpuBackward, GpuForward, Layer, Reads, Shape};
+use crate::layers::{count, Backward, Forward, Layer, Reads, Shape};
 
 /// Which neighbours a value is normalised over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,17 +102,7 @@ impl Lrn {
 }
 
 impl Layer for Lrn {
-    fn on_gpu(&self) -> bool {
-        true
-    }
-
-    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
-        self.forward_on(gpu, f)
-    }
-
-    fn backward_gpu(&self, gpu: &Gpu, b: &GpuBackward<'_>) -> crate::Result<()> {
-        self.backward_on(gpu, b)
-    }
+    crate::layers::gpu_methods!();
 
     fn type_name(&self) -> &'static str {
         "LRN"

@@ -228,6 +228,25 @@ pub fn build(kind: &LayerKind, bottoms: &[Shape], train: bool) -> Result<Box<dyn
     })
 }
 
+/// The three GPU methods of a [`Layer`] impl whose GPU code is the type's
+/// `forward_on` / `backward_on` (in its `gpu` submodule).
+macro_rules! gpu_methods {
+    () => {
+        fn on_gpu(&self) -> bool {
+            true
+        }
+
+        fn forward_gpu(&self, gpu: &crate::gpu::Gpu, f: &crate::layers::GpuForward<'_>) -> crate::Result<()> {
+            self.forward_on(gpu, f)
+        }
+
+        fn backward_gpu(&self, gpu: &crate::gpu::Gpu, b: &crate::layers::GpuBackward<'_>) -> crate::Result<()> {
+            self.backward_on(gpu, b)
+        }
+    };
+}
+pub(crate) use gpu_methods;
+
 /// Elements per rayon task for elementwise loops: large enough to amortise
 /// scheduling, small enough to split a LeNet activation across two cores.
 pub(crate) const CHUNK: usize = 1 << 14;

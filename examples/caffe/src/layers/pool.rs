@@ -5,10 +5,9 @@
 
 mod gpu;
 
-use crate::gpu::Gpu;
 use rayon::prelude::*;
 
-use crate::layers::{Backward, Forward, GpuBackward, GpuForward, Layer, Reads, Shape};
+use crate::layers::{Backward, Forward, Layer, Reads, Shape};
 use crate::proto::net::{PoolConf, PoolMethod};
 
 pub struct Pool {
@@ -88,17 +87,7 @@ impl Pool {
 }
 
 impl Layer for Pool {
-    fn on_gpu(&self) -> bool {
-        true
-    }
-
-    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
-        self.forward_on(gpu, f)
-    }
-
-    fn backward_gpu(&self, gpu: &Gpu, b: &GpuBackward<'_>) -> crate::Result<()> {
-        self.backward_on(gpu, b)
-    }
+    crate::layers::gpu_methods!();
 
     fn type_name(&self) -> &'static str {
         "Pooling"

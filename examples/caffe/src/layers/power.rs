@@ -4,8 +4,7 @@
 
 mod gpu;
 
-use crate::gpu::Gpu;
-use crate::layers::{count, Backward, Forward, GpuBackward, GpuForward, Layer, Reads, Shape};
+use crate::layers::{count, Backward, Forward, Layer, Reads, Shape};
 
 /// `power_param`, with Caffe's defaults (1, 1, 0) in [`PowerConf::default`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -34,17 +33,7 @@ impl Power {
 }
 
 impl Layer for Power {
-    fn on_gpu(&self) -> bool {
-        true
-    }
-
-    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
-        self.forward_on(gpu, f)
-    }
-
-    fn backward_gpu(&self, gpu: &Gpu, b: &GpuBackward<'_>) -> crate::Result<()> {
-        self.backward_on(gpu, b)
-    }
+    crate::layers::gpu_methods!();
 
     fn type_name(&self) -> &'static str {
         "Power"

@@ -5,10 +5,7 @@
 
 mod gpu;
 
-use crate::gpu::Gpu;
-use crate::layers::{
-    axis_index, count, Backward, Filler, Forward, GpuBackward, GpuForward, Layer, ParamBlob, Reads, Shape,
-};
+use crate::layers::{axis_index, count, Backward, Filler, Forward, Layer, ParamBlob, Reads, Shape};
 
 /// `scale_param` (one bottom), with Caffe's defaults in [`ScaleConf::default`].
 #[derive(Debug, Clone, PartialEq)]
@@ -65,17 +62,7 @@ impl Scale {
 }
 
 impl Layer for Scale {
-    fn on_gpu(&self) -> bool {
-        true
-    }
-
-    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
-        self.forward_on(gpu, f)
-    }
-
-    fn backward_gpu(&self, gpu: &Gpu, b: &GpuBackward<'_>) -> crate::Result<()> {
-        self.backward_on(gpu, b)
-    }
+    crate::layers::gpu_methods!();
 
     fn type_name(&self) -> &'static str {
         "Scale"

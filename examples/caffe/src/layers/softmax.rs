@@ -4,8 +4,7 @@
 
 mod gpu;
 
-use crate::gpu::Gpu;
-use crate::layers::{axis_index, count, Backward, Forward, GpuBackward, GpuForward, Layer, Reads, Shape};
+use crate::layers::{axis_index, count, Backward, Forward, Layer, Reads, Shape};
 
 #[derive(Debug)]
 pub struct Softmax {
@@ -28,17 +27,7 @@ impl Softmax {
 }
 
 impl Layer for Softmax {
-    fn on_gpu(&self) -> bool {
-        true
-    }
-
-    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
-        self.forward_on(gpu, f)
-    }
-
-    fn backward_gpu(&self, gpu: &Gpu, b: &GpuBackward<'_>) -> crate::Result<()> {
-        self.backward_on(gpu, b)
-    }
+    crate::layers::gpu_methods!();
 
     fn type_name(&self) -> &'static str {
         "Softmax"

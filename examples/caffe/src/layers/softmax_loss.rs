@@ -5,8 +5,7 @@
 
 mod gpu;
 
-use crate::gpu::Gpu;
-use crate::layers::{Backward, Forward, GpuBackward, GpuForward, Layer, Reads, Shape};
+use crate::layers::{Backward, Forward, Layer, Reads, Shape};
 use crate::proto::net::Normalization;
 
 pub struct SoftmaxLoss {
@@ -49,17 +48,7 @@ pub fn softmax(z: &[f32], p: &mut [f32]) {
 }
 
 impl Layer for SoftmaxLoss {
-    fn on_gpu(&self) -> bool {
-        true
-    }
-
-    fn forward_gpu(&self, gpu: &Gpu, f: &GpuForward<'_>) -> crate::Result<()> {
-        self.forward_on(gpu, f)
-    }
-
-    fn backward_gpu(&self, gpu: &Gpu, b: &GpuBackward<'_>) -> crate::Result<()> {
-        self.backward_on(gpu, b)
-    }
+    crate::layers::gpu_methods!();
 
     fn type_name(&self) -> &'static str {
         "SoftmaxWithLoss"
