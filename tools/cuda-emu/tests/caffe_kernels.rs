@@ -11,12 +11,14 @@
 
 mod common;
 
+use std::collections::BTreeMap;
+
 use common::*;
 use geeps_testkit::kernel_inputs::kernel_floats;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-const MODULES: [&str; 7] = [
+const MODULES: [&str; 9] = [
     include_str!("../../../examples/caffe/kernels/activations.ptx"),
     include_str!("../../../examples/caffe/kernels/bias.ptx"),
     include_str!("../../../examples/caffe/kernels/im2col.ptx"),
@@ -24,6 +26,8 @@ const MODULES: [&str; 7] = [
     include_str!("../../../examples/caffe/kernels/sgd.ptx"),
     include_str!("../../../examples/caffe/kernels/transform.ptx"),
     include_str!("../../../examples/caffe/kernels/eltwise.ptx"),
+    include_str!("../../../examples/caffe/kernels/scale.ptx"),
+    include_str!("../../../examples/caffe/kernels/prelu.ptx"),
 ];
 const CONCAT: &str = include_str!("../../../examples/caffe/kernels/concat.ptx");
 const ACT: usize = 0;
@@ -33,7 +37,9 @@ const POOL: usize = 3;
 const SGD: usize = 4;
 const TRANSFORM: usize = 5;
 const ELTWISE: usize = 6;
-const COPY: usize = 7;
+const SCALE: usize = 7;
+const PRELU: usize = 8;
+const COPY: usize = 9;
 
 /// A kernel argument: a device buffer (uploaded, and read back after the launch) or a scalar.
 #[derive(Clone)]
@@ -146,6 +152,44 @@ fn bias_and_copies(rng: &mut StdRng, out: &mut Vec<Case>) {
         let (src, dst) = (kernel_floats(rng, rows * src_ld), kernel_floats(rng, rows * dst_ld));
         let args = vec![buf(&src), u(src_ld as u32), buf(&dst), u(dst_ld as u32), u(rows as u32), u(len as u32)];
         push_all(out, COPY, "copy_rows", rows * len, args);
+        let params = kernel_floats(rng, 2 * channels);
+        for has_bias in [0, 1] {
+            let mut args = vec![buf(&y), buf(&vec![0.0; n]), buf(&params)];
+            args.extend(dims.iter().cloned());
+            args.push(u(has_bias));
+            push_all(out, SCALE, "scale_forward", n, args);
+            let x = kernel_floats(rng, n);
+            for threads in [256, 96, 7] {
+                let mut args = vec![buf(&x), buf(&y), buf(&params), buf(&vec![0.0; 2 * channels])];
+                args.extend(dims.iter().cloned());
+                args.push(u(has_bias));
+                out.push(Case { module: SCALE, name: "scale_backward", geo: (channels as u32, threads), args });
+            }
+        }
+        let slopes = kernel_floats(rng, channels);
+        for shared in [0, 1] {
+            let args = vec![
+                buf(&y),
+                buf(&vec![0.0; n]),
+                buf(&slopes),
+                u(n as u32),
+                u(channels as u32),
+                u(inner as u32),
+                u(shared),
+            ];
+            push_all(out, PRELU, "prelu_forward", n, args);
+            let x = kernel_floats(rng, n);
+            for threads in [256, 96, 7] {
+                let mut args = vec![buf(&x), buf(&y), buf(&slopes), buf(&vec![0.0; channels])];
+                args.extend(dims.iter().cloned());
+                args.push(u(shared));
+                out.push(Case { module: PRELU, name: "prelu_backward", geo: (channels as u32, threads), args });
+            }
+        }
+        for (blocks, threads) in [(1, 256), (2, 33)] {
+            let args = vec![buf(&y), u(n as u32), buf(&[0.0])];
+            out.push(Case { module: PRELU, name: "prelu_sum", geo: (blocks, threads), args });
+        }
     }
 }
 
@@ -275,11 +319,15 @@ fn caffe_engine_results() {
     if !is_child("caffe_engine_results") {
         return;
     }
+    let path = std::env::var("GEEPS_CUDA_EMU_TEST_OUT").unwrap();
     let bytes: Vec<u8> = run_all().iter().flat_map(|w| w.to_le_bytes()).collect();
-    std::fs::write(std::env::var("GEEPS_CUDA_EMU_TEST_OUT").unwrap(), bytes).unwrap();
+    std::fs::write(&path, bytes).unwrap();
+    let native: String = geeps_cuda_emu::native_kernels::launches().iter().map(|(k, n)| format!("{k} {n}\n")).collect();
+    std::fs::write(format!("{path}.native"), native).unwrap();
 }
 
-fn engine(mode: &str) -> Vec<u32> {
+/// The words of every buffer after each case, and the launches run natively by kernel.
+fn engine(mode: &str) -> (Vec<u32>, BTreeMap<String, u64>) {
     let path = std::env::temp_dir().join(format!("geeps-cuda-emu-caffe-{mode}-{}", std::process::id()));
     let path_text = path.to_string_lossy().into_owned();
     let envs =
@@ -287,8 +335,13 @@ fn engine(mode: &str) -> Vec<u32> {
     let out = run_child("caffe_engine_results", &envs);
     assert!(out.status.success(), "{mode} engine failed:\n{}", String::from_utf8_lossy(&out.stderr));
     let bytes = std::fs::read(&path).unwrap();
+    let native_path = format!("{path_text}.native");
+    let native = std::fs::read_to_string(&native_path).unwrap();
     let _ = std::fs::remove_file(&path);
-    bytes.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().unwrap())).collect()
+    let _ = std::fs::remove_file(&native_path);
+    let native =
+        native.lines().filter_map(|l| l.split_once(' ')).map(|(k, n)| (k.to_string(), n.parse().unwrap())).collect();
+    (bytes.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().unwrap())).collect(), native)
 }
 
 #[test]
@@ -296,8 +349,14 @@ fn native_caffe_kernels_match_the_interpreter_bit_for_bit() {
     if is_child("caffe_engine_results") || is_child("native_fault") {
         return;
     }
-    let interpreted = engine("interpret");
-    let native = engine("native");
+    let (interpreted, none) = engine("interpret");
+    let (native, ran) = engine("native");
+    assert!(none.is_empty(), "the interpreting engine ran kernels natively: {none:?}");
+    let mut want = BTreeMap::new();
+    for c in cases() {
+        *want.entry(c.name.to_string()).or_insert(0u64) += 1;
+    }
+    assert_eq!(ran, want, "not every launch ran natively");
     assert_eq!(native.len(), interpreted.len());
     if let Some(i) = native.iter().zip(&interpreted).position(|(a, b)| a != b) {
         // Name the case the word belongs to.

@@ -10,8 +10,20 @@ pub mod caffe;
 pub mod rows;
 pub mod view;
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
 use crate::launch::{lock_all, Launch};
 use view::Fault;
+
+/// Launches run natively so far in this process, by kernel name: what lets
+/// a test show a launch really took the native path.
+static LAUNCHES: Mutex<BTreeMap<String, u64>> = Mutex::new(BTreeMap::new());
+
+/// How many launches of each kernel ran natively in this process.
+pub fn launches() -> BTreeMap<String, u64> {
+    LAUNCHES.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Native {
@@ -26,6 +38,7 @@ pub fn detect(launch: &Launch) -> Option<Native> {
 
 /// Runs `kernel` as the CUDA kernel would.
 pub fn run(kernel: Native, launch: &Launch) -> Result<(), Fault> {
+    *LAUNCHES.lock().unwrap_or_else(|p| p.into_inner()).entry(launch.name().to_string()).or_default() += 1;
     match kernel {
         Native::Rows(op) => rows::run(op, launch),
         Native::Caffe(k) => {

@@ -128,10 +128,11 @@ impl<'g> Memory<'g> {
     }
 }
 
-/// Whether every pointer argument of `launch` is 4-byte aligned (a
-/// misaligned float access is the interpreter's to report).
-pub fn aligned(launch: &Launch) -> bool {
-    (0..launch.args.len()).filter(|&i| launch.entry().params[i].size == 8).all(|i| Args(launch).u64(i) % 4 == 0)
+/// Whether every argument pointing into an allocation, but `bytes` (a byte
+/// array's), is 4-byte aligned (a misaligned float access is the
+/// interpreter's to report).
+pub fn aligned(launch: &Launch, bytes: Option<usize>) -> bool {
+    launch.pointers.iter().all(|p| p.offset % 4 == 0 || Some(p.param) == bytes)
 }
 
 /// Runs `body(i)` for every `i` in `0..n` of a `FOR_EACH` grid-stride loop

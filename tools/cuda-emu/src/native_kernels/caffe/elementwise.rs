@@ -1,6 +1,6 @@
 //! caffe-geeps' one-value-per-thread kernels in native Rust
 //! (`activations.cu` without the transcendental ones, `bias.cu`'s
-//! `add_bias`, `eltwise.cu`, `concat.cu`): each index of the grid-stride
+//! `add_bias`, `eltwise.cu`, `concat.cu`, `scale_forward`, `prelu_forward`): each index of the grid-stride
 //! loop gets the CUDA code's f32 operations, operands in its order (which
 //! fixes a NaN's payload), with no fused multiply-add (their PTX has none).
 //! Must never run sigmoid/tanh forward (expf/tanhf approximations): those
@@ -122,5 +122,28 @@ pub fn copy_rows(a: &Args, m: &mut Memory) -> Result<(), Fault> {
     for_each(rows.wrapping_mul(len), |i| {
         let (r, k) = (i / len as u64, i % len as u64);
         m.set_f32(2, r * dst_ld + k, m.f32(0, r * src_ld + k)?)
+    })
+}
+
+/// `scale_forward(y, x_keep, params, outer, dim, inner, has_bias)`: y = y * gamma[s] + (beta[s] or +0), keeping y.
+pub fn scale_forward(a: &Args, m: &mut Memory) -> Result<(), Fault> {
+    let (outer, dim, inner, has_bias) = (a.u32(3), a.u32(4), a.u32(5), a.u32(6) != 0);
+    for_each(outer.wrapping_mul(dim).wrapping_mul(inner), |i| {
+        let s = ((i as u32 / inner) % dim) as u64;
+        let v = m.f32(0, i)?;
+        m.set_f32(1, i, v)?;
+        let b = if has_bias { m.f32(2, dim as u64 + s)? } else { 0.0 };
+        m.set_f32(0, i, v * m.f32(2, s)? + b)
+    })
+}
+
+/// `prelu_forward(y, x_keep, slopes, n, channels, inner, shared)`: y = x where x > 0, else a * x, keeping x.
+pub fn prelu_forward(a: &Args, m: &mut Memory) -> Result<(), Fault> {
+    let (channels, inner, shared) = (a.u32(4), a.u32(5), a.u32(6) != 0);
+    for_each(a.u32(3), |i| {
+        let v = m.f32(0, i)?;
+        m.set_f32(1, i, v)?;
+        let slope = m.f32(2, if shared { 0 } else { ((i as u32 / inner) % channels) as u64 })?;
+        m.set_f32(0, i, if v > 0.0 { v } else { slope * v })
     })
 }

@@ -43,6 +43,11 @@ pub enum Kernel {
     EltwiseMultiply,
     EltwiseMaxForward,
     EltwiseMaxBackward,
+    ScaleForward,
+    ScaleBackward,
+    PreluForward,
+    PreluBackward,
+    PreluSum,
 }
 
 use Kernel::*;
@@ -79,10 +84,15 @@ fn signature(k: Kernel) -> (&'static str, &'static [usize]) {
         EltwiseMultiply => ("eltwise_multiply", &[8, 8, 4]),
         EltwiseMaxForward => ("eltwise_max_forward", &[8, 8, 8, 4, 4]),
         EltwiseMaxBackward => ("eltwise_max_backward", &[8, 8, 8, 4, 4]),
+        ScaleForward => ("scale_forward", &[8, 8, 8, 4, 4, 4, 4]),
+        ScaleBackward => ("scale_backward", &[8, 8, 8, 8, 4, 4, 4, 4]),
+        PreluForward => ("prelu_forward", &[8, 8, 8, 4, 4, 4, 4]),
+        PreluBackward => ("prelu_backward", &[8, 8, 8, 8, 4, 4, 4, 4]),
+        PreluSum => ("prelu_sum", &[8, 4, 8]),
     }
 }
 
-const ALL: [Kernel; 24] = [
+const ALL: [Kernel; 29] = [
     Im2col,
     Col2im,
     MaxPoolForward,
@@ -107,13 +117,18 @@ const ALL: [Kernel; 24] = [
     EltwiseMultiply,
     EltwiseMaxForward,
     EltwiseMaxBackward,
+    ScaleForward,
+    ScaleBackward,
+    PreluForward,
+    PreluBackward,
+    PreluSum,
 ];
 
 /// The caffe kernel `launch` runs, if it is one and the native version gives its bits for these arguments.
 pub fn detect(launch: &Launch) -> Option<Kernel> {
     let k = *ALL.iter().find(|&&k| signature(k).0 == launch.name())?;
     let sizes: Vec<usize> = launch.entry().params.iter().map(|p| p.size).collect();
-    if sizes != signature(k).1 || !flat(launch) || !aligned(launch) {
+    if sizes != signature(k).1 || !flat(launch) || !aligned(launch, (k == TransformBytes).then_some(0)) {
         return None;
     }
     let a = Args(launch);
@@ -137,6 +152,19 @@ pub fn detect(launch: &Launch) -> Option<Kernel> {
         EltwiseMaxForward | EltwiseMaxBackward | SgdStep => grid_stride(a.u32(3)),
         TransformBytes | TransformFloats => transform::outputs(&a).is_some_and(grid_stride),
         CopyRows => grid_stride(a.u32(4).wrapping_mul(a.u32(5))),
+        ScaleForward => grid_stride(a.u32(3).wrapping_mul(a.u32(4)).wrapping_mul(a.u32(5))),
+        PreluForward => {
+            let n = a.u32(3);
+            grid_stride(n) && (n == 0 || a.u32(6) != 0 || (a.u32(4) > 0 && a.u32(5) > 0))
+        }
+        // Blocks past the last parameter (channel) would race with others on `d`.
+        ScaleBackward => {
+            threads <= 256 && launch.grid.0 <= a.u32(5) && reduce::strided(a.u32(4).wrapping_mul(a.u32(6)), threads)
+        }
+        PreluBackward => {
+            threads <= 256 && launch.grid.0 <= a.u32(5) && reduce::strided(a.u32(4).wrapping_mul(a.u32(6)), threads)
+        }
+        PreluSum => threads <= 256 && reduce::strided(a.u32(1), threads),
     };
     fits.then_some(k)
 }
@@ -170,5 +198,10 @@ pub fn run(k: Kernel, launch: &Launch, m: &mut Memory) -> Result<(), Fault> {
         EltwiseMultiply => elementwise::multiply(a, m),
         EltwiseMaxForward => elementwise::max_forward(a, m),
         EltwiseMaxBackward => elementwise::max_backward(a, m),
+        ScaleForward => elementwise::scale_forward(a, m),
+        ScaleBackward => reduce::scale_backward(a, m, blocks, threads),
+        PreluForward => elementwise::prelu_forward(a, m),
+        PreluBackward => reduce::prelu_backward(a, m, blocks, threads),
+        PreluSum => reduce::prelu_sum(a, m, blocks, threads),
     }
 }
