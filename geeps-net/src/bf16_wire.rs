@@ -14,21 +14,29 @@ use bytes::Bytes;
 use half::bf16;
 use parking_lot::Mutex;
 
+use crate::recv_pool::RecvPool;
+
 /// `x` rounded to the nearest bf16 (ties to even). A finite value that
 /// would round to infinity (beyond bf16's largest, just under f32's) stays
 /// at the largest finite bf16 instead: its residual then stays finite and
 /// is sent over the next clocks rather than turning every later value of
-/// that position into infinity.
+/// that position into infinity. NaN stays NaN (quieted), as `half` does.
 pub(crate) fn to_bf16(x: f32) -> bf16 {
-    let q = bf16::from_f32(x);
-    if q.is_infinite() && x.is_finite() {
-        if x > 0.0 {
-            bf16::MAX
-        } else {
-            bf16::MIN
-        }
+    bf16::from_bits(round_bits(x))
+}
+
+/// [`to_bf16`] on bits, without branches, so that encoding loops vectorise.
+#[inline(always)]
+fn round_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    let abs = b & 0x7fff_ffff;
+    let rounded = (b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16;
+    let nan = ((b >> 16) as u16) | 0x0040;
+    let saturated = if abs < 0x7f80_0000 && rounded & 0x7fff == 0x7f80 { rounded - 1 } else { rounded };
+    if abs > 0x7f80_0000 {
+        nan
     } else {
-        q
+        saturated
     }
 }
 
@@ -41,7 +49,7 @@ pub(crate) fn to_bf16(x: f32) -> bf16 {
 /// back, within two clocks (a residual has at most 16 significant bits, a
 /// flush sends the top 8 of them). A non-finite sum (NaN, infinity) is sent as it is, as the f32
 /// wire would, and its residual reset to zero so it is sent only once.
-pub(crate) fn encode(deltas: Option<&[u8]>, residual: &mut Vec<f32>) -> Result<Option<Bytes>, String> {
+pub(crate) fn encode(deltas: Option<&[u8]>, residual: &mut Vec<f32>, pool: &RecvPool) -> Result<Option<Bytes>, String> {
     let n = match deltas {
         Some(d) if d.len() % 4 != 0 => {
             return Err(format!("deltas of {} bytes are not a whole number of 4-byte floats", d.len()))
@@ -58,12 +66,15 @@ pub(crate) fn encode(deltas: Option<&[u8]>, residual: &mut Vec<f32>) -> Result<O
             residual.len()
         ));
     }
-    let mut out = vec![0u8; 2 * n];
+    let mut out = pool.take(2 * n);
+    out.resize(2 * n, 0);
+    // Branch-free per value: a non-finite sum leaves a NaN residual, reset to 0.
     let step = |d: f32, r: &mut f32, o: &mut [u8]| {
         let s = d + *r;
-        let q = to_bf16(s);
-        *r = if s.is_finite() { s - q.to_f32() } else { 0.0 };
-        o.copy_from_slice(&q.to_bits().to_le_bytes());
+        let q = round_bits(s);
+        let left = s - f32::from_bits((q as u32) << 16);
+        *r = if left.is_finite() { left } else { 0.0 };
+        o.copy_from_slice(&q.to_le_bytes());
     };
     match deltas {
         Some(d) => {
@@ -77,21 +88,22 @@ pub(crate) fn encode(deltas: Option<&[u8]>, residual: &mut Vec<f32>) -> Result<O
             }
         }
     }
-    Ok(Some(Bytes::from(out)))
+    Ok(Some(pool.share(out)))
 }
 
 /// Decodes bf16 deltas (little-endian, 2 bytes each) to little-endian f32
-/// bytes, exactly (every bf16 is an f32). An odd length is refused.
-pub(crate) fn decode(payload: &[u8]) -> Result<Bytes, String> {
+/// bytes, exactly (every bf16 is an f32: its bits are the f32's top half),
+/// into a buffer of `pool`. An odd length is refused.
+pub(crate) fn decode(payload: &[u8], pool: &RecvPool) -> Result<Bytes, String> {
     if payload.len() % 2 != 0 {
         return Err(format!("bf16 deltas of {} bytes are not a whole number of 2-byte values", payload.len()));
     }
-    let mut out = vec![0u8; 2 * payload.len()];
+    let mut out = pool.take(2 * payload.len());
+    out.resize(2 * payload.len(), 0);
     for (b, o) in payload.chunks_exact(2).zip(out.chunks_exact_mut(4)) {
-        let v = bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32();
-        o.copy_from_slice(&v.to_le_bytes());
+        o.copy_from_slice(&[0, 0, b[0], b[1]]);
     }
-    Ok(Bytes::from(out))
+    Ok(pool.share(out))
 }
 
 /// The sender's residuals, one per (table, partition) it sends bf16 to.

@@ -7,7 +7,16 @@
 use half::bf16;
 use proptest::prelude::*;
 
-use crate::bf16_wire::{decode, encode, to_bf16};
+use crate::bf16_wire::{self, to_bf16};
+use crate::recv_pool::RecvPool;
+
+fn encode(deltas: Option<&[u8]>, residual: &mut Vec<f32>) -> Result<Option<bytes::Bytes>, String> {
+    bf16_wire::encode(deltas, residual, &RecvPool::new(1))
+}
+
+fn decode(payload: &[u8]) -> Result<bytes::Bytes, String> {
+    bf16_wire::decode(payload, &RecvPool::new(1))
+}
 
 fn bytes_of(values: &[f32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
@@ -35,6 +44,25 @@ fn half_bf16_step(q: f32) -> f64 {
 fn half_f32_step(s: f32) -> f64 {
     let a = s.abs();
     (f32::from_bits(a.to_bits() + 1) as f64 - a as f64) / 2.0
+}
+
+#[test]
+fn rounding_agrees_with_half_except_where_half_overflows() {
+    let mut bits = 0x9e37_79b9u32;
+    for _ in 0..1_000_000 {
+        bits ^= bits << 13;
+        bits ^= bits >> 17;
+        bits ^= bits << 5;
+        let x = f32::from_bits(bits);
+        let (ours, theirs) = (to_bf16(x), bf16::from_f32(x));
+        if x.is_nan() {
+            assert!(ours.is_nan() && ours.to_bits() == theirs.to_bits(), "{bits:#x}");
+        } else if theirs.is_infinite() && x.is_finite() {
+            assert_eq!(ours, if x > 0.0 { bf16::MAX } else { bf16::MIN }, "{bits:#x}");
+        } else {
+            assert_eq!(ours.to_bits(), theirs.to_bits(), "{bits:#x}");
+        }
+    }
 }
 
 #[test]

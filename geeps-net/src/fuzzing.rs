@@ -25,6 +25,7 @@ use crate::bf16_wire;
 use crate::frame::{read_frame, read_frame_within, write_frame, FrameError, MAX_HEADER_BYTES};
 use crate::keeper_service::KeeperService;
 use crate::options::NetOptions;
+use crate::recv_pool::RecvPool;
 use crate::wire::{Body, Header, Register, ENCODING_BF16, ENCODING_F32, PROTOCOL_VERSION};
 
 /// Separates the byte streams of the connections in one input of the
@@ -206,7 +207,7 @@ pub fn updates(data: &[u8]) {
                     }
                     let payload = match (u.encoding, u.has_deltas) {
                         (ENCODING_F32, _) => payload,
-                        (ENCODING_BF16, true) => match bf16_wire::decode(&payload) {
+                        (ENCODING_BF16, true) => match bf16_wire::decode(&payload, &RecvPool::new(0)) {
                             Ok(p) => {
                                 assert_eq!(p.len(), 2 * payload.len());
                                 p
@@ -437,7 +438,9 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     // The same, with the deltas as bf16 (as a rank with the bf16 wire sends them).
     let update_bf16 = |worker: u32, partition: u32, clock: u64, deltas: &[u8]| {
         let u = UpdateHeader { table: 0, partition, worker, clock, has_deltas: true, encoding: ENCODING_BF16 };
-        let encoded = bf16_wire::encode(Some(deltas), &mut Vec::new()).expect("whole floats").unwrap_or_default();
+        let encoded = bf16_wire::encode(Some(deltas), &mut Vec::new(), &RecvPool::new(0))
+            .expect("whole floats")
+            .unwrap_or_default();
         frame_bytes(Header::new(Body::Update(u)), &encoded)
     };
     let floats = |n: usize| (0..n).flat_map(|i| (i as f32 * 0.5).to_le_bytes()).collect::<Vec<u8>>();

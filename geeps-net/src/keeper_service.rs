@@ -117,6 +117,9 @@ pub(crate) struct KeeperService {
     changed: Notify,
     /// Update batches that came over sockets (the attached worker's do not).
     socket_batches: AtomicU64,
+    /// Per rank, buffers for its bf16 deltas decoded to f32 (they return
+    /// once applied), so decoding faults in no fresh memory every clock.
+    decode_pools: Vec<RecvPool>,
 }
 
 pub(crate) fn table_decls(tables: &[TableSpec]) -> Vec<TableDecl> {
@@ -176,6 +179,7 @@ impl KeeperService {
             }),
             changed: Notify::new(),
             socket_batches: AtomicU64::new(0),
+            decode_pools: (0..world).map(|_| RecvPool::new(2)).collect(),
         })
     }
 
@@ -542,7 +546,7 @@ impl KeeperService {
         let wire_bytes = payload.len();
         let decoded = match u.encoding {
             ENCODING_F32 => Ok(payload),
-            ENCODING_BF16 if u.has_deltas => bf16_wire::decode(&payload),
+            ENCODING_BF16 if u.has_deltas => bf16_wire::decode(&payload, &self.decode_pools[rank]),
             ENCODING_BF16 => Err("batch without deltas says its deltas are bf16".to_string()),
             other => Err(format!(
                 "deltas in unknown encoding {other} (this keeper reads {ENCODING_F32} = f32, {ENCODING_BF16} = bf16); run the same geeps version on every rank"

@@ -99,6 +99,8 @@ pub(crate) struct NetTransport {
     queues: Mutex<Vec<Option<Route>>>,
     /// What bf16 rounding has not yet sent, per (table, partition) sent over a socket.
     residuals: Residuals,
+    /// Buffers of encoded bf16 batches, back once their socket writer is done.
+    encoded: RecvPool,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     closing: Arc<AtomicBool>,
 }
@@ -116,6 +118,7 @@ impl NetTransport {
         runtime: Handle,
         local_keeper: Option<Arc<KeeperService>>,
     ) -> Self {
+        let shards = addresses.len();
         NetTransport {
             rank,
             addresses,
@@ -129,6 +132,7 @@ impl NetTransport {
             local_keeper,
             queues: Mutex::new(Vec::new()),
             residuals: Residuals::default(),
+            encoded: RecvPool::new(shards),
             tasks: Mutex::new(Vec::new()),
             closing: Arc::new(AtomicBool::new(false)),
         }
@@ -418,7 +422,7 @@ impl Transport for NetTransport {
         // Held until the batch is queued, so batches of a partition leave in
         // the order their residuals were updated.
         let mut residual = residual.lock();
-        let deltas = bf16_wire::encode(batch.deltas.as_deref(), &mut residual).map_err(|m| {
+        let deltas = bf16_wire::encode(batch.deltas.as_deref(), &mut residual, &self.encoded).map_err(|m| {
             Error::Mismatch(format!("table {} partition {shard} clock {}: {m}", batch.table, batch.clock))
         })?;
         header.has_deltas = deltas.is_some();
