@@ -106,17 +106,20 @@ pub(crate) fn decode(payload: &[u8], pool: &RecvPool) -> Result<Bytes, String> {
     Ok(pool.share(out))
 }
 
+/// One (table, partition)'s residual, f32, the partition's size.
+pub(crate) type Residual = Arc<Mutex<Vec<f32>>>;
+
 /// The sender's residuals, one per (table, partition) it sends bf16 to.
 #[derive(Default)]
 pub(crate) struct Residuals {
-    by_partition: Mutex<HashMap<(u32, u32), Arc<Mutex<Vec<f32>>>>>,
+    by_partition: Mutex<HashMap<(u32, u32), Residual>>,
 }
 
 impl Residuals {
     /// The residual of a (table, partition), zeros until its first batch.
     /// Hold its lock from encoding until the batch is queued: batches of a
     /// partition then leave in the order their residuals were updated.
-    pub(crate) fn of(&self, table: u32, partition: u32) -> Arc<Mutex<Vec<f32>>> {
+    pub(crate) fn of(&self, table: u32, partition: u32) -> Residual {
         self.by_partition.lock().entry((table, partition)).or_default().clone()
     }
 }

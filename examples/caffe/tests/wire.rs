@@ -78,9 +78,9 @@ fn final_accuracy(wire: &str, iters: u64, seed: u64) -> f32 {
     let stdout = &outputs[0].0;
     stdout
         .lines()
+        .rev()
         .filter_map(|l| l.split_once("Test net output #0: accuracy = "))
-        .filter_map(|(_, v)| v.trim().parse().ok())
-        .last()
+        .find_map(|(_, v)| v.trim().parse().ok())
         .unwrap_or_else(|| panic!("no final test accuracy in:\n{stdout}"))
 }
 
