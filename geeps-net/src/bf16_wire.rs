@@ -47,8 +47,9 @@ fn round_bits(x: f32) -> u16 {
 /// subnormal, 2^-133): otherwise the residual is flushed as deltas (bf16 of
 /// it), so a worker that stops updating still delivers what rounding held
 /// back, within two clocks (a residual has at most 16 significant bits, a
-/// flush sends the top 8 of them). A non-finite sum (NaN, infinity) is sent as it is, as the f32
-/// wire would, and its residual reset to zero so it is sent only once.
+/// flush sends the top 8 of them). A non-finite sum (NaN, infinity) is sent
+/// as it is, as the f32 wire would, and its residual reset to zero so it is
+/// sent only once. `pool` lends the output buffer.
 pub(crate) fn encode(deltas: Option<&[u8]>, residual: &mut Vec<f32>, pool: &RecvPool) -> Result<Option<Bytes>, String> {
     let n = match deltas {
         Some(d) if d.len() % 4 != 0 => {
