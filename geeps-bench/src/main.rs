@@ -107,8 +107,9 @@ struct OutArgs {
 enum Command {
     /// Every figure: transport, sync, scaling, stall (Fig. 14), memory (Fig. 12), large models (Fig. 13).
     All(RunArgs),
-    /// One BSP clock of a table through the engine at 2 and 4 ranks, beside a
-    /// ring all-reduce over raw TCP (and gloo and MPI when installed).
+    /// One BSP clock of a table through the engine at 2 and 4 ranks (f32 and
+    /// bf16 wire), beside a ring all-reduce over raw TCP (and gloo and MPI
+    /// when installed).
     Sync(RunArgs),
     /// A per-clock cost model fitted to sync runs at 2 and 4 ranks, projected
     /// to 64 machines on 10 and 100 Gb/s links.
@@ -134,7 +135,8 @@ fn rank_main(env: RankEnv) -> Result<()> {
         train_job::ROLE => ranks::report(&train_job::rank_main(&env)?),
         raw_tcp::ROLE => ranks::report(&raw_tcp::rank_main(&env)?),
         engine_exchange::ROLE => ranks::report(&engine_exchange::rank_main(&env)?),
-        engine_sync::ROLE => ranks::report(&engine_sync::rank_main(&env)?),
+        engine_sync::ROLE => ranks::report(&engine_sync::rank_main(&env, geeps::net::WireEncoding::F32)?),
+        engine_sync::ROLE_BF16 => ranks::report(&engine_sync::rank_main(&env, geeps::net::WireEncoding::Bf16)?),
         ring::ROLE => ranks::report(&ring::rank_main(&env)?),
         other => Err(BenchError::msg(format!("unknown rank role `{other}`"))),
     }

@@ -59,8 +59,8 @@ impl ClusterSpec {
     }
 
     /// From the environment (hosts file, `GEEPS_*`, Slurm, MPI, torchrun);
-    /// `GEEPS_TOKEN`, `GEEPS_HEARTBEAT_MS`, `GEEPS_PEER_TIMEOUT_MS` and
-    /// `GEEPS_LISTEN` override the options.
+    /// `GEEPS_TOKEN`, `GEEPS_HEARTBEAT_MS`, `GEEPS_PEER_TIMEOUT_MS`,
+    /// `GEEPS_WIRE` and `GEEPS_LISTEN` override the options.
     pub fn from_env(options: NetOptions) -> Result<Self> {
         let env = |k: &str| std::env::var(k).ok();
         let b = bootstrap::from_env(&env)?;
@@ -273,6 +273,12 @@ impl NetCluster {
     #[cfg(test)]
     pub(crate) fn keeper_socket_batches(&self) -> u64 {
         self.service.socket_batches()
+    }
+
+    /// Payload bytes of the update batches this rank's keeper received from `rank`.
+    #[cfg(test)]
+    pub(crate) fn keeper_bytes_from(&self, rank: usize) -> u64 {
+        self.service.report().ranks[rank].bytes_received
     }
 
     /// This process's rank.

@@ -21,10 +21,12 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpSocket};
 
 use crate::auth::token_matches;
+use crate::bf16_wire;
 use crate::frame::{read_frame, read_frame_within, write_frame, FrameError, MAX_HEADER_BYTES};
 use crate::keeper_service::KeeperService;
 use crate::options::NetOptions;
-use crate::wire::{Body, Header, Register, PROTOCOL_VERSION};
+use crate::recv_pool::RecvPool;
+use crate::wire::{Body, Header, Register, ENCODING_BF16, ENCODING_F32, PROTOCOL_VERSION};
 
 /// Separates the byte streams of the connections in one input of the
 /// [`keeper`] and [`rendezvous`] targets.
@@ -169,8 +171,9 @@ pub fn header(data: &[u8]) {
 /// up to four tables (kind and rows, 0 to 31); the rest is a stream of
 /// frames as a worker sends them, read with a 64 KiB payload limit. Each
 /// update frame becomes the batch the keeper service applies (deltas present
-/// only when the header says so; a batch without deltas but with a payload
-/// is refused as the service refuses it), a `Leave` departs its rank. A
+/// only when the header says so, bf16 deltas decoded; a batch without
+/// deltas but with a payload, or in an unknown encoding, is refused as the
+/// service refuses it), a `Leave` departs its rank. A
 /// rejected batch must change nothing; a publication carries exactly the
 /// partition's rows.
 pub fn updates(data: &[u8]) {
@@ -202,6 +205,17 @@ pub fn updates(data: &[u8]) {
                     if !u.has_deltas && !payload.is_empty() {
                         continue;
                     }
+                    let payload = match (u.encoding, u.has_deltas) {
+                        (ENCODING_F32, _) => payload,
+                        (ENCODING_BF16, true) => match bf16_wire::decode(&payload, &RecvPool::new(0)) {
+                            Ok(p) => {
+                                assert_eq!(p.len(), 2 * payload.len());
+                                p
+                            }
+                            Err(_) => continue,
+                        },
+                        _ => continue,
+                    };
                     let before =
                         (u.table as usize) < tables.len() && tables[u.table as usize].kind == TableKind::Parameter;
                     let old = before.then(|| keeper.rows(u.table)).flatten();
@@ -417,15 +431,31 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         tables: table_decls(&tables),
     };
     let update = |worker: u32, partition: u32, clock: u64, deltas: Option<&[u8]>| {
-        let u = UpdateHeader { table: 0, partition, worker, clock, has_deltas: deltas.is_some() };
+        let u =
+            UpdateHeader { table: 0, partition, worker, clock, has_deltas: deltas.is_some(), encoding: ENCODING_F32 };
         frame_bytes(Header::new(Body::Update(u)), deltas.unwrap_or(&[]))
+    };
+    // The same, with the deltas as bf16 (as a rank with the bf16 wire sends them).
+    let update_bf16 = |worker: u32, partition: u32, clock: u64, deltas: &[u8]| {
+        let u = UpdateHeader { table: 0, partition, worker, clock, has_deltas: true, encoding: ENCODING_BF16 };
+        let encoded = bf16_wire::encode(Some(deltas), &mut Vec::new(), &RecvPool::new(0))
+            .expect("whole floats")
+            .unwrap_or_default();
+        frame_bytes(Header::new(Body::Update(u)), &encoded)
     };
     let floats = |n: usize| (0..n).flat_map(|i| (i as f32 * 0.5).to_le_bytes()).collect::<Vec<u8>>();
     let bodies = [
         Body::Hello(hello(1, 2, TOKEN)),
         Body::Welcome(Welcome { shard: 1 }),
         Body::Refused(Refused { reason: "no".into() }),
-        Body::Update(UpdateHeader { table: 0, partition: 0, worker: 1, clock: 3, has_deltas: true }),
+        Body::Update(UpdateHeader {
+            table: 0,
+            partition: 0,
+            worker: 1,
+            clock: 3,
+            has_deltas: true,
+            encoding: ENCODING_BF16,
+        }),
         Body::Publish(PublishHeader { table: 0, partition: 1, age: 2, included: vec![2, 3] }),
         Body::Leave(Leave { rank: 1 }),
         Body::Failure(crate::wire::Failure { kind: 1, rank: 1, address: "h:1".into(), message: "lost".into() }),
@@ -456,6 +486,8 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         upd.extend(update(1, 0, clock, (clock != 1).then_some(&floats(6)[..])));
     }
     upd.extend(update(0, 0, 3, Some(&floats(5))));
+    upd.extend(update_bf16(1, 0, 3, &floats(6)));
+    upd.extend(update_bf16(0, 0, 3, &floats(6)));
     upd.extend(frame_bytes(Header::new(Body::Leave(Leave { rank: 1 })), &[]));
     out.push(("updates", upd));
     // A keeper of world 2, shard 0: rank 0 and rank 1 join, update, leave.
@@ -468,7 +500,8 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
             input.extend(frame_bytes(Header::new(Body::Hello(hello(rank, 2, token))), &[]));
             input.extend(update(rank, 0, 0, Some(&floats(6))));
             input.extend(frame_bytes(Header::new(Body::Ping(Ping {})), &[]));
-            input.extend(update(rank, 0, 1, None));
+            input.extend(update_bf16(rank, 0, 1, &floats(6)));
+            input.extend(update(rank, 0, 2, None));
             input.extend(frame_bytes(Header::new(Body::Leave(Leave { rank })), &[]));
         }
         out.push(("keeper", input));

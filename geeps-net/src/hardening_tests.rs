@@ -129,8 +129,14 @@ fn declared_lengths_are_checked_before_any_allocation() {
     assert!(largest < 64 << 10, "allocated {largest} bytes for a refused header");
 
     // A small header declaring a 3 GiB payload: refused before the payload.
-    let mut header =
-        Header::new(Body::Update(UpdateHeader { table: 0, partition: 0, worker: 0, clock: 0, has_deltas: true }));
+    let mut header = Header::new(Body::Update(UpdateHeader {
+        table: 0,
+        partition: 0,
+        worker: 0,
+        clock: 0,
+        has_deltas: true,
+        ..Default::default()
+    }));
     header.payload_len = 3 << 30;
     let mut bytes = (header.encoded_len() as u32).to_le_bytes().to_vec();
     header.encode(&mut bytes).unwrap();

@@ -4,9 +4,11 @@
 //! rows to every connected worker when a data age advances. Bad input is
 //! rejected with a log line and a `Failure` frame; it never panics and never
 //! stops the keeper. A worker that vanishes without leaving is reported to
-//! every other worker as lost. The worker of this same process may be
-//! attached: its publications then go to its inbox in process, not through
-//! its socket (its updates come through `apply`, in order, likewise).
+//! every other worker as lost. Update deltas arrive as f32 or bf16 (the
+//! update header says which; bf16 is decoded to f32 before it is applied).
+//! The worker of this same process may be attached: its publications then
+//! go to its inbox in process, not through its socket (its updates come
+//! through `apply`, in order, likewise).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,6 +25,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit};
 
 use crate::auth::{token_matches, PendingGate};
+use crate::bf16_wire;
 use crate::conn::{writer, Outgoing, Queue};
 use crate::frame::{read_frame_pooled, read_frame_within, write_frame, FrameError};
 use crate::options::NetOptions;
@@ -31,7 +34,7 @@ use crate::recv_pool::RecvPool;
 use crate::tls::Tls;
 use crate::wire::{
     Body, CheckpointRequest, Drain, Failure, Header, Hello, PublishHeader, Refused, TableDecl, Welcome, WorkerStatus,
-    PROTOCOL_VERSION,
+    ENCODING_BF16, ENCODING_F32, PROTOCOL_VERSION,
 };
 
 /// Why a hello was refused.
@@ -114,6 +117,9 @@ pub(crate) struct KeeperService {
     changed: Notify,
     /// Update batches that came over sockets (the attached worker's do not).
     socket_batches: AtomicU64,
+    /// Per rank, buffers for its bf16 deltas decoded to f32 (they return
+    /// once applied), so decoding faults in no fresh memory every clock.
+    decode_pools: Vec<RecvPool>,
 }
 
 pub(crate) fn table_decls(tables: &[TableSpec]) -> Vec<TableDecl> {
@@ -173,6 +179,7 @@ impl KeeperService {
             }),
             changed: Notify::new(),
             socket_batches: AtomicU64::new(0),
+            decode_pools: (0..world).map(|_| RecvPool::new(2)).collect(),
         })
     }
 
@@ -532,25 +539,50 @@ impl KeeperService {
     }
 
     /// Applies a batch that came from `rank`'s connection (or, in process,
-    /// from the attached worker, in push order).
+    /// from the attached worker, in push order). bf16 deltas are decoded to
+    /// f32 first (outside the lock); their length is checked against the
+    /// partition (2 bytes a float) before anything is applied.
     pub(crate) fn apply(&self, rank: usize, u: crate::wire::UpdateHeader, payload: Bytes) {
+        let wire_bytes = payload.len();
+        let decoded = match u.encoding {
+            ENCODING_F32 => Ok(payload),
+            ENCODING_BF16 if u.has_deltas => bf16_wire::decode(&payload, &self.decode_pools[rank]),
+            ENCODING_BF16 => Err("batch without deltas says its deltas are bf16".to_string()),
+            other => Err(format!(
+                "deltas in unknown encoding {other} (this keeper reads {ENCODING_F32} = f32, {ENCODING_BF16} = bf16); run the same geeps version on every rank"
+            )),
+        };
         let mut st = self.state.lock();
-        st.peers[rank].bytes_in += payload.len() as u64;
+        st.peers[rank].bytes_in += wire_bytes as u64;
         let result = if u.worker as usize != rank {
             Err(format!("connection of rank {rank} sent a batch of worker {}", u.worker))
-        } else if !u.has_deltas && !payload.is_empty() {
+        } else if !u.has_deltas && wire_bytes != 0 {
             Err("batch without deltas carries a payload".into())
         } else {
-            let batch = UpdateBatch {
-                table: u.table,
-                partition: u.partition,
-                worker: u.worker,
-                clock: u.clock,
-                deltas: u.has_deltas.then_some(payload),
-            };
-            match st.keeper.as_mut() {
-                Some(k) => k.apply(&batch).map_err(|e| e.to_string()),
-                None => Err("no tables declared".into()),
+            match (decoded, st.keeper.as_mut()) {
+                (Err(message), _) => Err(message),
+                (Ok(_), None) => Err("no tables declared".into()),
+                (Ok(deltas), Some(k)) => {
+                    let floats = k.rows(u.table).map(|r| r.len() / 4);
+                    match floats {
+                        Some(f) if u.encoding == ENCODING_BF16 && wire_bytes != 2 * f => Err(format!(
+                            "bf16 deltas of {wire_bytes} bytes for table {} partition {}, expected {} (2 bytes for each of its {f} floats)",
+                            u.table,
+                            u.partition,
+                            2 * f
+                        )),
+                        _ => {
+                            let batch = UpdateBatch {
+                                table: u.table,
+                                partition: u.partition,
+                                worker: u.worker,
+                                clock: u.clock,
+                                deltas: u.has_deltas.then_some(deltas),
+                            };
+                            k.apply(&batch).map_err(|e| e.to_string())
+                        }
+                    }
+                }
             }
         };
         match result {

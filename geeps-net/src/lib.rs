@@ -3,9 +3,10 @@
 //! Every worker process hosts one keeper shard; partition `p` of every
 //! parameter table belongs to the keeper of rank `p`. Workers connect to every
 //! keeper over TCP; frames carry a prost header and raw little-endian `f32`
-//! rows. Start with [`NetCluster::from_env`] (or [`NetCluster::start`] with an
-//! explicit [`ClusterSpec`]), give [`NetCluster::transport`] to the
-//! `GeepsBuilder`, and shut the `Geeps` instance down before the cluster.
+//! rows (update deltas as `bf16` with [`WireEncoding::Bf16`]). Start with
+//! [`NetCluster::from_env`] (or [`NetCluster::start`] with an explicit
+//! [`ClusterSpec`]), give [`NetCluster::transport`] to the `GeepsBuilder`,
+//! and shut the `Geeps` instance down before the cluster.
 //! With the `tls` feature, keeper connections can use mutual TLS
 //! ([`NetOptions::with_tls`]).
 
@@ -16,6 +17,11 @@ mod admin;
 #[cfg(all(test, feature = "admin"))]
 mod admin_tests;
 mod auth;
+#[cfg(test)]
+mod bf16_cluster_tests;
+mod bf16_wire;
+#[cfg(test)]
+mod bf16_wire_tests;
 mod bootstrap;
 mod cluster;
 mod conn;
@@ -44,5 +50,5 @@ mod wire_errors_tests;
 pub use bootstrap::{from_env as bootstrap_from_env, parse_hostfile, Addresses, Bootstrap, DEFAULT_PORT};
 pub use cluster::{ClusterSpec, NetCluster};
 pub use hostlist::{expand_hostlist, expand_tasks_per_node};
-pub use options::NetOptions;
+pub use options::{NetOptions, WireEncoding};
 pub use tls::TlsFiles;

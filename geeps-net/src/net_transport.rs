@@ -6,6 +6,9 @@
 //! keeper of this same process is still joined over its socket (handshake,
 //! heartbeats, failures, leave), but update batches reach it in process and
 //! its publications come back in process: those bytes never cross a socket.
+//! With the bf16 wire ([`crate::WireEncoding::Bf16`]) batches to the other
+//! keepers are encoded here, with error feedback (`bf16_wire`); batches to
+//! this process's keeper stay f32 and exact.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -21,15 +24,18 @@ use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use crate::bf16_wire::{self, Residuals};
 use crate::conn::{writer, Outgoing, Queue};
 use crate::frame::{read_frame, read_frame_pooled, write_frame, FrameError};
 use crate::keeper_service::KeeperService;
 use crate::keeper_service::{silence, table_decls};
-use crate::options::NetOptions;
+use crate::options::{NetOptions, WireEncoding};
 use crate::peer_stream::{self, ReadSide, WriteSide};
 use crate::recv_pool::RecvPool;
 use crate::tls::Tls;
-use crate::wire::{Body, Header, Hello, Leave, UpdateHeader, WorkerStatus, PROTOCOL_VERSION};
+use crate::wire::{
+    Body, Header, Hello, Leave, UpdateHeader, WorkerStatus, ENCODING_BF16, ENCODING_F32, PROTOCOL_VERSION,
+};
 
 /// What a batch or leave for one shard travels through.
 enum Route {
@@ -91,6 +97,10 @@ pub(crate) struct NetTransport {
     /// This process's keeper (shard `rank`), reached in process.
     local_keeper: Option<Arc<KeeperService>>,
     queues: Mutex<Vec<Option<Route>>>,
+    /// What bf16 rounding has not yet sent, per (table, partition) sent over a socket.
+    residuals: Residuals,
+    /// Buffers of encoded bf16 batches, back once their socket writer is done.
+    encoded: RecvPool,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     closing: Arc<AtomicBool>,
 }
@@ -108,6 +118,7 @@ impl NetTransport {
         runtime: Handle,
         local_keeper: Option<Arc<KeeperService>>,
     ) -> Self {
+        let shards = addresses.len();
         NetTransport {
             rank,
             addresses,
@@ -120,6 +131,8 @@ impl NetTransport {
             runtime,
             local_keeper,
             queues: Mutex::new(Vec::new()),
+            residuals: Residuals::default(),
+            encoded: RecvPool::new(shards),
             tasks: Mutex::new(Vec::new()),
             closing: Arc::new(AtomicBool::new(false)),
         }
@@ -302,6 +315,20 @@ impl NetTransport {
     }
 }
 
+impl NetTransport {
+    fn send(&self, shard: usize, header: UpdateHeader, deltas: Option<bytes::Bytes>) -> Result<()> {
+        let queues = self.queues.lock();
+        let Some(Some(q)) = queues.get(shard) else {
+            return Err(Error::InvalidKeys(format!("partition {shard} has no keeper connection")));
+        };
+        if q.send(header, deltas) {
+            Ok(())
+        } else {
+            Err(lost(shard, &self.addresses[shard], "connection to the keeper is closed"))
+        }
+    }
+}
+
 impl Transport for NetTransport {
     fn rank(&self) -> usize {
         self.rank
@@ -379,22 +406,28 @@ impl Transport for NetTransport {
 
     fn push(&self, batch: UpdateBatch) -> Result<()> {
         let shard = batch.partition as usize;
-        let queues = self.queues.lock();
-        let Some(Some(q)) = queues.get(shard) else {
-            return Err(Error::InvalidKeys(format!("partition {shard} has no keeper connection")));
-        };
-        let header = UpdateHeader {
+        let over_socket = matches!(self.queues.lock().get(shard), Some(Some(Route::Socket(_))));
+        let mut header = UpdateHeader {
             table: batch.table,
             partition: batch.partition,
             worker: batch.worker,
             clock: batch.clock,
             has_deltas: batch.deltas.is_some(),
+            encoding: ENCODING_F32,
         };
-        if q.send(header, batch.deltas) {
-            Ok(())
-        } else {
-            Err(lost(shard, &self.addresses[shard], "connection to the keeper is closed"))
+        if !(over_socket && self.opts.wire == WireEncoding::Bf16) {
+            return self.send(shard, header, batch.deltas);
         }
+        let residual = self.residuals.of(batch.table, batch.partition);
+        // Held until the batch is queued, so batches of a partition leave in
+        // the order their residuals were updated.
+        let mut residual = residual.lock();
+        let deltas = bf16_wire::encode(batch.deltas.as_deref(), &mut residual, &self.encoded).map_err(|m| {
+            Error::Mismatch(format!("table {} partition {shard} clock {}: {m}", batch.table, batch.clock))
+        })?;
+        header.has_deltas = deltas.is_some();
+        header.encoding = if deltas.is_some() { ENCODING_BF16 } else { ENCODING_F32 };
+        self.send(shard, header, deltas)
     }
 
     fn push_only_queues(&self) -> bool {

@@ -8,6 +8,52 @@ use geeps_core::{Error, Result};
 
 use crate::tls::TlsFiles;
 
+/// How update deltas cross the network ([`NetOptions::wire`]). Publications
+/// (parameter values) are f32 either way, and a rank's updates to its own
+/// keeper shard are applied in process, exactly.
+///
+/// ```
+/// use geeps_net::WireEncoding;
+///
+/// assert_eq!("bf16".parse::<WireEncoding>(), Ok(WireEncoding::Bf16));
+/// assert!("fp8".parse::<WireEncoding>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WireEncoding {
+    /// Little-endian f32: exact.
+    #[default]
+    F32,
+    /// bf16 (round to nearest even), half the bytes of f32, with error
+    /// feedback: each sender keeps, per table partition, what rounding left
+    /// out and adds it to the next clock's deltas, so no update is lost over
+    /// clocks; the keeper's rows trail the exact sum by at most half a bf16
+    /// step (2^-9 relative) of the last values sent.
+    Bf16,
+}
+
+impl std::str::FromStr for WireEncoding {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "f32" => Ok(WireEncoding::F32),
+            "bf16" => Ok(WireEncoding::Bf16),
+            _ => Err(format!(
+                "`{s}` is not a wire encoding; write f32 (exact, the default) or bf16 (half the update bytes, with error feedback)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for WireEncoding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            WireEncoding::F32 => "f32",
+            WireEncoding::Bf16 => "bf16",
+        })
+    }
+}
+
 /// Options of a networked cluster member: start from
 /// [`NetOptions::default`] and change what differs (fields may be added in a
 /// minor release).
@@ -56,6 +102,11 @@ pub struct NetOptions {
     /// 127.0.0.1): gRPC status and drain; needs the `admin` feature.
     /// `GEEPS_ADMIN` sets it. Other ranks ignore it.
     pub admin: Option<String>,
+    /// How this rank sends its update deltas to the other ranks' keepers:
+    /// f32 (exact, the default) or bf16 (half the bytes, error feedback).
+    /// Keepers accept either from any rank, so ranks may differ.
+    /// `GEEPS_WIRE` (`f32` or `bf16`) sets it.
+    pub wire: WireEncoding,
 }
 
 impl Default for NetOptions {
@@ -72,6 +123,7 @@ impl Default for NetOptions {
             max_pending_connections: 64,
             tls: None,
             admin: None,
+            wire: WireEncoding::F32,
         }
     }
 }
@@ -146,6 +198,12 @@ impl NetOptions {
         self
     }
 
+    /// Sets [`NetOptions::wire`]: how this rank's update deltas cross the network.
+    pub fn with_wire(mut self, wire: WireEncoding) -> Self {
+        self.wire = wire;
+        self
+    }
+
     /// Sets [`NetOptions::admin`]: rank 0 serves the admin endpoint there.
     pub fn with_admin(mut self, listen: impl Into<String>) -> Self {
         self.admin = Some(listen.into());
@@ -201,7 +259,7 @@ impl NetOptions {
     }
 
     /// Applies the environment's overrides: `GEEPS_TOKEN`,
-    /// `GEEPS_HEARTBEAT_MS`, `GEEPS_PEER_TIMEOUT_MS`, `GEEPS_ADMIN`, and `GEEPS_TLS_CERT`,
+    /// `GEEPS_HEARTBEAT_MS`, `GEEPS_PEER_TIMEOUT_MS`, `GEEPS_ADMIN`, `GEEPS_WIRE`, and `GEEPS_TLS_CERT`,
     /// `GEEPS_TLS_KEY`, `GEEPS_TLS_CA` (all three or none) (`env` looks a
     /// variable up). An unparsable value is an error naming the variable.
     pub(crate) fn with_env(mut self, env: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
@@ -224,6 +282,9 @@ impl NetOptions {
         }
         if let Some(admin) = env("GEEPS_ADMIN") {
             self.admin = Some(admin);
+        }
+        if let Some(wire) = env("GEEPS_WIRE") {
+            self.wire = wire.parse().map_err(|reason: String| Error::InvalidConfig { field: "GEEPS_WIRE", reason })?;
         }
         match (env("GEEPS_TLS_CERT"), env("GEEPS_TLS_KEY"), env("GEEPS_TLS_CA")) {
             (None, None, None) => {}
@@ -276,6 +337,19 @@ mod tests {
         assert_eq!((o.heartbeat, o.peer_timeout), (Duration::from_secs(1), Duration::from_secs(30)));
         let e = NetOptions::default().with_env(&env_of(&[("GEEPS_HEARTBEAT_MS", "1s")])).unwrap_err();
         assert!(matches!(e, Error::InvalidConfig { field: "GEEPS_HEARTBEAT_MS", .. }), "{e}");
+    }
+
+    #[test]
+    fn environment_sets_the_wire_and_refuses_other_encodings() {
+        assert_eq!(NetOptions::default().wire, WireEncoding::F32);
+        let o = NetOptions::default().with_env(&env_of(&[("GEEPS_WIRE", "bf16")])).unwrap();
+        assert_eq!(o.wire, WireEncoding::Bf16);
+        let o =
+            NetOptions::default().with_wire(WireEncoding::Bf16).with_env(&env_of(&[("GEEPS_WIRE", " F32 ")])).unwrap();
+        assert_eq!(o.wire, WireEncoding::F32);
+        let e = NetOptions::default().with_env(&env_of(&[("GEEPS_WIRE", "fp16")])).unwrap_err();
+        assert!(matches!(e, Error::InvalidConfig { field: "GEEPS_WIRE", .. }), "{e}");
+        assert!(e.to_string().contains("`fp16` is not a wire encoding; write f32"), "{e}");
     }
 
     #[test]

@@ -1,9 +1,16 @@
 //! The wire protocol: prost-encoded headers, one per frame, followed by the
-//! frame's raw payload (dense little-endian `f32` rows). These types are the
+//! frame's raw payload (dense little-endian `f32` rows, or `bf16` update
+//! deltas when the update header says so). These types are the
 //! protocol's schema; bump `PROTOCOL_VERSION` when they change meaning.
 
 /// Checked at join: a worker and a keeper of different versions refuse each other.
-pub const PROTOCOL_VERSION: u32 = 3;
+/// 4: update headers carry the deltas' encoding (f32 or bf16).
+pub const PROTOCOL_VERSION: u32 = 4;
+
+/// [`UpdateHeader::encoding`]: little-endian f32, 4 bytes a value.
+pub const ENCODING_F32: u32 = 0;
+/// [`UpdateHeader::encoding`]: little-endian bf16, 2 bytes a value.
+pub const ENCODING_BF16: u32 = 1;
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Header {
@@ -98,6 +105,10 @@ pub struct UpdateHeader {
     /// False when the batch only ends the clock (no payload).
     #[prost(bool, tag = "5")]
     pub has_deltas: bool,
+    /// How the deltas are encoded: [`ENCODING_F32`] (the default, so an f32
+    /// batch encodes as it did before the field) or [`ENCODING_BF16`].
+    #[prost(uint32, tag = "6")]
+    pub encoding: u32,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]

@@ -12,7 +12,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use crate::frame::{read_frame, write_frame};
-use crate::wire::{Body, Header, Hello, TableDecl, UpdateHeader, PROTOCOL_VERSION};
+use crate::wire::{Body, Header, Hello, TableDecl, UpdateHeader, ENCODING_BF16, PROTOCOL_VERSION};
 use crate::{ClusterSpec, NetCluster, NetOptions};
 
 fn hello(rank: u32, token: &str, rows: u32) -> Hello {
@@ -44,7 +44,7 @@ async fn next_failure(s: &mut TcpStream) -> String {
 }
 
 fn update(table: u32, clock: u64, has_deltas: bool) -> Header {
-    Header::new(Body::Update(UpdateHeader { table, partition: 0, worker: 1, clock, has_deltas }))
+    Header::new(Body::Update(UpdateHeader { table, partition: 0, worker: 1, clock, has_deltas, ..Default::default() }))
 }
 
 #[test]
@@ -94,6 +94,36 @@ fn keeper_rejects_bad_input_and_keeps_serving() {
         assert!(next_failure(&mut s).await.contains("bytes"));
         write_frame(&mut s, update(0, 5, false), None).await.unwrap();
         assert!(next_failure(&mut s).await.contains("clock"));
+
+        // bf16 deltas (partition 0 holds 2 rows of 4 floats: 16 bytes): an
+        // odd length, the f32 length, an unknown encoding, bf16 without deltas.
+        let encoded = |encoding: u32, has_deltas: bool| {
+            Header::new(Body::Update(UpdateHeader {
+                table: 0,
+                partition: 0,
+                worker: 1,
+                clock: 0,
+                has_deltas,
+                encoding,
+            }))
+        };
+        write_frame(&mut s, encoded(ENCODING_BF16, true), Some(&Bytes::from(vec![0; 15]))).await.unwrap();
+        let m = next_failure(&mut s).await;
+        assert!(m.contains("bf16 deltas of 15 bytes are not a whole number of 2-byte values"), "{m}");
+        write_frame(&mut s, encoded(ENCODING_BF16, true), Some(&Bytes::from(vec![0; 32]))).await.unwrap();
+        let m = next_failure(&mut s).await;
+        assert!(
+            m.contains(
+                "bf16 deltas of 32 bytes for table 0 partition 0, expected 16 (2 bytes for each of its 8 floats)"
+            ),
+            "{m}"
+        );
+        write_frame(&mut s, encoded(7, true), Some(&Bytes::from(vec![0; 16]))).await.unwrap();
+        let m = next_failure(&mut s).await;
+        assert!(m.contains("unknown encoding 7"), "{m}");
+        write_frame(&mut s, encoded(ENCODING_BF16, false), None).await.unwrap();
+        let m = next_failure(&mut s).await;
+        assert!(m.contains("batch without deltas says its deltas are bf16"), "{m}");
 
         // An oversized message: the keeper drops the connection without reading it.
         let mut h = update(0, 0, true);

@@ -3,13 +3,14 @@
 //! shared in-process geeps cluster; `Cluster::from_env()` makes this process
 //! one rank of a multi-process cluster over the network (geeps-net), with
 //! rank, world size and addresses from the environment (geeps-launch, srun,
-//! mpirun, torchrun, GEEPS_*). `connect` returns a rank's transport and
+//! mpirun, torchrun, GEEPS_*), its update deltas crossing the network as
+//! f32 or bf16 (`--wire`, GEEPS_WIRE). `connect` returns a rank's transport and
 //! `local_ranks` says which ranks this process runs; nothing else in the
 //! trainer knows how many processes there are.
 
 use std::sync::{Arc, Mutex};
 
-use geeps::net::NetCluster;
+use geeps::net::{ClusterSpec, NetCluster, NetOptions, WireEncoding};
 use geeps::{InProcessCluster, Transport};
 
 use crate::error::{Error, Result};
@@ -35,9 +36,15 @@ impl Cluster {
     }
 
     /// This process as one rank of a networked cluster described by the
-    /// environment; starts this rank's keeper.
-    pub fn from_env() -> Result<Cluster> {
-        let net = NetCluster::from_env()?;
+    /// environment; starts this rank's keeper. `wire`, when given, overrides
+    /// GEEPS_WIRE: how this rank's update deltas cross the network.
+    pub fn from_env(wire: Option<WireEncoding>) -> Result<Cluster> {
+        let mut spec = ClusterSpec::from_env(NetOptions::default())?;
+        if let Some(wire) = wire {
+            spec.options.wire = wire;
+        }
+        tracing::info!(rank = spec.rank, wire = %spec.options.wire, "update deltas cross the network as {}", spec.options.wire);
+        let net = NetCluster::start(spec)?;
         Ok(Cluster { world: net.world(), local: vec![net.rank()], link: Link::Net(Box::new(Mutex::new(net))) })
     }
 

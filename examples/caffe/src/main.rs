@@ -15,6 +15,7 @@ use std::time::Duration;
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args, Parser, Subcommand};
 
+use geeps::net::WireEncoding;
 use geeps::CudaDevice;
 use geeps_caffe::cli_args::{self, parse_phase, parse_signal_effect, GpuArg};
 use geeps_caffe::cluster::Cluster;
@@ -83,6 +84,13 @@ struct TrainArgs {
     /// then ignored.
     #[arg(long)]
     net: bool,
+    /// How update deltas cross the network in a multi-process run (--net,
+    /// geeps-launch): f32 (exact) or bf16 (half the bytes, with error
+    /// feedback so no update is lost). Overrides GEEPS_WIRE (default f32).
+    /// Threads of one process (--workers) exchange no bytes: bf16 is
+    /// refused there.
+    #[arg(long)]
+    wire: Option<WireEncoding>,
     /// Staleness bound in clocks: 0 is BSP.
     #[arg(long, default_value_t = 0)]
     slack: u32,
@@ -297,6 +305,7 @@ fn train_command(args: TrainArgs) -> geeps_caffe::Result<()> {
         solver,
         workers,
         net,
+        wire,
         slack,
         device_memory_mb,
         layers_per_table,
@@ -363,7 +372,14 @@ fn train_command(args: TrainArgs) -> geeps_caffe::Result<()> {
             return Err(geeps_caffe::launch::one_process_per_gpu(ordinals.len()));
         }
     }
-    let cluster = if launched { Cluster::from_env()? } else { Cluster::in_process(workers.unwrap_or(4))? };
+    if !launched && wire == Some(WireEncoding::Bf16) {
+        return Err(geeps_caffe::Error::config(
+            "--wire bf16 compresses the updates ranks send over the network, but this run's workers are threads of \
+             one process that share memory (--workers): drop --wire, or run several processes (--net under \
+             geeps-launch, srun or mpirun)",
+        ));
+    }
+    let cluster = if launched { Cluster::from_env(wire)? } else { Cluster::in_process(workers.unwrap_or(4))? };
     // Ctrl-C, SIGTERM and SIGHUP act as -sigint_effect and -sighup_effect say.
     geeps_caffe::signals::install()?;
     let trained = train::train(&s, &opts, &cluster);

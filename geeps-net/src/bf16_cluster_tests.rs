@@ -1,0 +1,105 @@
+//! Two ranks over loopback, once with the f32 wire and once with bf16: after
+//! K clocks of the same pseudo-random updates the rows agree within the
+//! error feedback's bound, and the keepers received half the update bytes.
+
+use std::time::Duration;
+
+use geeps_core::{keys, Config, Geeps, Slack};
+
+use crate::{Addresses, ClusterSpec, NetCluster, NetOptions, WireEncoding};
+
+const ROWS: u32 = 64;
+const WIDTH: usize = 8;
+const CLOCKS: u64 = 20;
+
+fn rendezvous(world: usize) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let l = tokio::net::TcpListener::from_std(listener).unwrap();
+            let _ = crate::rendezvous::serve(l, world, String::new(), Duration::from_secs(20)).await;
+        });
+    });
+    addr
+}
+
+/// Rank `rank`'s delta for value `i` at `clock`: in (-1, 1), with a full
+/// f32 mantissa (so bf16 rounding always leaves a residual).
+fn delta(rank: usize, clock: u64, i: usize) -> f32 {
+    let mut x =
+        (rank as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ clock.wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ i as u64;
+    x ^= x >> 31;
+    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 29;
+    ((x >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+}
+
+/// Runs CLOCKS BSP clocks and returns the last read's values and the update
+/// payload bytes this rank's keeper received from the other rank.
+fn rank(rank: usize, world: usize, server: String, wire: WireEncoding) -> (Vec<f32>, u64) {
+    let options = NetOptions::default().with_shutdown_timeout(Duration::from_secs(10)).with_wire(wire);
+    let addresses = Addresses::Rendezvous { server, hosted_by_rank0: false };
+    let mut cluster =
+        NetCluster::start(ClusterSpec::new(rank, world, addresses, options).with_listen("127.0.0.1")).unwrap();
+    let mut b = Geeps::builder(Config::default().with_row_width(WIDTH).with_device_memory(1 << 20));
+    let t = b.parameter_table("w", ROWS);
+    b.transport(cluster.transport());
+    let ps = b.build().unwrap();
+    ps.finish_virtual_iteration().unwrap();
+    let k = keys(t, 0..ROWS);
+    let mut last = Vec::new();
+    for clock in 0..CLOCKS {
+        let mut u = ps.pre_update_keys(&k).unwrap();
+        for (i, d) in u.as_mut_slice().unwrap().iter_mut().enumerate() {
+            *d = delta(rank, clock, i);
+        }
+        u.update().unwrap();
+        ps.table_clock(t).unwrap();
+        let r = ps.read_keys(&k, Slack::BSP).unwrap();
+        last = r.as_slice().unwrap().to_vec();
+        r.post().unwrap();
+    }
+    ps.shutdown().unwrap();
+    let bytes = cluster.keeper_bytes_from(1 - rank);
+    cluster.shutdown().unwrap();
+    (last, bytes)
+}
+
+fn run(wire: WireEncoding) -> Vec<(Vec<f32>, u64)> {
+    let world = 2;
+    let server = rendezvous(world);
+    let threads: Vec<_> = (0..world)
+        .map(|r| {
+            let server = server.clone();
+            std::thread::spawn(move || rank(r, world, server, wire))
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+#[test]
+fn bf16_rows_match_f32_within_the_feedback_bound_on_half_the_bytes() {
+    let exact = run(WireEncoding::F32);
+    let halved = run(WireEncoding::Bf16);
+    // Each value holds CLOCKS updates of both ranks, one rank's over the
+    // wire. With error feedback the keeper trails the exact sum by the
+    // sender's last residual, at most half a bf16 step of a value under 1
+    // (2^-9), plus the f32 rounding of both runs' sums (under 40 in
+    // magnitude, so 2^-19 per addition, 2 * CLOCKS additions a run):
+    // 2^-9 + 4 * CLOCKS * 2^-19 < 2.2e-3. Without the feedback the bound
+    // would be CLOCKS * 2^-9 = 0.04.
+    let tolerance = 2.2e-3;
+    let per_batch_f32 = (ROWS as u64 / 2) * WIDTH as u64 * 4;
+    for (r, ((want, f32_bytes), (got, bf16_bytes))) in exact.iter().zip(&halved).enumerate() {
+        assert_eq!(want.len(), got.len());
+        let worst = want.iter().zip(got).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        assert!(worst <= tolerance, "rank {r}: bf16 rows differ from f32 by up to {worst}");
+        assert!(worst > 0.0, "rank {r}: bf16 rows equal f32 exactly: was the bf16 wire used?");
+        // Every clock carries deltas, so exactly half the bytes.
+        assert_eq!(*f32_bytes, CLOCKS * per_batch_f32, "rank {r}'s keeper, f32 wire");
+        assert_eq!(*bf16_bytes * 2, *f32_bytes, "rank {r}'s keeper, bf16 wire");
+    }
+}
