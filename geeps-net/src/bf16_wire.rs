@@ -11,7 +11,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use half::bf16;
 use parking_lot::Mutex;
 
 use crate::recv_pool::RecvPool;
@@ -21,8 +20,9 @@ use crate::recv_pool::RecvPool;
 /// at the largest finite bf16 instead: its residual then stays finite and
 /// is sent over the next clocks rather than turning every later value of
 /// that position into infinity. NaN stays NaN (quieted), as `half` does.
-pub(crate) fn to_bf16(x: f32) -> bf16 {
-    bf16::from_bits(round_bits(x))
+/// The bf16's bits.
+pub(crate) fn to_bf16(x: f32) -> u16 {
+    round_bits(x)
 }
 
 /// [`to_bf16`] on bits, without branches, so that encoding loops vectorise.
@@ -56,7 +56,7 @@ pub(crate) fn encode(deltas: Option<&[u8]>, residual: &mut Vec<f32>, pool: &Recv
             return Err(format!("deltas of {} bytes are not a whole number of 4-byte floats", d.len()))
         }
         Some(d) => d.len() / 4,
-        None if residual.iter().all(|r| to_bf16(*r).to_bits() & 0x7fff == 0) => return Ok(None),
+        None if residual.iter().all(|r| to_bf16(*r) & 0x7fff == 0) => return Ok(None),
         None => residual.len(),
     };
     if residual.is_empty() {
