@@ -13,17 +13,7 @@ const WIDTH: usize = 8;
 const CLOCKS: u64 = 20;
 
 fn rendezvous(world: usize) -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    listener.set_nonblocking(true).unwrap();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        rt.block_on(async move {
-            let l = tokio::net::TcpListener::from_std(listener).unwrap();
-            let _ = crate::rendezvous::serve(l, world, String::new(), Duration::from_secs(20)).await;
-        });
-    });
-    addr
+    crate::test_rendezvous::loopback_rendezvous(world, "")
 }
 
 /// Rank `rank`'s delta for value `i` at `clock`: in (-1, 1), with a full

@@ -304,19 +304,8 @@ fn a_silent_worker_is_named_with_its_host_and_how_long_it_was_silent() {
     let _ = cluster.shutdown();
 }
 
-/// A loopback rendezvous for `world` ranks with `token`, on its own thread.
 fn rendezvous(world: usize, token: &str) -> String {
-    let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = std_listener.local_addr().unwrap().to_string();
-    std_listener.set_nonblocking(true).unwrap();
-    let token = token.to_string();
-    std::thread::spawn(move || {
-        runtime().block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(std_listener).unwrap();
-            let _ = crate::rendezvous::serve(listener, world, token, Duration::from_secs(30)).await;
-        })
-    });
-    addr
+    crate::test_rendezvous::loopback_rendezvous(world, token)
 }
 
 #[test]

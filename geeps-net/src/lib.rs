@@ -40,6 +40,8 @@ mod options;
 mod peer_stream;
 mod recv_pool;
 pub mod rendezvous;
+#[cfg(test)]
+mod test_rendezvous;
 mod tls;
 #[cfg(all(test, feature = "tls"))]
 mod tls_tests;

@@ -4,32 +4,8 @@
 
 mod common;
 
-use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free local port").port()
-}
-
-/// Waits for `child`, killing it past `deadline`; returns its stdout.
-fn finish(mut child: Child, deadline: Instant, name: &str) -> String {
-    loop {
-        match child.try_wait().expect("wait for a rank") {
-            Some(_) => break,
-            None if Instant::now() > deadline => {
-                let _ = child.kill();
-                panic!("{name} did not finish in time");
-            }
-            None => std::thread::sleep(Duration::from_millis(50)),
-        }
-    }
-    let out = child.wait_with_output().expect("rank output");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{name} failed: {stderr}\n{stdout}");
-    stdout
-}
 
 #[test]
 fn two_processes_train_lenet_together() {
@@ -38,7 +14,7 @@ fn two_processes_train_lenet_together() {
                   gamma: 0.0001\npower: 0.75\nmax_iter: 40\ndisplay: 5\ntest_iter: 4\ntest_interval: 0\n\
                   snapshot_prefix: \"out/lenet\"\nrandom_seed: 3\n";
     let path = common::write(&dir, &common::lenet(32), solver);
-    let hosts = format!("127.0.0.1:{},127.0.0.1:{}", free_port(), free_port());
+    let hosts = format!("127.0.0.1:{},127.0.0.1:{}", common::free_port(), common::free_port());
     let deadline = Instant::now() + Duration::from_secs(120);
     let ranks: Vec<Child> = (0..2)
         .map(|rank| {
@@ -58,7 +34,7 @@ fn two_processes_train_lenet_together() {
         })
         .collect();
     let outputs: Vec<String> =
-        ranks.into_iter().enumerate().map(|(r, c)| finish(c, deadline, &format!("rank {r}"))).collect();
+        ranks.into_iter().enumerate().map(|(r, c)| common::finish(c, deadline, &format!("rank {r}")).0).collect();
 
     let losses: Vec<f32> = outputs[0]
         .lines()

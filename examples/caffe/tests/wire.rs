@@ -8,32 +8,8 @@
 
 mod common;
 
-use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free local port").port()
-}
-
-/// Waits for `child`, killing it past `deadline`; returns its stdout and stderr.
-fn finish(mut child: Child, deadline: Instant, name: &str) -> (String, String) {
-    loop {
-        match child.try_wait().expect("wait for a rank") {
-            Some(_) => break,
-            None if Instant::now() > deadline => {
-                let _ = child.kill();
-                panic!("{name} did not finish in time");
-            }
-            None => std::thread::sleep(Duration::from_millis(50)),
-        }
-    }
-    let out = child.wait_with_output().expect("rank output");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{name} failed: {stderr}\n{stdout}");
-    (stdout, stderr)
-}
 
 /// Trains LeNet (batch 64 per rank) for `iters` iterations on two
 /// processes with `--wire wire` from `seed`; returns rank 0's final test
@@ -46,7 +22,7 @@ fn final_accuracy(wire: &str, iters: u64, seed: u64) -> f32 {
          snapshot_after_train: false\nrandom_seed: {seed}\n"
     );
     let path = common::write(&dir, &common::lenet(64), &solver);
-    let hosts = format!("127.0.0.1:{},127.0.0.1:{}", free_port(), free_port());
+    let hosts = format!("127.0.0.1:{},127.0.0.1:{}", common::free_port(), common::free_port());
     let deadline = Instant::now() + Duration::from_secs(60 + iters / 2);
     let ranks: Vec<Child> = (0..2)
         .map(|rank| {
@@ -69,7 +45,7 @@ fn final_accuracy(wire: &str, iters: u64, seed: u64) -> f32 {
         })
         .collect();
     let outputs: Vec<(String, String)> =
-        ranks.into_iter().enumerate().map(|(r, c)| finish(c, deadline, &format!("{wire} rank {r}"))).collect();
+        ranks.into_iter().enumerate().map(|(r, c)| common::finish(c, deadline, &format!("{wire} rank {r}"))).collect();
     let _ = std::fs::remove_dir_all(&dir);
     for (r, (_, stderr)) in outputs.iter().enumerate() {
         let said = format!("update deltas cross the network as {wire}");

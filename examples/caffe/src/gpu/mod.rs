@@ -155,16 +155,7 @@ impl Gpu {
 
     /// Copies `src` into device memory `dst` (which must hold it).
     pub fn upload(&self, src: &[f32], dst: DevSlice) -> Result<()> {
-        let dst = dst.prefix(src.len())?;
-        if !src.is_empty() {
-            // SAFETY: `dst` holds `src.len()` floats; synchronous before `src` may go.
-            unsafe {
-                cudarc::driver::result::memcpy_htod_async(dst.ptr, src, self.stream.cu_stream())
-                    .map_err(|e| gpu_error(format!("GPU {}: a copy to the device: {e}", self.ordinal)))?;
-            }
-            self.sync()?;
-        }
-        Ok(())
+        self.upload_words(src, dst.prefix(src.len())?)
     }
 
     /// Copies the plain values `src` (bytes, words) into `dst`, which must

@@ -24,11 +24,12 @@ impl Gpu {
         };
         let placements: Vec<u32> =
             batch.placements.iter().flat_map(|p| [p.h_off as u32, p.w_off as u32, u32::from(p.mirror)]).collect();
-        let (pixel_floats, name) = match &batch.pixels {
-            RawPixels::Bytes(b) => (b.len().div_ceil(4), "transform_bytes"),
-            RawPixels::Floats(f) => (f.len(), "transform_floats"),
+        // (values, floats of scratch they take, kernel)
+        let (values, pixel_floats, name) = match &batch.pixels {
+            RawPixels::Bytes(b) => (b.len(), b.len().div_ceil(4), "transform_bytes"),
+            RawPixels::Floats(f) => (f.len(), f.len(), "transform_floats"),
         };
-        if pixel_floats * if name == "transform_bytes" { 4 } else { 1 } < num * c * h * w {
+        if values < num * c * h * w {
             return Err(Error::Gpu(format!("a raw batch of {num} images holds too few pixels")));
         }
         let total = pixel_floats + placements.len() + mean.len();

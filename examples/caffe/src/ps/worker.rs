@@ -125,6 +125,38 @@ fn writable<'b>(hv: &HostView, buf: Option<&'b mut LocalBuffer<'_>>) -> Result<O
     buf.map(|b| hv.write(b.device_ptr(), b.len(), true, || b.as_mut_slice())).transpose()
 }
 
+/// The device ranges of a layer call's held buffers (input, inout,
+/// output), by blob, as the CPU path splits their host views: forward reads
+/// data and writes data and its backward state; backward reads data,
+/// gradients and that state, and writes gradients.
+fn device_io(c: &Calls, buffers: [Option<&LocalBuffer<'_>>; 3], width: usize, backward: bool) -> (DevIo, DevSlice) {
+    let mut io = DevIo::default();
+    let mut aux = DevSlice::EMPTY;
+    if let (Some(b), Some(a)) = (buffers[0], &c.input) {
+        for (slot, s) in device_parts(b.device_ptr(), &a.parts, width) {
+            match slot {
+                Slot::Data(x) => io.data_in.push((x, s)),
+                Slot::Diff(x) if backward => io.diff_in.push((x, s)),
+                Slot::Aux(_) if backward => aux = s,
+                _ => {}
+            }
+        }
+    }
+    for (b, a) in [(buffers[1], &c.inout), (buffers[2], &c.output)] {
+        if let (Some(b), Some(a)) = (b, a) {
+            for (slot, s) in device_parts(b.device_ptr(), &a.parts, width) {
+                match slot {
+                    Slot::Data(x) if !backward => io.data_out.push((x, s)),
+                    Slot::Aux(_) if !backward => aux = s,
+                    Slot::Diff(x) if backward => io.diff_out.push((x, s)),
+                    _ => {}
+                }
+            }
+        }
+    }
+    (io, aux)
+}
+
 /// Acquires a recorded local access, if the layer has one.
 fn open<'p>(ps: &'p Geeps, a: &Option<Access>) -> Result<Option<LocalBuffer<'p>>> {
     Ok(a.as_ref().map(|a| ps.local_access(a.handle)).transpose()?)
@@ -565,26 +597,7 @@ impl<'a> PsWorker<'a> {
         let (net, width) = (self.net, self.layout.row_width);
         let l = &net.layers[li];
         let w = read.map_or(DevSlice::EMPTY, |r| DevSlice::new(r.device_ptr().0, r.len()));
-        let mut io = DevIo::default();
-        let mut aux = DevSlice::EMPTY;
-        if let (Some(b), Some(a)) = (buffers[0], &c.input) {
-            for (slot, s) in device_parts(b.device_ptr(), &a.parts, width) {
-                if let Slot::Data(x) = slot {
-                    io.data_in.push((x, s));
-                }
-            }
-        }
-        for (b, a) in [(buffers[1], &c.inout), (buffers[2], &c.output)] {
-            if let (Some(b), Some(a)) = (b, a) {
-                for (slot, s) in device_parts(b.device_ptr(), &a.parts, width) {
-                    match slot {
-                        Slot::Data(x) => io.data_out.push((x, s)),
-                        Slot::Aux(_) => aux = s,
-                        Slot::Diff(_) | Slot::History(_) => {}
-                    }
-                }
-            }
-        }
+        let (io, aux) = device_io(c, buffers, width, false);
         gpu_pass::forward(gpu, net, li, w.prefix(l.param_len)?, &io, aux, true, seed)?;
         for &(x, s) in &io.data_out {
             if let Some(k) = net.outputs.iter().position(|&o| o == x) {
@@ -612,27 +625,7 @@ impl<'a> PsWorker<'a> {
         let (net, width) = (self.net, self.layout.row_width);
         let l = &net.layers[li];
         let w = read.map_or(DevSlice::EMPTY, |r| DevSlice::new(r.device_ptr().0, r.len())).prefix(l.param_len)?;
-        let mut io = DevIo::default();
-        let mut aux = DevSlice::EMPTY;
-        if let (Some(b), Some(a)) = (buffers[0], &c.input) {
-            for (slot, s) in device_parts(b.device_ptr(), &a.parts, width) {
-                match slot {
-                    Slot::Data(x) => io.data_in.push((x, s)),
-                    Slot::Diff(x) => io.diff_in.push((x, s)),
-                    Slot::Aux(_) => aux = s,
-                    Slot::History(_) => {}
-                }
-            }
-        }
-        for (b, a) in [(buffers[1], &c.inout), (buffers[2], &c.output)] {
-            if let (Some(b), Some(a)) = (b, a) {
-                for (slot, s) in device_parts(b.device_ptr(), &a.parts, width) {
-                    if let Slot::Diff(x) = slot {
-                        io.diff_out.push((x, s));
-                    }
-                }
-            }
-        }
+        let (io, aux) = device_io(c, buffers, width, true);
         let grad = grad.map(|g| g.prefix(l.param_len)).transpose()?.unwrap_or(DevSlice::EMPTY);
         gpu_pass::backward(gpu, net, li, w, &io, aux, grad)?;
         if is_statistics(l) {

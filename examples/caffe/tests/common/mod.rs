@@ -207,3 +207,28 @@ layer {{ name: "loss" type: "SoftmaxWithLoss" bottom: "scores" bottom: "label" t
         test = data("t10k"),
     )
 }
+
+/// A free local TCP port.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free local port").port()
+}
+
+/// Waits for `child` (a rank), killing it past `deadline`; requires success
+/// and returns its stdout and stderr.
+pub fn finish(mut child: std::process::Child, deadline: std::time::Instant, name: &str) -> (String, String) {
+    loop {
+        match child.try_wait().expect("wait for a rank") {
+            Some(_) => break,
+            None if std::time::Instant::now() > deadline => {
+                let _ = child.kill();
+                panic!("{name} did not finish in time");
+            }
+            None => std::thread::sleep(std::time::Duration::from_millis(50)),
+        }
+    }
+    let out = child.wait_with_output().expect("rank output");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{name} failed: {stderr}\n{stdout}");
+    (stdout, stderr)
+}

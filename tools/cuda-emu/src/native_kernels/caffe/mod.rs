@@ -17,8 +17,19 @@ mod transform;
 use super::view::{aligned, covers, flat, Args, Fault, Memory};
 use crate::launch::Launch;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kernel {
+/// The `Kernel` enum and `ALL`, its every variant, from one list.
+macro_rules! kernels {
+    ($($k:ident),* $(,)?) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Kernel {
+            $($k),*
+        }
+
+        const ALL: &[Kernel] = &[$(Kernel::$k),*];
+    };
+}
+
+kernels!(
     Im2col,
     Col2im,
     MaxPoolForward,
@@ -48,7 +59,7 @@ pub enum Kernel {
     PreluForward,
     PreluBackward,
     PreluSum,
-}
+);
 
 use Kernel::*;
 
@@ -91,38 +102,6 @@ fn signature(k: Kernel) -> (&'static str, &'static [usize]) {
         PreluSum => ("prelu_sum", &[8, 4, 8]),
     }
 }
-
-const ALL: [Kernel; 29] = [
-    Im2col,
-    Col2im,
-    MaxPoolForward,
-    AvgPoolForward,
-    MaxPoolBackward,
-    AvgPoolBackward,
-    AddBias,
-    BiasGradient,
-    ReluForward,
-    ReluBackward,
-    SigmoidBackward,
-    TanhBackward,
-    DropoutForward,
-    DropoutBackward,
-    SgdStep,
-    CountNonfinite,
-    TransformBytes,
-    TransformFloats,
-    CopyRows,
-    AddScaled,
-    EltwiseScaleCopy,
-    EltwiseMultiply,
-    EltwiseMaxForward,
-    EltwiseMaxBackward,
-    ScaleForward,
-    ScaleBackward,
-    PreluForward,
-    PreluBackward,
-    PreluSum,
-];
 
 /// The caffe kernel `launch` runs, if it is one and the native version gives its bits for these arguments.
 pub fn detect(launch: &Launch) -> Option<Kernel> {
