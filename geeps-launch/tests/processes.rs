@@ -92,7 +92,10 @@ fn child(role: &str) -> Result<(), String> {
                     Ok(buf) => drop(buf),
                     Err(e) => {
                         println!("FAILED_WITH after {} ms: {e}", last_ok.elapsed().as_millis());
-                        // Survivors stop here: the cluster cannot go on.
+                        // Survivors stop here: the cluster cannot go on. They linger a moment first, so
+                        // one survivor's exit (its keeper closing) never reaches another survivor before
+                        // the news of rank 2 does: each must be told of rank 2, not of the other's exit.
+                        std::thread::sleep(Duration::from_secs(1));
                         std::process::exit(if e.to_string().contains("rank 2") { 0 } else { 1 });
                     }
                 }
