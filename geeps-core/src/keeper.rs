@@ -12,7 +12,7 @@ use bytes::Bytes;
 use crate::apply_order::ApplyOrder;
 use crate::error::{Error, Result};
 use crate::table::{partition_range, TableKind, TableSpec};
-use crate::transport::{add_bytes, bytes_from_shared, check_payload, Publish, UpdateBatch};
+use crate::transport::{add_bytes, bytes_from_shared, check_payload, floats_view, Publish, UpdateBatch};
 use crate::vector_clock::VectorClock;
 
 struct ShardTable {
@@ -21,6 +21,10 @@ struct ShardTable {
     /// only if one of them is still held (copy on write), so publishing never
     /// copies the partition.
     data: Arc<Vec<f32>>,
+    /// The rows before the last copy on write, reused for the next one once
+    /// no publication holds them: a keeper publishing every clock alternates
+    /// between two buffers instead of allocating (and faulting in) one per clock.
+    spare: Option<Arc<Vec<f32>>>,
     clock: VectorClock,
     parameter: bool,
     /// Which batch goes in next; holds those that came early.
@@ -40,6 +44,35 @@ fn publication_of(t: &ShardTable, table: u32, partition: u32) -> Publish {
         age: t.clock.min(),
         included: t.clock.entries().to_vec(),
         rows: bytes_from_shared(t.data.clone()),
+    }
+}
+
+/// Adds one batch's deltas to a table's rows. While a publication still
+/// holds the rows, the sum is written to another buffer in the same pass
+/// (old rows + deltas), never copied first and added after.
+fn add_deltas(t: &mut ShardTable, deltas: &[u8]) -> Result<()> {
+    if let Some(rows) = Arc::get_mut(&mut t.data) {
+        return add_bytes(rows, deltas);
+    }
+    check_payload(deltas, t.data.len())?;
+    let len = t.data.len();
+    let reusable = t.spare.take().and_then(|mut s| Arc::get_mut(&mut s).is_some_and(|v| v.len() == len).then_some(s));
+    let mut next = reusable.unwrap_or_else(|| Arc::new(vec![0.0; len]));
+    let out = Arc::get_mut(&mut next).expect("a spare no one else holds, or a new buffer");
+    sum_into(out, &t.data, deltas);
+    t.spare = Some(std::mem::replace(&mut t.data, next));
+    Ok(())
+}
+
+/// `out = base + deltas` (dense little-endian floats, length checked by the caller).
+fn sum_into(out: &mut [f32], base: &[f32], deltas: &[u8]) {
+    match floats_view(deltas) {
+        Some(d) => out.iter_mut().zip(base).zip(d).for_each(|((o, b), d)| *o = *b + *d),
+        None => out
+            .iter_mut()
+            .zip(base)
+            .zip(deltas.chunks_exact(4))
+            .for_each(|((o, b), c)| *o = *b + f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
     }
 }
 
@@ -75,7 +108,7 @@ impl KeeperShard {
                     included: clock.entries().to_vec(),
                     rows: bytes_from_shared(data.clone()),
                 };
-                ShardTable { data, clock, parameter, order: ApplyOrder::new(num_workers, limit), at_age }
+                ShardTable { data, spare: None, clock, parameter, order: ApplyOrder::new(num_workers, limit), at_age }
             })
             .collect();
         KeeperShard { shard, row_width, tables }
@@ -135,7 +168,7 @@ impl KeeperShard {
                 .collect();
             let Some((clock, worker, deltas)) = t.order.next(candidates.into_iter()) else { break };
             if let Some(deltas) = &deltas {
-                add_bytes(Arc::make_mut(&mut t.data).as_mut_slice(), deltas)?;
+                add_deltas(t, deltas)?;
             }
             advanced |= t.clock.tick(worker, clock)?.is_some();
         }
@@ -222,6 +255,39 @@ mod tests {
 
     fn batch(worker: u32, clock: u64, deltas: Option<Vec<f32>>) -> UpdateBatch {
         UpdateBatch { table: 0, partition: 0, worker, clock, deltas: deltas.map(|d| bytes_from_floats(&d)) }
+    }
+
+    #[test]
+    fn copies_on_write_alternate_between_two_buffers_and_held_publications_keep_their_rows() {
+        let mut k = KeeperShard::new(0, 1, 1, 2, &specs());
+        let values = |p: &Publish| {
+            let mut v = [0.0; 8];
+            floats_from_bytes(&p.rows, &mut v).unwrap();
+            v
+        };
+        let first = k.apply(&batch(0, 0, Some(vec![1.0; 8]))).unwrap().unwrap();
+        let first_ptr = first.rows.as_ptr();
+        assert_eq!(values(&first), [1.0; 8]);
+        drop(first);
+        // Clock 1 writes to another buffer: the table's publication holds clock 0's.
+        let second = k.apply(&batch(0, 1, Some(vec![2.0; 8]))).unwrap().unwrap();
+        assert_ne!(second.rows.as_ptr(), first_ptr);
+        drop(second);
+        // Clock 0's buffer is free again: clock 2 goes back to it.
+        let third = k.apply(&batch(0, 2, Some(vec![4.0; 8]))).unwrap().unwrap();
+        assert_eq!(third.rows.as_ptr(), first_ptr, "the spare buffer is reused");
+        assert_eq!(values(&third), [7.0; 8]);
+        // A publication still held is never written to: the next clock takes a new buffer.
+        let fourth = k.apply(&batch(0, 3, Some(vec![8.0; 8]))).unwrap().unwrap();
+        let fifth = k.apply(&batch(0, 4, Some(vec![16.0; 8]))).unwrap().unwrap();
+        assert_eq!((values(&third), values(&fourth), values(&fifth)), ([7.0; 8], [15.0; 8], [31.0; 8]));
+        assert_ne!(fifth.rows.as_ptr(), third.rows.as_ptr());
+        // A malformed batch on the copy-on-write path changes nothing.
+        let held = k.publication(0);
+        let bad = UpdateBatch { deltas: Some(Bytes::from_static(&[0; 12])), ..batch(0, 5, None) };
+        assert!(k.apply(&bad).is_err());
+        assert_eq!(values(&held), [31.0; 8]);
+        assert_eq!(values(&k.apply(&batch(0, 5, Some(vec![1.0; 8]))).unwrap().unwrap()), [32.0; 8]);
     }
 
     #[test]

@@ -104,11 +104,24 @@ pub(crate) struct ParamState {
     /// clock's first update assigns or zeroes it. Never set while `dirty`.
     pub(crate) accum_stale: bool,
     pub(crate) dirty: bool,
+    /// Every delta in `accum` is also in the cached rows. Updates go into
+    /// `accum` only and the cache catches up when a read needs it
+    /// (read-my-writes), so under BSP, where the publication brings the
+    /// deltas back before the read, nothing is added to the cache twice.
+    pub(crate) accum_in_cache: bool,
     /// Deltas already pushed but not yet seen in a publication (read-my-writes);
     /// the same bytes the pusher sent.
-    pub(crate) inflight: VecDeque<(u64, Bytes)>,
+    pub(crate) inflight: VecDeque<Inflight>,
     /// Scratch for merging publications.
     pub(crate) scratch: Vec<f32>,
+}
+
+/// One clock's deltas of this worker, pushed and not yet published back.
+pub(crate) struct Inflight {
+    pub(crate) clock: u64,
+    pub(crate) deltas: Bytes,
+    /// Already added to the cached rows (by a read that caught up).
+    pub(crate) in_cache: bool,
 }
 
 /// One partition of a parameter table in the parameter cache.
@@ -136,6 +149,7 @@ impl ParamPartition {
                 accum: vec![0.0; rows * width],
                 accum_stale: false,
                 dirty: false,
+                accum_in_cache: true,
                 inflight: VecDeque::new(),
                 scratch: Vec::new(),
             }),

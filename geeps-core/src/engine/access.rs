@@ -13,6 +13,7 @@ use crate::engine::{Acquired, Shared, WaitPolicy};
 use crate::error::{Error, Result};
 use crate::index::{AccessPlan, Target};
 use crate::stats::StatsCollector;
+use crate::store::{Inflight, ParamPartition, ParamState};
 use crate::table::Slack;
 use crate::transport::{add_bytes, floats_from_bytes, floats_view, Publish, UpdateBatch};
 
@@ -240,6 +241,9 @@ fn fill_buffer(
                         )
                     })?;
                 }
+                if sh.config.read_my_writes {
+                    catch_up_own_deltas(sh, p, &mut st);
+                }
                 match acq.ages.iter_mut().find(|(t, _)| *t == table) {
                     Some((_, a)) => *a = (*a).min(st.age),
                     None => acq.ages.push((table, st.age)),
@@ -256,8 +260,62 @@ fn fill_buffer(
     sh.device.synchronize(stream)
 }
 
-/// Applies an update buffer: into the outgoing deltas, and (read-my-writes)
-/// into the cache.
+/// Adds this worker's deltas that the cached rows lack (pushed or not yet
+/// pushed, not yet in a publication) to them, so a read sees its own writes.
+/// Only ever pending where the cache is host-reachable (see `apply_update`).
+fn catch_up_own_deltas(sh: &Shared, p: &ParamPartition, st: &mut ParamState) {
+    let w = sh.width();
+    let dev = p.device.ptr.map(|d| d.0 as *mut f32);
+    let ParamState { host, accum, accum_in_cache, dirty, inflight, scratch, .. } = st;
+    let mut add = |deltas: &[f32]| {
+        add_rows_in_order(host, &p.layout.host_order, deltas, w);
+        if let Some(dev) = dev {
+            let len = p.layout.device_order.len() * w;
+            // SAFETY: a host-reachable region of `device_order` rows, ours
+            // under the partition lock, with no device work queued on it
+            // (every access synchronises before releasing the lock).
+            let region = unsafe { std::slice::from_raw_parts_mut(dev, len) };
+            add_rows_in_order(region, &p.layout.device_order, deltas, w);
+        }
+    };
+    for f in inflight.iter_mut().filter(|f| !f.in_cache) {
+        match floats_view(&f.deltas) {
+            Some(view) => add(view),
+            None => {
+                scratch.resize(accum.len(), 0.0);
+                if floats_from_bytes(&f.deltas, scratch).is_ok() {
+                    add(scratch);
+                }
+            }
+        }
+        f.in_cache = true;
+    }
+    if *dirty && !*accum_in_cache {
+        add(accum);
+        *accum_in_cache = true;
+    }
+}
+
+/// `cache[slot] += deltas[order[slot]]`, row by row (`order`: slot → partition row).
+fn add_rows_in_order(cache: &mut [f32], order: &[u32], deltas: &[f32], w: usize) {
+    let contiguous = order.windows(2).all(|x| x[1] == x[0] + 1);
+    if let (true, Some(&first)) = (contiguous, order.first()) {
+        let from = first as usize * w;
+        let src = &deltas[from..from + order.len() * w];
+        cache.iter_mut().zip(src).for_each(|(c, d)| *c += *d);
+        return;
+    }
+    for (slot, &r) in order.iter().enumerate() {
+        let (c, d) = (&mut cache[slot * w..(slot + 1) * w], &deltas[r as usize * w..(r as usize + 1) * w]);
+        c.iter_mut().zip(d).for_each(|(c, d)| *c += *d);
+    }
+}
+
+/// Applies an update buffer into the outgoing deltas. Under read-my-writes
+/// the cached rows must show it too: where the cache is host-reachable they
+/// catch up when a read needs them (`catch_up_own_deltas`), which under BSP
+/// is never, since the publication carrying these deltas arrives first; a
+/// GPU-resident cache is updated here, on the device, from the buffer.
 pub(crate) fn apply_update(sh: &Shared, plan: &AccessPlan, acq: &Acquired, staging: &mut Staging) -> Result<()> {
     let w = sh.width();
     let stream = sh.reclaim_stream;
@@ -282,8 +340,16 @@ pub(crate) fn apply_update(sh: &Shared, plan: &AccessPlan, acq: &Acquired, stagi
         // SAFETY: region pairs index the dense partition accumulator and the
         // buffer; the lock makes the accumulator ours.
         unsafe { run_row_kernel(op, &g.region_pairs, st.accum.as_mut_ptr(), src, w) };
-        st.dirty = true;
-        if sh.config.read_my_writes {
+        let was_dirty = std::mem::replace(&mut st.dirty, true);
+        // Keep the cache in step only while it already holds the whole
+        // accumulator (a read caught up this clock), or where it cannot
+        // catch up from the host.
+        let host_reachable = sh.host_addressable || p.device.ptr.is_none();
+        let eager = !host_reachable || (was_dirty && st.accum_in_cache);
+        if !eager {
+            st.accum_in_cache = false;
+        }
+        if sh.config.read_my_writes && eager {
             if let (Some(ix), Some(dev)) = (&g.device_index, p.device.ptr) {
                 // SAFETY: built from this partition's layout; lock held.
                 unsafe { sh.device.rows(stream, RowOp::ScatterAdd, dev, ix.id, acq.ptr, w)? };
@@ -345,8 +411,10 @@ pub(crate) fn end_clock(sh: &Shared, table: usize, clock: u64) -> Vec<UpdateBatc
                 st.accum_stale = stale;
                 let bytes = p.accumulators.message(std::mem::replace(&mut st.accum, fresh));
                 if sh.config.read_my_writes {
-                    st.inflight.push_back((clock, bytes.clone()));
+                    let in_cache = st.accum_in_cache;
+                    st.inflight.push_back(Inflight { clock, deltas: bytes.clone(), in_cache });
                 }
+                st.accum_in_cache = true;
                 st.dirty = false;
                 Some(bytes)
             } else {
@@ -379,7 +447,7 @@ pub(crate) fn apply_publish(sh: &Shared, publish: &Publish, staging: &mut Stagin
     if sh.config.read_my_writes {
         // This worker's deltas the publication includes are no longer in flight.
         let mine = publish.included.get(sh.rank).copied().unwrap_or(0);
-        st.inflight.retain(|(clock, _)| *clock >= mine);
+        st.inflight.retain(|f| f.clock >= mine);
     }
     let own_pending = sh.config.read_my_writes && (!st.inflight.is_empty() || st.dirty);
     let mut merged = std::mem::take(&mut st.scratch);
@@ -390,8 +458,8 @@ pub(crate) fn apply_publish(sh: &Shared, publish: &Publish, staging: &mut Stagin
             merged.resize(st.accum.len(), 0.0);
             floats_from_bytes(&publish.rows, &mut merged)?;
             // Add back this worker's deltas the publication does not include yet.
-            for (_, d) in &st.inflight {
-                add_bytes(&mut merged, d)?;
+            for f in &st.inflight {
+                add_bytes(&mut merged, &f.deltas)?;
             }
             if own_pending && st.dirty {
                 merged.iter_mut().zip(&st.accum).for_each(|(m, d)| *m += *d);
@@ -422,6 +490,9 @@ pub(crate) fn apply_publish(sh: &Shared, publish: &Publish, staging: &mut Stagin
         }
         sh.device.synchronize(stream)?;
     }
+    // The cache now holds every delta of ours still pending.
+    st.inflight.iter_mut().for_each(|f| f.in_cache = true);
+    st.accum_in_cache = true;
     st.scratch = merged;
     st.age = publish.age;
     st.included.clone_from(&publish.included);
