@@ -42,7 +42,11 @@ impl RankEnv {
     pub fn join_cluster_with(&self, wire: geeps::net::WireEncoding, shm: bool) -> Result<geeps::net::NetCluster> {
         use geeps::net::{Addresses, ClusterSpec, NetCluster, NetOptions};
         let addresses = Addresses::Rendezvous { server: self.server.clone(), hosted_by_rank0: false };
-        let options = NetOptions::default().with_wire(wire).with_shared_memory(shm);
+        let mut options = NetOptions::default().with_wire(wire).with_shared_memory(shm);
+        // The rings' size, to compare sizes (the library's own default otherwise).
+        if let Some(bytes) = std::env::var("GEEPS_SHM_RING_BYTES").ok().and_then(|v| v.trim().parse().ok()) {
+            options = options.with_shm_ring_bytes(bytes);
+        }
         let spec = ClusterSpec::new(self.rank, self.world, addresses, options).with_listen("127.0.0.1");
         Ok(NetCluster::start(spec)?)
     }

@@ -110,6 +110,9 @@ async fn pair(ring: usize) -> ((ShmRead, ShmWrite), (ShmRead, ShmWrite)) {
     let addr = listener.local_addr().unwrap();
     let (a, b) = tokio::join!(TcpStream::connect(addr), listener.accept());
     let (a, (b, _)) = (a.unwrap(), b.unwrap());
+    // As the transport's connections: no Nagle delay on the doorbell's bytes.
+    a.set_nodelay(true).unwrap();
+    b.set_nodelay(true).unwrap();
     let seg = Arc::new(Segment::anonymous(ring));
     let (ar, aw) = a.into_split();
     let (br, bw) = b.into_split();
