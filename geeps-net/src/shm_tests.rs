@@ -286,9 +286,18 @@ fn cluster(world: usize, options: impl Fn(usize) -> NetOptions) -> Vec<RankResul
 #[test]
 fn same_host_ranks_move_their_updates_through_shared_memory_not_the_sockets() {
     let world = 3;
-    for (r, res) in cluster(world, |_| NetOptions::default()).iter().enumerate() {
+    // A directory of this test's own, to see that no segment stays behind.
+    let dir = std::env::temp_dir().join(format!("geeps-shm-on-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (r, res) in cluster(world, |_| NetOptions::default().with_shm_dir(dir.clone())).iter().enumerate() {
         // One batch per clock from each other rank, all through shared memory.
         assert_eq!((res.socket_batches, res.shm_batches), (0, CLOCKS * (world as u64 - 1)), "rank {r}'s keeper");
+    }
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "segments left in {}", dir.display());
+    std::fs::remove_dir_all(&dir).unwrap();
+    // And in the default directory (/dev/shm).
+    for (r, res) in cluster(2, |_| NetOptions::default()).iter().enumerate() {
+        assert_eq!((res.socket_batches, res.shm_batches), (0, CLOCKS), "rank {r}'s keeper");
     }
 }
 
