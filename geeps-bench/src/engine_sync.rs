@@ -2,7 +2,9 @@
 //! geeps-net on loopback; per clock each rank pre-updates and updates its
 //! whole table (adding `rank + 1` to every value), clocks, then reads it
 //! back under BSP, which waits for every rank's update of the clock; with
-//! the bf16 wire (its own role) the deltas cross the sockets as bf16. The
+//! the bf16 wire (its own role) the deltas cross the sockets as bf16; with
+//! shared memory (its own role) the ranks' connections move their frames
+//! through shared-memory rings, the sockets only ringing doorbells. The
 //! deltas (`rank + 1`) are exact in bf16, so the sums are checked exactly
 //! either way. It owns this loop; it never aggregates times.
 
@@ -21,6 +23,8 @@ use crate::workload::ROW_WIDTH;
 pub const ROLE: &str = "engine-sync";
 /// The same with update deltas on the bf16 wire.
 pub const ROLE_BF16: &str = "engine-sync-bf16";
+/// The same with the ranks' connections through shared memory (f32).
+pub const ROLE_SHM: &str = "engine-sync-shm";
 
 fn sync_loop(ps: &Geeps, t: TableId, rows: u32, job: &SyncJob, rank: usize, world: usize) -> Result<ClockTimes> {
     let k = keys(t, 0..rows);
@@ -57,14 +61,15 @@ fn sync_loop(ps: &Geeps, t: TableId, rows: u32, job: &SyncJob, rank: usize, worl
     Ok(ClockTimes { seconds, received_bytes_per_clock: counter.per_clock() })
 }
 
-/// A rank of the sync scenario, its update deltas crossing sockets as `wire` says.
-pub fn rank_main(env: &RankEnv, wire: WireEncoding) -> Result<ClockTimes> {
+/// A rank of the sync scenario, its update deltas crossing as `wire` says,
+/// through shared memory when `shm`, over TCP otherwise.
+pub fn rank_main(env: &RankEnv, wire: WireEncoding, shm: bool) -> Result<ClockTimes> {
     let job: SyncJob = env.job()?;
     let rows = job.bytes / (ROW_WIDTH * 4);
     if rows == 0 {
         return Err(BenchError::msg(format!("sync table of {} bytes holds no {ROW_WIDTH}-float row", job.bytes)));
     }
-    let mut cluster = env.join_cluster_with_wire(wire)?;
+    let mut cluster = env.join_cluster_with(wire, shm)?;
     let run = || -> Result<ClockTimes> {
         // Room for the read, the update and their double buffers.
         let budget = 6 * rows * ROW_WIDTH * 4 + (1 << 20);

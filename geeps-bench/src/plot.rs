@@ -356,7 +356,8 @@ pub fn sync(f: &SyncFigure, path: &Path) -> Result<()> {
         .map_err(|e| err(&e))?;
     chart
         .draw_series(f.rows.iter().enumerate().map(|(i, r)| {
-            let engine = r.system == crate::sync::ENGINE || r.system == crate::sync::ENGINE_BF16;
+            let engine =
+                [crate::sync::ENGINE, crate::sync::ENGINE_BF16, crate::sync::ENGINE_SHM].contains(&r.system.as_str());
             let color = if engine { COMPUTE } else { BASELINE };
             let mut bar = Rectangle::new(
                 [(SegmentValue::Exact(i as u32), 0.0), (SegmentValue::Exact(i as u32 + 1), r.ms_per_clock)],

@@ -1,7 +1,9 @@
 //! The sync scenario: one BSP clock in which each of N ranks (2 and 4, one
 //! process each, loopback TCP) adds its deltas to a table (GoogLeNet's 57 MB
 //! unless told otherwise) and reads back the sum — through the whole engine
-//! (with f32 update deltas on the wire, and with bf16), beside a ring all-reduce over raw TCP written here (the in-run baseline)
+//! over TCP (with f32 update deltas on the wire, and with bf16; shared
+//! memory off) and over shared memory (f32), beside a ring all-reduce over
+//! raw TCP written here (the in-run baseline)
 //! and, when installed, gloo and MPI. Runs are interleaved per repeat so
 //! load from elsewhere hits every system alike. Per run, a clock's time is
 //! the slowest rank's; the run's figure is the median over its clocks; the
@@ -18,6 +20,8 @@ use crate::{engine_sync, ring};
 pub const ENGINE: &str = "geeps engine";
 /// The engine with bf16 update deltas on the wire (`GEEPS_WIRE=bf16`).
 pub const ENGINE_BF16: &str = "geeps engine, bf16 wire";
+/// The engine with same-host connections through shared memory (`GEEPS_SHM=1`).
+pub const ENGINE_SHM: &str = "geeps engine, shared memory";
 pub const RING: &str = "ring all-reduce (raw TCP)";
 pub const WORLDS: [usize; 2] = [2, 4];
 
@@ -69,6 +73,7 @@ pub fn run(s: &Settings, calibration: &Calibration) -> Result<SyncFigure> {
         for workers in WORLDS {
             record(ENGINE, workers, reduce(&ranks::run(engine_sync::ROLE, workers, job, s.limit)?));
             record(ENGINE_BF16, workers, reduce(&ranks::run(engine_sync::ROLE_BF16, workers, job, s.limit)?));
+            record(ENGINE_SHM, workers, reduce(&ranks::run(engine_sync::ROLE_SHM, workers, job, s.limit)?));
             record(RING, workers, reduce(&ranks::run(ring::ROLE, workers, job, s.limit)?));
             for x in &externals {
                 record(x.label(), workers, reduce(&x.run(workers, job, s.limit)?));

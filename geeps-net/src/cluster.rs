@@ -275,6 +275,12 @@ impl NetCluster {
         self.service.socket_batches()
     }
 
+    /// Update batches this rank's keeper received through shared memory.
+    #[cfg(test)]
+    pub(crate) fn keeper_shm_batches(&self) -> u64 {
+        self.service.shm_batches()
+    }
+
     /// Payload bytes of the update batches this rank's keeper received from `rank`.
     #[cfg(test)]
     pub(crate) fn keeper_bytes_from(&self, rank: usize) -> u64 {

@@ -429,6 +429,7 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         world,
         row_width: 2,
         tables: table_decls(&tables),
+        host: String::new(),
     };
     let update = |worker: u32, partition: u32, clock: u64, deltas: Option<&[u8]>| {
         let u =
@@ -446,7 +447,7 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     let floats = |n: usize| (0..n).flat_map(|i| (i as f32 * 0.5).to_le_bytes()).collect::<Vec<u8>>();
     let bodies = [
         Body::Hello(hello(1, 2, TOKEN)),
-        Body::Welcome(Welcome { shard: 1 }),
+        Body::Welcome(Welcome { shard: 1, shm_name: String::new() }),
         Body::Refused(Refused { reason: "no".into() }),
         Body::Update(UpdateHeader {
             table: 0,

@@ -84,6 +84,7 @@ fn hello(rank: u32, world: u32, token: &str) -> Hello {
         world,
         row_width: 4,
         tables: vec![TableDecl { name: "w".into(), kind: 0, rows: 4 }],
+        host: String::new(),
     }
 }
 

@@ -8,7 +8,9 @@
 //! update header says which; bf16 is decoded to f32 before it is applied).
 //! The worker of this same process may be attached: its publications then
 //! go to its inbox in process, not through its socket (its updates come
-//! through `apply`, in order, likewise).
+//! through `apply`, in order, likewise). A worker on this same host is
+//! offered a shared-memory segment in the welcome; once it proves it mapped
+//! it, that connection's frames move through the segment (`shm_stream`).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,8 +31,9 @@ use crate::bf16_wire;
 use crate::conn::{writer, Outgoing, Queue};
 use crate::frame::{read_frame_pooled, read_frame_within, write_frame, FrameError};
 use crate::options::NetOptions;
-use crate::peer_stream;
+use crate::peer_stream::{self, ReadSide, WriteSide};
 use crate::recv_pool::RecvPool;
+use crate::shm_segment::{Created, Segment};
 use crate::tls::Tls;
 use crate::wire::{
     Body, CheckpointRequest, Drain, Failure, Header, Hello, PublishHeader, Refused, TableDecl, Welcome, WorkerStatus,
@@ -117,6 +120,10 @@ pub(crate) struct KeeperService {
     changed: Notify,
     /// Update batches that came over sockets (the attached worker's do not).
     socket_batches: AtomicU64,
+    /// Update batches that came through shared memory.
+    shm_batches: AtomicU64,
+    /// This host's identity, compared with a worker's to offer shared memory.
+    host: Arc<String>,
     /// Per rank, buffers for its bf16 deltas decoded to f32 (they return
     /// once applied), so decoding faults in no fresh memory every clock.
     decode_pools: Vec<RecvPool>,
@@ -179,6 +186,8 @@ impl KeeperService {
             }),
             changed: Notify::new(),
             socket_batches: AtomicU64::new(0),
+            shm_batches: AtomicU64::new(0),
+            host: Arc::new(crate::shm_segment::host_identity()),
             decode_pools: (0..world).map(|_| RecvPool::new(2)).collect(),
         })
     }
@@ -228,6 +237,12 @@ impl KeeperService {
     #[cfg(test)]
     pub(crate) fn socket_batches(&self) -> u64 {
         self.socket_batches.load(Ordering::Relaxed)
+    }
+
+    /// Update batches received through shared memory so far.
+    #[cfg(test)]
+    pub(crate) fn shm_batches(&self) -> u64 {
+        self.shm_batches.load(Ordering::Relaxed)
     }
 
     pub(crate) async fn changed(&self) {
@@ -437,7 +452,8 @@ impl KeeperService {
                             &specs,
                         ));
                     }
-                    let _ = tx.send(Outgoing::new(Body::Welcome(Welcome { shard: self.shard as u32 }), None));
+                    // The welcome goes first, straight on the socket (below);
+                    // everything queued now follows it on the connection's transport.
                     if let Some(k) = &st.keeper {
                         for p in k.all_publications() {
                             let _ = tx.send(publish_frame(&p));
@@ -483,12 +499,90 @@ impl KeeperService {
             let _ = write_frame(&mut wr, Header::new(Body::Refused(Refused { reason })), None).await;
             return;
         }
-        let max = self.opts.max_message_bytes;
-        let mut rd = BufReader::with_capacity(256 * 1024, rd);
-        tracing::debug!(shard = self.shard, rank, %addr, "worker joined");
+        let reason = match self.settle(&hello, rd, wr).await {
+            Err(reason) => reason,
+            Ok((rd, wr)) => {
+                tracing::debug!(shard = self.shard, rank, %addr, shm = rd.is_shm(), "worker joined");
+                self.changed.notify_waiters();
+                tokio::spawn(writer(wr, rx, self.opts.heartbeat));
+                match self.serve_worker(rank, rd).await {
+                    Some(reason) => reason,
+                    None => return,
+                }
+            }
+        };
+        // The worker is gone without leaving: everyone blocked on it must fail.
+        let mut st = self.state.lock();
+        st.peers[rank].lost = true;
+        st.peers[rank].queue = None;
+        let address = st.peers[rank].address.clone();
+        tracing::error!(shard = self.shard, rank, %address, %reason, "worker lost");
+        let failure = Failure { kind: 1, rank: rank as u32, address, message: reason };
+        self.broadcast(&st, || Outgoing::new(Body::Failure(failure.clone()), None), None);
+        drop(st);
         self.changed.notify_waiters();
-        tokio::spawn(writer(wr, rx, self.opts.heartbeat));
+    }
 
+    /// A segment for a worker on this host that asked for one (shared
+    /// memory on here too, no TLS); `None` when there is none to offer.
+    fn offer(&self, hello: &Hello) -> Option<(Arc<Segment>, Created)> {
+        // This process's own worker sends its data in process: its
+        // connection carries control frames only and needs no segment.
+        let own = hello.rank as usize == self.shard;
+        if own || !self.opts.shared_memory || self.tls.is_some() || hello.host.is_empty() || hello.host != *self.host {
+            return None;
+        }
+        match Segment::create(&self.opts.shm_dir, self.opts.shm_ring_bytes) {
+            Ok((seg, created)) => Some((Arc::new(seg), created)),
+            Err(e) => {
+                tracing::debug!(shard = self.shard, rank = hello.rank, dir = %self.opts.shm_dir.display(), error = %e,
+                    "cannot create a shared-memory segment; this connection stays on TCP");
+                None
+            }
+        }
+    }
+
+    /// Sends the welcome (offering a segment when the worker is on this
+    /// host) and settles the connection's transport: shared memory when the
+    /// worker proves it mapped the segment, TCP otherwise. `Err`: the
+    /// worker is gone (the reason).
+    async fn settle(
+        &self,
+        hello: &Hello,
+        mut rd: ReadSide,
+        mut wr: WriteSide,
+    ) -> Result<(ReadSide, WriteSide), String> {
+        let offer = self.offer(hello);
+        let shm_name = offer.as_ref().map(|(_, c)| c.name.clone()).unwrap_or_default();
+        let welcome = Welcome { shard: self.shard as u32, shm_name };
+        write_frame(&mut wr, Header::new(Body::Welcome(welcome)), None)
+            .await
+            .map_err(|e| format!("could not send the welcome: {e}"))?;
+        let Some((seg, created)) = offer else { return Ok((rd, wr)) };
+        let answer = read_frame_within(&mut rd, 1024, 0);
+        let nonce = match tokio::time::timeout(self.opts.handshake_timeout, answer).await {
+            Ok(Ok((Header { body: Some(Body::ShmAttached(a)), .. }, _))) => a.nonce,
+            Ok(Ok((h, _))) => return Err(format!("expected the answer to the shared-memory offer, got {:?}", h.body)),
+            Ok(Err(e)) => return Err(format!("no answer to the shared-memory offer: {e}")),
+            Err(_) => return Err("no answer to the shared-memory offer within the handshake timeout".into()),
+        };
+        created.unlink();
+        if nonce != seg.nonce() {
+            tracing::debug!(
+                shard = self.shard,
+                rank = hello.rank,
+                "the worker could not map the segment; staying on TCP"
+            );
+            return Ok((rd, wr));
+        }
+        Ok(peer_stream::onto_shm(rd, wr, seg, true).unwrap_or_else(|sides| sides))
+    }
+
+    /// Reads a joined worker's frames until it leaves (`None`) or is lost (the reason).
+    async fn serve_worker(&self, rank: usize, rd: ReadSide) -> Option<String> {
+        let max = self.opts.max_message_bytes;
+        let over_shm = rd.is_shm();
+        let mut rd = BufReader::with_capacity(256 * 1024, rd);
         let mut last_heard = Instant::now();
         // Update batches return once applied (or once a held batch is).
         let pool = RecvPool::new(2);
@@ -503,7 +597,8 @@ impl KeeperService {
             last_heard = Instant::now();
             match frame {
                 (Header { body: Some(Body::Update(u)), .. }, payload) => {
-                    self.socket_batches.fetch_add(1, Ordering::Relaxed);
+                    let counter = if over_shm { &self.shm_batches } else { &self.socket_batches };
+                    counter.fetch_add(1, Ordering::Relaxed);
                     self.apply(rank, u, payload)
                 }
                 (Header { body: Some(Body::Leave(_)), .. }, _) => {
@@ -517,7 +612,7 @@ impl KeeperService {
                     drop(st);
                     tracing::debug!(shard = self.shard, rank, "worker left");
                     self.changed.notify_waiters();
-                    return;
+                    return None;
                 }
                 (Header { body: Some(Body::Ping(_)), .. }, _) => {}
                 (Header { body: Some(Body::Status(s)), .. }, _) => {
@@ -526,16 +621,7 @@ impl KeeperService {
                 (h, _) => break format!("unexpected frame {:?}", h.body),
             }
         };
-        // The worker is gone without leaving: everyone blocked on it must fail.
-        let mut st = self.state.lock();
-        st.peers[rank].lost = true;
-        st.peers[rank].queue = None;
-        let address = st.peers[rank].address.clone();
-        tracing::error!(shard = self.shard, rank, %address, %reason, "worker lost");
-        let failure = Failure { kind: 1, rank: rank as u32, address, message: reason };
-        self.broadcast(&st, || Outgoing::new(Body::Failure(failure.clone()), None), None);
-        drop(st);
-        self.changed.notify_waiters();
+        Some(reason)
     }
 
     /// Applies a batch that came from `rank`'s connection (or, in process,

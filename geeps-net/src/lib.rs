@@ -7,6 +7,8 @@
 //! [`NetCluster::from_env`] (or [`NetCluster::start`] with an explicit
 //! [`ClusterSpec`]), give [`NetCluster::transport`] to the `GeepsBuilder`,
 //! and shut the `Geeps` instance down before the cluster.
+//! Ranks on one host move their data through shared memory
+//! ([`NetOptions::with_shared_memory`], on by default), falling back to TCP.
 //! With the `tls` feature, keeper connections can use mutual TLS
 //! ([`NetOptions::with_tls`]).
 
@@ -40,6 +42,11 @@ mod options;
 mod peer_stream;
 mod recv_pool;
 pub mod rendezvous;
+mod shm_ring;
+mod shm_segment;
+mod shm_stream;
+#[cfg(test)]
+mod shm_tests;
 #[cfg(test)]
 mod test_rendezvous;
 mod tls;

@@ -19,7 +19,9 @@ fn rendezvous(world: usize) -> String {
 /// Runs CLOCKS BSP clocks (update every row by rank + 1, clock, read) and
 /// returns the last read's values and the socket batches of this keeper.
 fn rank(rank: usize, world: usize, server: String) -> (Vec<f32>, u64) {
-    let options = NetOptions::default().with_shutdown_timeout(Duration::from_secs(10));
+    // Over TCP: the other ranks' batches must be seen crossing the sockets
+    // (shared memory between same-host ranks has its own tests, shm_tests.rs).
+    let options = NetOptions::default().with_shutdown_timeout(Duration::from_secs(10)).with_shared_memory(false);
     let addresses = Addresses::Rendezvous { server, hosted_by_rank0: false };
     let mut cluster =
         NetCluster::start(ClusterSpec::new(rank, world, addresses, options).with_listen("127.0.0.1")).unwrap();

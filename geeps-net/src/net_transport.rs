@@ -8,7 +8,10 @@
 //! its publications come back in process: those bytes never cross a socket.
 //! With the bf16 wire ([`crate::WireEncoding::Bf16`]) batches to the other
 //! keepers are encoded here, with error feedback (`bf16_wire`); batches to
-//! this process's keeper stay f32 and exact.
+//! this process's keeper stay f32 and exact. A keeper on this same host
+//! offers a shared-memory segment in its welcome; the worker maps it and
+//! the connection's frames then move through it (`shm_stream`), or, when it
+//! cannot be opened, stay on TCP.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -32,9 +35,10 @@ use crate::keeper_service::{silence, table_decls};
 use crate::options::{NetOptions, WireEncoding};
 use crate::peer_stream::{self, ReadSide, WriteSide};
 use crate::recv_pool::RecvPool;
+use crate::shm_segment::{host_identity, Segment};
 use crate::tls::Tls;
 use crate::wire::{
-    Body, Header, Hello, Leave, UpdateHeader, WorkerStatus, ENCODING_BF16, ENCODING_F32, PROTOCOL_VERSION,
+    Body, Header, Hello, Leave, ShmAttached, UpdateHeader, WorkerStatus, ENCODING_BF16, ENCODING_F32, PROTOCOL_VERSION,
 };
 
 /// What a batch or leave for one shard travels through.
@@ -186,6 +190,9 @@ impl NetTransport {
                 Err(e) => Ok(Err(e)),
             };
             match reply {
+                Ok(Ok((Header { body: Some(Body::Welcome(w)), .. }, _))) if !w.shm_name.is_empty() => {
+                    return self.take_offer(shard, &w.shm_name, rd_buf, wr).await
+                }
                 // Keep the buffered reader: publications may already sit behind the welcome.
                 Ok(Ok((Header { body: Some(Body::Welcome(_)), .. }, _))) => return Ok((rd_buf, wr)),
                 Ok(Ok((Header { body: Some(Body::Refused(r)), .. }, _))) => {
@@ -208,6 +215,38 @@ impl NetTransport {
                 Ok(Err(e)) => return Err(lost(shard, address, format!("handshake failed: {e}"))),
                 Err(_) => return Err(lost(shard, address, "no handshake reply within the connect timeout")),
             }
+        }
+    }
+}
+
+impl NetTransport {
+    /// Answers a keeper's shared-memory offer: maps the segment and echoes
+    /// its nonce (the connection then moves onto it), or answers 0 when it
+    /// cannot be opened (the connection stays on TCP). A segment that is
+    /// there but malformed is an error naming the keeper.
+    async fn take_offer(
+        &self,
+        shard: usize,
+        name: &str,
+        rd: BufReader<ReadSide>,
+        mut wr: WriteSide,
+    ) -> Result<(BufReader<ReadSide>, WriteSide)> {
+        let address = &self.addresses[shard];
+        let opened = Segment::open(&self.opts.shm_dir, name)
+            .map_err(|e| lost(shard, address, format!("its shared-memory segment `{name}` is unusable: {e}")))?;
+        let nonce = opened.as_ref().map_or(0, |s| s.nonce());
+        let answer = Header::new(Body::ShmAttached(ShmAttached { nonce }));
+        write_frame(&mut wr, answer, None).await.map_err(|e| lost(shard, address, format!("handshake failed: {e}")))?;
+        let Some(seg) = opened else {
+            tracing::debug!(rank = self.rank, shard, %address, "the keeper's segment cannot be opened here; staying on TCP");
+            return Ok((rd, wr));
+        };
+        // Both ends have it mapped now: nothing stays behind.
+        let _ = std::fs::remove_file(self.opts.shm_dir.join(name));
+        // Only the welcome came on the socket; the keeper sends nothing else there but doorbells.
+        match peer_stream::onto_shm(rd.into_inner(), wr, Arc::new(seg), false) {
+            Ok((rd, wr)) => Ok((BufReader::with_capacity(256 * 1024, rd), wr)),
+            Err((rd, wr)) => Ok((BufReader::with_capacity(256 * 1024, rd), wr)),
         }
     }
 }
@@ -350,6 +389,7 @@ impl Transport for NetTransport {
             world: self.addresses.len() as u32,
             row_width: row_width as u32,
             tables: table_decls(tables),
+            host: if self.opts.shared_memory && self.tls.is_none() { host_identity() } else { String::new() },
         };
         let size = Header::new(Body::Hello(hello.clone())).encoded_len();
         if size > self.opts.max_handshake_bytes as usize {

@@ -107,6 +107,20 @@ pub struct NetOptions {
     /// Keepers accept either from any rank, so ranks may differ.
     /// `GEEPS_WIRE` (`f32` or `bf16`) sets it.
     pub wire: WireEncoding,
+    /// Whether a worker and a keeper on the same host move their frames
+    /// through a shared-memory segment instead of the socket (which then
+    /// only rings doorbells and carries liveness); on by default, off with
+    /// `GEEPS_SHM=0`. Connections that cannot use it (other host, other
+    /// user, TLS, no shared-memory directory) stay on TCP. A keeper offers
+    /// it only when its own option is on too.
+    pub shared_memory: bool,
+    /// Bytes of each of a shared-memory connection's two rings (rounded up
+    /// to pages, 64 KiB at least; frames larger stream through). The keeper's
+    /// value counts. `GEEPS_SHM_RING_BYTES` sets it.
+    pub shm_ring_bytes: usize,
+    /// Where shared-memory segments are created and looked for (default
+    /// `/dev/shm`); a segment's file lives only until both ends mapped it.
+    pub shm_dir: std::path::PathBuf,
 }
 
 impl Default for NetOptions {
@@ -124,6 +138,9 @@ impl Default for NetOptions {
             tls: None,
             admin: None,
             wire: WireEncoding::F32,
+            shared_memory: true,
+            shm_ring_bytes: 4 << 20,
+            shm_dir: std::path::PathBuf::from("/dev/shm"),
         }
     }
 }
@@ -204,6 +221,25 @@ impl NetOptions {
         self
     }
 
+    /// Sets [`NetOptions::shared_memory`]: same-host connections through
+    /// shared memory (`true`, the default) or always TCP.
+    pub fn with_shared_memory(mut self, on: bool) -> Self {
+        self.shared_memory = on;
+        self
+    }
+
+    /// Sets [`NetOptions::shm_ring_bytes`].
+    pub fn with_shm_ring_bytes(mut self, bytes: usize) -> Self {
+        self.shm_ring_bytes = bytes;
+        self
+    }
+
+    /// Sets [`NetOptions::shm_dir`].
+    pub fn with_shm_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.shm_dir = dir.into();
+        self
+    }
+
     /// Sets [`NetOptions::admin`]: rank 0 serves the admin endpoint there.
     pub fn with_admin(mut self, listen: impl Into<String>) -> Self {
         self.admin = Some(listen.into());
@@ -259,7 +295,8 @@ impl NetOptions {
     }
 
     /// Applies the environment's overrides: `GEEPS_TOKEN`,
-    /// `GEEPS_HEARTBEAT_MS`, `GEEPS_PEER_TIMEOUT_MS`, `GEEPS_ADMIN`, `GEEPS_WIRE`, and `GEEPS_TLS_CERT`,
+    /// `GEEPS_HEARTBEAT_MS`, `GEEPS_PEER_TIMEOUT_MS`, `GEEPS_ADMIN`, `GEEPS_WIRE`,
+    /// `GEEPS_SHM` (`0` or `1`), `GEEPS_SHM_RING_BYTES`, and `GEEPS_TLS_CERT`,
     /// `GEEPS_TLS_KEY`, `GEEPS_TLS_CA` (all three or none) (`env` looks a
     /// variable up). An unparsable value is an error naming the variable.
     pub(crate) fn with_env(mut self, env: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
@@ -285,6 +322,24 @@ impl NetOptions {
         }
         if let Some(wire) = env("GEEPS_WIRE") {
             self.wire = wire.parse().map_err(|reason: String| Error::InvalidConfig { field: "GEEPS_WIRE", reason })?;
+        }
+        if let Some(v) = env("GEEPS_SHM") {
+            self.shared_memory = match v.trim() {
+                "1" => true,
+                "0" => false,
+                _ => {
+                    return Err(Error::InvalidConfig {
+                        field: "GEEPS_SHM",
+                        reason: format!("`{v}` is neither 1 (shared memory between same-host ranks) nor 0 (TCP only)"),
+                    })
+                }
+            };
+        }
+        if let Some(v) = env("GEEPS_SHM_RING_BYTES") {
+            self.shm_ring_bytes = v.trim().parse().map_err(|_| Error::InvalidConfig {
+                field: "GEEPS_SHM_RING_BYTES",
+                reason: format!("`{v}` is not a number of bytes"),
+            })?;
         }
         match (env("GEEPS_TLS_CERT"), env("GEEPS_TLS_KEY"), env("GEEPS_TLS_CA")) {
             (None, None, None) => {}
@@ -350,6 +405,18 @@ mod tests {
         let e = NetOptions::default().with_env(&env_of(&[("GEEPS_WIRE", "fp16")])).unwrap_err();
         assert!(matches!(e, Error::InvalidConfig { field: "GEEPS_WIRE", .. }), "{e}");
         assert!(e.to_string().contains("`fp16` is not a wire encoding; write f32"), "{e}");
+    }
+
+    #[test]
+    fn environment_turns_shared_memory_off_and_sizes_its_rings() {
+        let o = NetOptions::default();
+        assert!(o.shared_memory);
+        let o = o.with_env(&env_of(&[("GEEPS_SHM", "0"), ("GEEPS_SHM_RING_BYTES", "1048576")])).unwrap();
+        assert_eq!((o.shared_memory, o.shm_ring_bytes), (false, 1 << 20));
+        let o = o.with_env(&env_of(&[("GEEPS_SHM", " 1")])).unwrap();
+        assert!(o.shared_memory);
+        let e = NetOptions::default().with_env(&env_of(&[("GEEPS_SHM", "yes")])).unwrap_err();
+        assert!(matches!(e, Error::InvalidConfig { field: "GEEPS_SHM", .. }), "{e}");
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The two halves of a connection to a peer, plain TCP or TLS, as one type
-//! each, so the frame code reads and writes either without knowing which.
+//! The two halves of a connection to a peer, plain TCP, TLS or shared
+//! memory (a plain connection moved onto a segment, `shm_stream`), as one
+//! type each, so the frame code reads and writes any without knowing which.
 //! Plain TCP keeps tokio's owned halves (no lock between them); a TLS
 //! stream is split through a lock, as rustls needs both directions. Must
 //! never buffer or interpret bytes.
@@ -12,6 +13,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 
+use crate::shm_segment::Segment;
+use crate::shm_stream::{self, ShmRead, ShmWrite};
+
 #[cfg(feature = "tls")]
 type TlsStream = tokio_rustls::TlsStream<TcpStream>;
 
@@ -20,6 +24,7 @@ pub(crate) enum ReadSide {
     Plain(OwnedReadHalf),
     #[cfg(feature = "tls")]
     Tls(tokio::io::ReadHalf<TlsStream>),
+    Shm(ShmRead),
 }
 
 /// What a connection writes to.
@@ -27,12 +32,37 @@ pub(crate) enum WriteSide {
     Plain(OwnedWriteHalf),
     #[cfg(feature = "tls")]
     Tls(tokio::io::WriteHalf<TlsStream>),
+    Shm(ShmWrite),
 }
 
 /// A plain TCP connection's halves.
 pub(crate) fn plain(stream: TcpStream) -> (ReadSide, WriteSide) {
     let (rd, wr) = stream.into_split();
     (ReadSide::Plain(rd), WriteSide::Plain(wr))
+}
+
+/// A plain connection's halves moved onto shared memory `seg` (the socket
+/// stays as the doorbell); other halves come back unchanged in `Err`.
+pub(crate) fn onto_shm(
+    rd: ReadSide,
+    wr: WriteSide,
+    seg: std::sync::Arc<Segment>,
+    keeper: bool,
+) -> Result<(ReadSide, WriteSide), (ReadSide, WriteSide)> {
+    match (rd, wr) {
+        (ReadSide::Plain(r), WriteSide::Plain(w)) => {
+            let (r, w) = shm_stream::sides(seg, keeper, r, w);
+            Ok((ReadSide::Shm(r), WriteSide::Shm(w)))
+        }
+        other => Err(other),
+    }
+}
+
+impl ReadSide {
+    /// Whether this connection's data moves through shared memory.
+    pub(crate) fn is_shm(&self) -> bool {
+        matches!(self, ReadSide::Shm(_))
+    }
 }
 
 /// A TLS connection's halves.
@@ -48,6 +78,7 @@ impl AsyncRead for ReadSide {
             ReadSide::Plain(r) => Pin::new(r).poll_read(cx, buf),
             #[cfg(feature = "tls")]
             ReadSide::Tls(r) => Pin::new(r).poll_read(cx, buf),
+            ReadSide::Shm(r) => Pin::new(r).poll_read(cx, buf),
         }
     }
 }
@@ -58,6 +89,7 @@ impl AsyncWrite for WriteSide {
             WriteSide::Plain(w) => Pin::new(w).poll_write(cx, buf),
             #[cfg(feature = "tls")]
             WriteSide::Tls(w) => Pin::new(w).poll_write(cx, buf),
+            WriteSide::Shm(w) => Pin::new(w).poll_write(cx, buf),
         }
     }
 
@@ -70,6 +102,7 @@ impl AsyncWrite for WriteSide {
             WriteSide::Plain(w) => Pin::new(w).poll_write_vectored(cx, bufs),
             #[cfg(feature = "tls")]
             WriteSide::Tls(w) => Pin::new(w).poll_write_vectored(cx, bufs),
+            WriteSide::Shm(w) => Pin::new(w).poll_write_vectored(cx, bufs),
         }
     }
 
@@ -78,6 +111,7 @@ impl AsyncWrite for WriteSide {
             WriteSide::Plain(w) => w.is_write_vectored(),
             #[cfg(feature = "tls")]
             WriteSide::Tls(w) => w.is_write_vectored(),
+            WriteSide::Shm(w) => w.is_write_vectored(),
         }
     }
 
@@ -86,6 +120,7 @@ impl AsyncWrite for WriteSide {
             WriteSide::Plain(w) => Pin::new(w).poll_flush(cx),
             #[cfg(feature = "tls")]
             WriteSide::Tls(w) => Pin::new(w).poll_flush(cx),
+            WriteSide::Shm(w) => Pin::new(w).poll_flush(cx),
         }
     }
 
@@ -94,6 +129,7 @@ impl AsyncWrite for WriteSide {
             WriteSide::Plain(w) => Pin::new(w).poll_shutdown(cx),
             #[cfg(feature = "tls")]
             WriteSide::Tls(w) => Pin::new(w).poll_shutdown(cx),
+            WriteSide::Shm(w) => Pin::new(w).poll_shutdown(cx),
         }
     }
 }

@@ -59,6 +59,7 @@ fn options(files: &TlsFiles) -> NetOptions {
 
 /// Each rank adds 1 to every row for `clocks` BSP clocks; returns what it last read.
 fn train(rank: usize, addresses: Vec<String>, opts: NetOptions, clocks: usize) -> Result<Vec<f32>, Error> {
+    let others = addresses.len() as u64 - 1;
     let mut cluster = NetCluster::start(ClusterSpec::fixed(rank, addresses, opts))?;
     let mut b = Geeps::builder(Config::default().with_row_width(4).with_wait_deadline(Duration::from_secs(30)));
     let w = b.parameter_table("w", 6);
@@ -76,6 +77,8 @@ fn train(rank: usize, addresses: Vec<String>, opts: NetOptions, clocks: usize) -
     last.extend_from_slice(read.as_slice()?);
     drop(read);
     ps.shutdown()?;
+    // TLS stays on TCP even between ranks on one host (shared memory is on by default).
+    assert_eq!((cluster.keeper_socket_batches(), cluster.keeper_shm_batches()), (clocks as u64 * others, 0));
     cluster.shutdown()?;
     Ok(last)
 }

@@ -5,7 +5,9 @@
 
 /// Checked at join: a worker and a keeper of different versions refuse each other.
 /// 4: update headers carry the deltas' encoding (f32 or bf16).
-pub const PROTOCOL_VERSION: u32 = 4;
+/// 5: hellos carry the host's identity, welcomes may offer a shared-memory
+/// segment, and a worker answers an offer with `ShmAttached`.
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// [`UpdateHeader::encoding`]: little-endian f32, 4 bytes a value.
 pub const ENCODING_F32: u32 = 0;
@@ -17,7 +19,7 @@ pub struct Header {
     /// Bytes of raw payload following the header.
     #[prost(uint64, tag = "1")]
     pub payload_len: u64,
-    #[prost(oneof = "Body", tags = "2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14")]
+    #[prost(oneof = "Body", tags = "2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15")]
     pub body: Option<Body>,
 }
 
@@ -49,6 +51,8 @@ pub enum Body {
     Drain(Drain),
     #[prost(message, tag = "14")]
     Checkpoint(CheckpointRequest),
+    #[prost(message, tag = "15")]
+    ShmAttached(ShmAttached),
 }
 
 /// A worker's first frame to a keeper.
@@ -66,6 +70,11 @@ pub struct Hello {
     pub row_width: u32,
     #[prost(message, repeated, tag = "6")]
     pub tables: Vec<TableDecl>,
+    /// This host's identity (boot id and host name) when the worker would
+    /// take a shared-memory segment from a keeper on the same host; empty
+    /// when it would not (shared memory off, TLS).
+    #[prost(string, tag = "7")]
+    pub host: String,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -83,6 +92,20 @@ pub struct TableDecl {
 pub struct Welcome {
     #[prost(uint32, tag = "1")]
     pub shard: u32,
+    /// The file name (no directory) of a shared-memory segment the keeper
+    /// created for this connection; empty: none offered. The worker answers
+    /// an offer with `ShmAttached` before anything else.
+    #[prost(string, tag = "2")]
+    pub shm_name: String,
+}
+
+/// A worker's answer to a shared-memory offer: the nonce it read in the
+/// segment (proof that it mapped the keeper's segment), or 0 when it could
+/// not open it (the connection then stays on TCP).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ShmAttached {
+    #[prost(uint64, tag = "1")]
+    pub nonce: u64,
 }
 
 /// Join refused; the reason says what to fix.

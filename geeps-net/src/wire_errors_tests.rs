@@ -23,6 +23,7 @@ fn hello(rank: u32, token: &str, rows: u32) -> Hello {
         world: 2,
         row_width: 4,
         tables: vec![TableDecl { name: "w".into(), kind: 0, rows }],
+        host: String::new(),
     }
 }
 
