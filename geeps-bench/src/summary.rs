@@ -92,7 +92,7 @@ pub fn sync(f: &SyncFigure) {
     for r in &f.rows {
         let bytes = r.bytes_per_rank_per_clock.map_or(String::new(), |b| {
             format!(
-                ", {:.2}x the table per rank (a ring: {:.2}x)",
+                ", {:.2}x the table per rank through sockets (a ring: {:.2}x)",
                 b / f.table_bytes as f64,
                 crate::sync::ring_bytes(r.workers, f.table_bytes) / f.table_bytes as f64
             )

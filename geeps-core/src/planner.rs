@@ -108,6 +108,18 @@ struct Analysis {
     op_unit: Vec<Option<usize>>,
 }
 
+/// The local unit whose rows are exactly `keys`, in order, if one was carved
+/// out of an earlier key list.
+fn carved_unit(claimed: &[HashMap<u32, usize>], units: &[Unit], keys: &[RowKey]) -> Option<usize> {
+    let first = keys.first()?;
+    let u = *claimed[first.table.0 as usize].get(&first.row)?;
+    let unit = &units[u];
+    let same = unit.local
+        && unit.rows.len() == keys.len()
+        && keys.iter().zip(&unit.rows).all(|(k, r)| k.table.0 as usize == unit.table && k.row == *r);
+    same.then_some(u)
+}
+
 fn analyse(ops: &[RecordedOp], tables: &[TableSpec]) -> Analysis {
     let mut claimed: Vec<HashMap<u32, usize>> = tables.iter().map(|_| HashMap::new()).collect();
     // Key list -> its exact unit, or None when the list is not served in place.
@@ -123,6 +135,13 @@ fn analyse(ops: &[RecordedOp], tables: &[TableSpec]) -> Analysis {
             continue;
         }
         let local = matches!(op.kind, OpKind::LocalAccess { .. });
+        // The whole of one table's part of an earlier multi-table list (a
+        // blob's data accessed with its state, then alone) is that unit.
+        if let Some(u) = carved_unit(&claimed, &units, &op.keys).filter(|_| local) {
+            by_keys.insert(&op.keys[..], Some(u));
+            op_unit[i] = Some(u);
+            continue;
+        }
         // One table per unit: split multi-table key lists.
         let mut per_table: Vec<(usize, Vec<u32>)> = Vec::new();
         let mut overlapped = false;
@@ -436,6 +455,30 @@ mod tests {
         assert!(p.plan.double_buffered);
         assert_eq!(p.plan.pool_bytes, (1 << 20) - 12 * RB);
         assert_eq!(p.in_place.iter().filter(|x| x.is_some()).count(), 2);
+    }
+
+    #[test]
+    fn one_tables_part_of_an_earlier_multi_table_access_is_served_in_place() {
+        let tables = vec![
+            TableSpec { name: "data".into(), kind: TableKind::Local, rows: 4 },
+            TableSpec { name: "state".into(), kind: TableKind::Local, rows: 2 },
+        ];
+        let mut r = Recorder::default();
+        let both: Vec<_> = keys(TableId(0), 0..4).into_iter().chain(keys(TableId(1), 0..2)).collect();
+        let accesses = [
+            both,
+            keys(TableId(0), 0..4), // the data part alone: in place
+            keys(TableId(0), 0..3), // part of it, or in another order: copied
+            keys(TableId(0), 0..4).into_iter().rev().collect(),
+        ];
+        for k in accesses {
+            let a = r.acquire(OpKind::LocalAccess { fetch: true }, Arc::from(k));
+            r.release(a, OpKind::PostLocalAccess { acquire: a, save: true, discard: false }, "local_access").unwrap();
+        }
+        r.check().unwrap();
+        let p = plan(&r.ops, &tables, 1, 1 << 20).unwrap();
+        let in_place: Vec<bool> = p.in_place.iter().step_by(2).map(|x| x.is_some()).collect();
+        assert_eq!(in_place, [false, true, false, false]);
     }
 
     #[test]

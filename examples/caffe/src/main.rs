@@ -261,6 +261,18 @@ fn summary(r: &TrainReport) {
         let stalls: Vec<String> = r.stats.iter().map(|s| format!("{:.1}%", s.stall_fraction * 100.0)).collect();
         let slow: u64 = r.stats.iter().map(|s| s.slow_path_calls).sum();
         println!("  geeps stall fraction per worker [{}]; slow-path calls {slow}", stalls.join(", "));
+        // Where the first worker blocked, per iteration: what to look at when the stall is high.
+        let first = &r.stats[0];
+        let per_iter = |d: std::time::Duration| d.as_secs_f64() * 1e3 / r.iterations.max(1) as f64;
+        let blocked: Vec<String> = first
+            .calls
+            .iter()
+            .filter(|(_, c)| per_iter(c.blocked) >= 0.05)
+            .map(|(k, c)| format!("{} {:.2}", k.name(), per_iter(c.blocked)))
+            .collect();
+        if !blocked.is_empty() {
+            println!("  worker 0 blocked per iteration (ms): {}", blocked.join(", "));
+        }
     }
     if !r.test.is_empty() {
         let t: Vec<String> = r.test.iter().map(|(n, v)| format!("{n} = {v:.4}")).collect();
