@@ -232,14 +232,28 @@ fn run_figures(args: &RunArgs, figures: &[Figure]) -> Result<()> {
     Ok(())
 }
 
+/// Redraws the PNG of every figure whose JSON the folder holds (a folder of
+/// one scenario's run holds only that one); none at all is an error.
 fn redraw(dir: &Path) -> Result<()> {
     let paths = Paths { dir: dir.to_path_buf() };
-    plot::transport(&results::read(&paths.json("transport"))?, &paths.png("transport"))?;
-    plot::stall(&results::read(&paths.json("stall"))?, &paths.png("stall"))?;
-    plot::memory(&results::read(&paths.json("memory"))?, &paths.png("memory"))?;
-    plot::large(&results::read(&paths.json("large"))?, &paths.png("large"))?;
-    plot::sync(&results::read(&paths.json("sync"))?, &paths.png("sync"))?;
-    plot::scaling(&results::read(&paths.json("scaling"))?, &paths.png("scaling"))?;
+    let mut drawn = 0;
+    let mut draw = |name: &str, plot: &dyn Fn(&Path, &Path) -> Result<()>| -> Result<()> {
+        let json = paths.json(name);
+        if json.exists() {
+            plot(&json, &paths.png(name))?;
+            drawn += 1;
+        }
+        Ok(())
+    };
+    draw("transport", &|j, p| plot::transport(&results::read(j)?, p))?;
+    draw("stall", &|j, p| plot::stall(&results::read(j)?, p))?;
+    draw("memory", &|j, p| plot::memory(&results::read(j)?, p))?;
+    draw("large", &|j, p| plot::large(&results::read(j)?, p))?;
+    draw("sync", &|j, p| plot::sync(&results::read(j)?, p))?;
+    draw("scaling", &|j, p| plot::scaling(&results::read(j)?, p))?;
+    if drawn == 0 {
+        return Err(BenchError::msg(format!("{}: no figure's JSON to draw from", dir.display())));
+    }
     Ok(())
 }
 

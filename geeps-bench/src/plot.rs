@@ -326,14 +326,28 @@ pub fn transport(f: &TransportFigure, path: &Path) -> Result<()> {
 }
 
 /// Sync: milliseconds per clock of every system, grouped by rank count.
+/// A system's name short enough for an axis label under a bar.
+fn short_system(system: &str) -> &str {
+    match system {
+        crate::sync::ENGINE => "geeps TCP",
+        crate::sync::ENGINE_BF16 => "geeps bf16",
+        crate::sync::ENGINE_SHM => "geeps shm",
+        crate::sync::RING => "ring TCP",
+        "gloo (PyTorch)" => "gloo",
+        "MPI over TCP" => "MPI TCP",
+        "MPI over shared memory" => "MPI shm",
+        other => other,
+    }
+}
+
 pub fn sync(f: &SyncFigure, path: &Path) -> Result<()> {
     register_font();
     let err = fail(path);
-    let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
+    let root = BitMapBackend::new(path, (1200, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let n = f.rows.len() as u32;
     let top = f.rows.iter().map(|r| r.ms_per_clock).fold(1.0, f64::max) * 1.2;
-    let labels: Vec<String> = f.rows.iter().map(|r| format!("{} ({} ranks)", r.system, r.workers)).collect();
+    let labels: Vec<String> = f.rows.iter().map(|r| format!("{}, {}", short_system(&r.system), r.workers)).collect();
     let mut chart = ChartBuilder::on(&root)
         .caption(format!("One BSP clock of a {:.1} MB table (lower is better)", f.table_bytes as f64 / 1e6), (FONT, 18))
         .margin(15)
