@@ -2,11 +2,8 @@
 //! K clocks of the same pseudo-random updates the rows agree within the
 //! error feedback's bound, and the keepers received half the update bytes.
 
-use std::time::Duration;
-
-use geeps_core::{keys, Config, Geeps, Slack};
-
-use crate::{Addresses, ClusterSpec, NetCluster, NetOptions, WireEncoding};
+use crate::test_rendezvous::{bsp_rank, BspRun};
+use crate::{NetOptions, WireEncoding};
 
 const ROWS: u32 = 64;
 const WIDTH: usize = 8;
@@ -30,32 +27,10 @@ fn delta(rank: usize, clock: u64, i: usize) -> f32 {
 /// Runs CLOCKS BSP clocks and returns the last read's values and the update
 /// payload bytes this rank's keeper received from the other rank.
 fn rank(rank: usize, world: usize, server: String, wire: WireEncoding) -> (Vec<f32>, u64) {
-    let options = NetOptions::default().with_shutdown_timeout(Duration::from_secs(10)).with_wire(wire);
-    let addresses = Addresses::Rendezvous { server, hosted_by_rank0: false };
-    let mut cluster =
-        NetCluster::start(ClusterSpec::new(rank, world, addresses, options).with_listen("127.0.0.1")).unwrap();
-    let mut b = Geeps::builder(Config::default().with_row_width(WIDTH).with_device_memory(1 << 20));
-    let t = b.parameter_table("w", ROWS);
-    b.transport(cluster.transport());
-    let ps = b.build().unwrap();
-    ps.finish_virtual_iteration().unwrap();
-    let k = keys(t, 0..ROWS);
-    let mut last = Vec::new();
-    for clock in 0..CLOCKS {
-        let mut u = ps.pre_update_keys(&k).unwrap();
-        for (i, d) in u.as_mut_slice().unwrap().iter_mut().enumerate() {
-            *d = delta(rank, clock, i);
-        }
-        u.update().unwrap();
-        ps.table_clock(t).unwrap();
-        let r = ps.read_keys(&k, Slack::BSP).unwrap();
-        last = r.as_slice().unwrap().to_vec();
-        r.post().unwrap();
-    }
-    ps.shutdown().unwrap();
-    let bytes = cluster.keeper_bytes_from(1 - rank);
-    cluster.shutdown().unwrap();
-    (last, bytes)
+    let options = NetOptions::default().with_wire(wire);
+    let run = BspRun { rows: ROWS, width: WIDTH, clocks: CLOCKS };
+    let deltas = |clock, i| delta(rank, clock, i);
+    bsp_rank(rank, world, server, options, &run, deltas, |c| c.keeper_bytes_from(1 - rank))
 }
 
 fn run(wire: WireEncoding) -> Vec<(Vec<f32>, u64)> {

@@ -9,10 +9,8 @@ use std::io::IoSlice;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Wake, Waker};
-use std::time::Duration;
 
 use bytes::Bytes;
-use geeps_core::{keys, Config, Geeps, Slack};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -21,8 +19,9 @@ use crate::recv_pool::RecvPool;
 use crate::shm_ring::{Consumer, Producer, Ring};
 use crate::shm_segment::{Segment, MIN_RING};
 use crate::shm_stream::{sides, ShmRead, ShmWrite};
+use crate::test_rendezvous::{bsp_rank, BspRun};
 use crate::wire::{Body, Header, Ping};
-use crate::{Addresses, ClusterSpec, NetCluster, NetOptions};
+use crate::NetOptions;
 
 struct Noop;
 impl Wake for Noop {
@@ -239,29 +238,11 @@ struct RankResult {
 /// Runs CLOCKS BSP clocks (every rank adds rank + 1 to every row, clocks and
 /// reads) and returns the last read and how this rank's keeper got its batches.
 fn run_rank(rank: usize, world: usize, server: String, options: NetOptions) -> RankResult {
-    let options = options.with_shutdown_timeout(Duration::from_secs(10)).with_shm_ring_bytes(MIN_RING);
-    let addresses = Addresses::Rendezvous { server, hosted_by_rank0: false };
-    let mut cluster =
-        NetCluster::start(ClusterSpec::new(rank, world, addresses, options).with_listen("127.0.0.1")).unwrap();
-    let mut b = Geeps::builder(Config::default().with_row_width(WIDTH).with_device_memory(1 << 20));
-    let t = b.parameter_table("w", ROWS);
-    b.transport(cluster.transport());
-    let ps = b.build().unwrap();
-    ps.finish_virtual_iteration().unwrap();
-    let k = keys(t, 0..ROWS);
-    let mut values = Vec::new();
-    for _ in 0..CLOCKS {
-        let mut u = ps.pre_update_keys(&k).unwrap();
-        u.as_mut_slice().unwrap().fill((rank + 1) as f32);
-        u.update().unwrap();
-        ps.table_clock(t).unwrap();
-        let r = ps.read_keys(&k, Slack::BSP).unwrap();
-        values = r.as_slice().unwrap().to_vec();
-        r.post().unwrap();
-    }
-    ps.shutdown().unwrap();
-    let (socket_batches, shm_batches) = (cluster.keeper_socket_batches(), cluster.keeper_shm_batches());
-    cluster.shutdown().unwrap();
+    let run = BspRun { rows: ROWS, width: WIDTH, clocks: CLOCKS };
+    let options = options.with_shm_ring_bytes(MIN_RING);
+    let delta = |_, _| (rank + 1) as f32;
+    let (values, (socket_batches, shm_batches)) =
+        bsp_rank(rank, world, server, options, &run, delta, |c| (c.keeper_socket_batches(), c.keeper_shm_batches()));
     RankResult { values, socket_batches, shm_batches }
 }
 
