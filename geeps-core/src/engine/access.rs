@@ -242,7 +242,7 @@ fn fill_buffer(
                     })?;
                 }
                 if sh.config.read_my_writes {
-                    catch_up_own_deltas(sh, p, &mut st);
+                    catch_up_own_deltas(sh, p, &mut st)?;
                 }
                 match acq.ages.iter_mut().find(|(t, _)| *t == table) {
                     Some((_, a)) => *a = (*a).min(st.age),
@@ -263,7 +263,7 @@ fn fill_buffer(
 /// Adds this worker's deltas that the cached rows lack (pushed or not yet
 /// pushed, not yet in a publication) to them, so a read sees its own writes.
 /// Only ever pending where the cache is host-reachable (see `apply_update`).
-fn catch_up_own_deltas(sh: &Shared, p: &ParamPartition, st: &mut ParamState) {
+fn catch_up_own_deltas(sh: &Shared, p: &ParamPartition, st: &mut ParamState) -> Result<()> {
     let w = sh.width();
     let dev = p.device.ptr.map(|d| d.0 as *mut f32);
     let ParamState { host, accum, accum_in_cache, dirty, inflight, scratch, .. } = st;
@@ -283,9 +283,8 @@ fn catch_up_own_deltas(sh: &Shared, p: &ParamPartition, st: &mut ParamState) {
             Some(view) => add(view),
             None => {
                 scratch.resize(accum.len(), 0.0);
-                if floats_from_bytes(&f.deltas, scratch).is_ok() {
-                    add(scratch);
-                }
+                floats_from_bytes(&f.deltas, scratch)?;
+                add(scratch);
             }
         }
         f.in_cache = true;
@@ -294,6 +293,7 @@ fn catch_up_own_deltas(sh: &Shared, p: &ParamPartition, st: &mut ParamState) {
         add(accum);
         *accum_in_cache = true;
     }
+    Ok(())
 }
 
 /// `cache[slot] += deltas[order[slot]]`, row by row (`order`: slot → partition row).
