@@ -325,7 +325,6 @@ pub fn transport(f: &TransportFigure, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Sync: milliseconds per clock of every system, grouped by rank count.
 /// A system's name short enough for an axis label under a bar.
 fn short_system(system: &str) -> &str {
     match system {
@@ -340,6 +339,7 @@ fn short_system(system: &str) -> &str {
     }
 }
 
+/// Sync: milliseconds per clock of every system, grouped by rank count.
 pub fn sync(f: &SyncFigure, path: &Path) -> Result<()> {
     register_font();
     let err = fail(path);

@@ -56,11 +56,10 @@ fn add_deltas(t: &mut ShardTable, deltas: &[u8]) -> Result<()> {
     }
     check_payload(deltas, t.data.len())?;
     let len = t.data.len();
-    let reusable = t.spare.take().and_then(|mut s| Arc::get_mut(&mut s).is_some_and(|v| v.len() == len).then_some(s));
-    let mut next = reusable.unwrap_or_else(|| Arc::new(vec![0.0; len]));
-    let out = Arc::get_mut(&mut next).expect("a spare no one else holds, or a new buffer");
-    sum_into(out, &t.data, deltas);
-    t.spare = Some(std::mem::replace(&mut t.data, next));
+    let spare = t.spare.take().and_then(|s| Arc::try_unwrap(s).ok()).filter(|v| v.len() == len);
+    let mut next = spare.unwrap_or_else(|| vec![0.0; len]);
+    sum_into(&mut next, &t.data, deltas);
+    t.spare = Some(std::mem::replace(&mut t.data, Arc::new(next)));
     Ok(())
 }
 
