@@ -302,6 +302,16 @@ typedef struct geeps_plan {
    * once (prefetches included), at most `pool_bytes`.
    */
   size_t pool_allocated_bytes;
+  /**
+   * Local accesses of the recorded iteration served in place, in the
+   * table's own device memory (no buffer, no copy).
+   */
+  size_t local_in_place;
+  /**
+   * Local accesses served through a pool buffer (copied in, and back
+   * when saved): those whose keys are not one range of one table's rows.
+   */
+  size_t local_buffered;
 } geeps_plan;
 
 /**

@@ -41,6 +41,14 @@ pub struct Plan {
     /// Local accesses served by handing over the buffer the previous access
     /// of the same rows posted (no save and fetch in between).
     pub handovers: usize,
+    /// Local accesses of the recorded iteration served in place, in the
+    /// table's own device memory (no buffer, no copy).
+    pub local_in_place: usize,
+    /// Local accesses served through a pool buffer: filled by a copy, and
+    /// copied back when posted with save. An access whose keys are not
+    /// one recorded range of one table's rows (keys of two tables, say)
+    /// is always one of these.
+    pub local_buffered: usize,
     /// Bytes of local data pinned in device memory.
     pub local_device_bytes: usize,
     /// Bytes of local data kept in host memory.
@@ -57,12 +65,14 @@ impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "budget {} B: pool {} B (peak {} B{}, {} hand-overs), local {} B on device / {} B on host, params {} B on device / {} B on host",
+            "budget {} B: pool {} B (peak {} B{}, {} hand-overs), local accesses {} in place / {} buffered, local {} B on device / {} B on host, params {} B on device / {} B on host",
             self.budget,
             self.pool_bytes,
             self.peak_bytes,
             if self.double_buffered { ", double-buffered" } else { ", single-buffered" },
             self.handovers,
+            self.local_in_place,
+            self.local_buffered,
             self.local_device_bytes,
             self.local_host_bytes,
             self.param_device_bytes,
@@ -373,7 +383,11 @@ pub(crate) fn plan(ops: &[RecordedOp], tables: &[TableSpec], row_width: usize, b
             }
         }
     }
-    let in_place = op_unit.iter().map(|u| u.filter(|&u| pinned[u] && units[u].local).map(|u| unit_offset[u])).collect();
+    let in_place: Vec<Option<u32>> =
+        op_unit.iter().map(|u| u.filter(|&u| pinned[u] && units[u].local).map(|u| unit_offset[u])).collect();
+    let local_accesses: Vec<usize> =
+        (0..ops.len()).filter(|&i| matches!(ops[i].kind, OpKind::LocalAccess { .. })).collect();
+    let local_in_place = local_accesses.iter().filter(|&&i| in_place[i].is_some()).count();
     // Pinning more local data may have lowered the peak (fewer hand-overs).
     let (final_peak, peak_position) = peak(ops, &op_unit, &pinned, row_bytes);
     debug_assert!(final_peak <= cur_peak);
@@ -389,6 +403,8 @@ pub(crate) fn plan(ops: &[RecordedOp], tables: &[TableSpec], row_width: usize, b
         pool_bytes: 0,
         double_buffered,
         handovers: handovers.len(),
+        local_in_place,
+        local_buffered: local_accesses.len() - local_in_place,
         local_device_bytes: 0,
         local_host_bytes: 0,
         param_device_bytes: 0,
@@ -479,6 +495,7 @@ mod tests {
         let p = plan(&r.ops, &tables, 1, 1 << 20).unwrap();
         let in_place: Vec<bool> = p.in_place.iter().step_by(2).map(|x| x.is_some()).collect();
         assert_eq!(in_place, [false, true, false, false]);
+        assert_eq!((p.plan.local_in_place, p.plan.local_buffered), (1, 3), "{}", p.plan);
     }
 
     #[test]

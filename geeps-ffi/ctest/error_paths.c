@@ -388,6 +388,7 @@ static void handles_and_posts(void) {
     /* Stats and plan, as structs (any struct_size) and as strings. */
     OK(geeps_plan_get(k.ps, &plan));
     CHECK(plan.struct_size == sizeof plan && plan.peak_bytes > 0 && plan.budget == 1 << 20);
+    CHECK(plan.local_in_place == 1 && plan.local_buffered == 0); /* all of `m`, one range */
     /* The pool may use what the budget leaves; it has allocated what the
      * iteration holds at once, far less than the budget. */
     CHECK(plan.pool_bytes <= plan.budget && plan.pool_allocated_bytes >= plan.peak_bytes);

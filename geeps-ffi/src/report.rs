@@ -125,6 +125,12 @@ pub struct GeepsPlan {
     /// `geeps_finish_virtual_iteration`, then what the iteration holds at
     /// once (prefetches included), at most `pool_bytes`.
     pub pool_allocated_bytes: usize,
+    /// Local accesses of the recorded iteration served in place, in the
+    /// table's own device memory (no buffer, no copy).
+    pub local_in_place: usize,
+    /// Local accesses served through a pool buffer (copied in, and back
+    /// when saved): those whose keys are not one range of one table's rows.
+    pub local_buffered: usize,
 }
 
 // SAFETY: repr(C), starts with `struct_size`, plain numbers only.
@@ -144,6 +150,8 @@ impl GeepsPlan {
             param_device_bytes: p.param_device_bytes,
             param_host_bytes: p.param_host_bytes,
             pool_allocated_bytes,
+            local_in_place: p.local_in_place,
+            local_buffered: p.local_buffered,
         }
     }
 }

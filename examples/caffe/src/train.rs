@@ -102,6 +102,8 @@ pub struct TrainReport {
     pub images_per_sec_per_worker: Vec<f64>,
     /// geeps counters per local worker.
     pub stats: Vec<Stats>,
+    /// geeps' memory plan per local worker (where each access is served).
+    pub plans: Vec<geeps::Plan>,
     /// Rank 0's raw training loss at every iteration.
     pub losses: Vec<f32>,
     /// The last test's outputs (name, value).
@@ -136,6 +138,7 @@ struct Shared<'a> {
 /// One worker's outcome.
 struct RankResult {
     stats: Stats,
+    plan: geeps::Plan,
     train_time: Duration,
     losses: Vec<f32>,
     test: Vec<(String, f32)>,
@@ -320,6 +323,7 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
         images_per_sec: mean * world as f64,
         images_per_sec_per_worker: per_worker,
         stats: ok.iter().map(|(_, r)| r.stats.clone()).collect(),
+        plans: ok.iter().map(|(_, r)| r.plan.clone()).collect(),
         losses: rank0.map(|r| r.losses.clone()).unwrap_or_default(),
         test: rank0.map(|r| r.test.clone()).unwrap_or_default(),
         final_params: rank0.map(|r| r.final_params.clone()).unwrap_or_default(),
@@ -386,23 +390,25 @@ fn run_rank(rank: usize, transport: Arc<dyn geeps::Transport>, sh: &Shared<'_>) 
     let rule = Rule::of(s);
     let test_outputs = sh.tests.iter().map(|t| t.outputs.len()).chain([sh.train.outputs.len()]).max().unwrap_or(0);
     let mut worker = PsWorker::new(sh.train, sh.layout, &sh.opts.ps, rule, test_outputs, transport)?;
+    let plan = worker.geeps().plan()?;
     if rank == 0 {
-        if let Ok(plan) = worker.geeps().plan() {
-            let mib = |b: usize| b as f64 / (1 << 20) as f64;
-            with_reporter(sh, |r| {
-                r.log(&format!(
-                    "geeps plan (rank 0): pool {:.1} MiB ({}), local data {:.1} MiB on device / {:.1} MiB on host, \
-                     parameters {:.1} MiB on device / {:.1} MiB on host, budget {:.0} MiB",
-                    mib(plan.pool_bytes),
-                    if plan.double_buffered { "double-buffered" } else { "single-buffered" },
-                    mib(plan.local_device_bytes),
-                    mib(plan.local_host_bytes),
-                    mib(plan.param_device_bytes),
-                    mib(plan.param_host_bytes),
-                    mib(plan.budget)
-                ))
-            });
-        }
+        let mib = |b: usize| b as f64 / (1 << 20) as f64;
+        with_reporter(sh, |r| {
+            r.log(&format!(
+                "geeps plan (rank 0): pool {:.1} MiB ({}), local accesses {} in place / {} buffered, \
+                 local data {:.1} MiB on device / {:.1} MiB on host, \
+                 parameters {:.1} MiB on device / {:.1} MiB on host, budget {:.0} MiB",
+                mib(plan.pool_bytes),
+                if plan.double_buffered { "double-buffered" } else { "single-buffered" },
+                plan.local_in_place,
+                plan.local_buffered,
+                mib(plan.local_device_bytes),
+                mib(plan.local_host_bytes),
+                mib(plan.param_device_bytes),
+                mib(plan.param_host_bytes),
+                mib(plan.budget)
+            ))
+        });
     }
     let start_iter = match &sh.resume {
         Some(dir) => {
@@ -518,7 +524,7 @@ fn run_rank(rank: usize, transport: Arc<dyn geeps::Transport>, sh: &Shared<'_>) 
     let stats = worker.stats();
     worker.shutdown()?;
     let iterations = stopped_at.unwrap_or(sh.max_iter);
-    Ok(RankResult { stats, train_time, losses, test, final_params, snapshots, iterations })
+    Ok(RankResult { stats, plan, train_time, losses, test, final_params, snapshots, iterations })
 }
 
 /// Turns what this worker was asked since the last clock into requests:

@@ -91,6 +91,11 @@ fn four_workers_bring_the_loss_down_on_the_fast_path() {
         // Setup and tests use keyed calls; every training call is prefetched.
         assert!(s.prefetch_hits > 10 * s.slow_path_calls, "{s}");
     }
+    // Each blob slot is one local access, served in place: no copy of any
+    // blob through the pool (a data with a gradient in one access would be).
+    for p in &report.plans {
+        assert!(p.local_in_place > 0 && p.local_buffered == 0, "{p}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

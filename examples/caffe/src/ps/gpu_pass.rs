@@ -4,27 +4,10 @@
 //! which layers may take it. It never posts a buffer and never returns
 //! before the GPU is done with them (the worker posts right after).
 
-use geeps::device::DevicePtr;
-
 use crate::error::Result;
 use crate::gpu::{holds, Arg, DevSlice, Gpu};
 use crate::layers::{GpuBackward, GpuForward};
 use crate::net::{Net, NetLayer};
-use crate::ps::layout::{rows_for, Slot};
-
-/// A buffer's parts as device ranges, laid out as `worker::split` lays out
-/// its host slices (each part from a row boundary).
-pub(crate) fn device_parts(ptr: DevicePtr, parts: &[(Slot, usize)], width: usize) -> Vec<(Slot, DevSlice)> {
-    let mut offset = 0usize;
-    parts
-        .iter()
-        .map(|&(slot, floats)| {
-            let s = DevSlice::new(ptr.0 + 4 * offset as u64, floats);
-            offset += rows_for(floats, width) as usize * width;
-            (slot, s)
-        })
-        .collect()
-}
 
 /// The device ranges of one layer call, by blob.
 #[derive(Default)]

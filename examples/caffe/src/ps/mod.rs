@@ -3,6 +3,7 @@
 //! worker that records one virtual iteration and then trains through geeps
 //! calls (`worker`). Nothing outside this module calls geeps.
 
+pub(crate) mod blob_access;
 pub mod control;
 pub mod device_choice;
 pub(crate) mod gpu_pass;

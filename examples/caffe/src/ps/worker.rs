@@ -14,26 +14,19 @@
 
 use std::sync::Arc;
 
-use geeps::{Config, Geeps, Handle, LocalBuffer, ReadBuffer, RowKey, Slack, Stats, TableId, Transport};
+use geeps::{Config, Geeps, Handle, ReadBuffer, RowKey, Slack, Stats, TableId, Transport};
 
 use crate::data::Cursor;
 use crate::error::{Error, Result};
 use crate::gpu::{DevSlice, Gpu};
 use crate::net::{backward_layer, forward_layer, Io, Net};
 use crate::params::ParamLayout;
-use crate::ps::gpu_pass::{self, device_parts, DevIo};
-use crate::ps::host_view::{HostView, Writable};
+use crate::ps::blob_access::{self, open, Access, Held};
+use crate::ps::gpu_pass::{self, DevIo};
+use crate::ps::host_view::HostView;
 use crate::ps::layout::{rows_for, LayoutSizes, PsLayout, Slot};
 use crate::ps::PsOptions;
 use crate::solver::{clip_factor, layer_delta, sumsq, Rule, Step};
-
-/// A recorded local access: its handle and what its buffer holds, in order.
-#[derive(Debug, Clone)]
-struct Access {
-    handle: Handle,
-    /// (slot, floats); each slot starts on a row boundary.
-    parts: Vec<(Slot, usize)>,
-}
 
 #[derive(Debug, Clone, Default)]
 struct Calls {
@@ -99,41 +92,15 @@ impl ControlCalls {
     }
 }
 
-fn split<'s>(mut buf: &'s [f32], parts: &[(Slot, usize)], width: usize) -> Vec<(Slot, &'s [f32])> {
-    let mut out = Vec::with_capacity(parts.len());
-    for &(slot, floats) in parts {
-        let (head, rest) = buf.split_at(rows_for(floats, width) as usize * width);
-        out.push((slot, &head[..floats]));
-        buf = rest;
-    }
-    out
-}
-
-fn split_mut<'s>(mut buf: &'s mut [f32], parts: &[(Slot, usize)], width: usize) -> Vec<(Slot, &'s mut [f32])> {
-    let mut out = Vec::with_capacity(parts.len());
-    for &(slot, floats) in parts {
-        let (head, rest) = buf.split_at_mut(rows_for(floats, width) as usize * width);
-        out.push((slot, &mut head[..floats]));
-        buf = rest;
-    }
-    out
-}
-
-/// A writable view of a held local buffer (fetched: the layer may keep
-/// what it does not overwrite).
-fn writable<'b>(hv: &HostView, buf: Option<&'b mut LocalBuffer<'_>>) -> Result<Option<Writable<'b>>> {
-    buf.map(|b| hv.write(b.device_ptr(), b.len(), true, || b.as_mut_slice())).transpose()
-}
-
 /// The device ranges of a layer call's held buffers (input, inout,
 /// output), by blob, as the CPU path splits their host views: forward reads
 /// data and writes data and its backward state; backward reads data,
 /// gradients and that state, and writes gradients.
-fn device_io(c: &Calls, buffers: [Option<&LocalBuffer<'_>>; 3], width: usize, backward: bool) -> (DevIo, DevSlice) {
+fn device_io(buffers: [Option<&Held<'_>>; 3], backward: bool) -> (DevIo, DevSlice) {
     let mut io = DevIo::default();
     let mut aux = DevSlice::EMPTY;
-    if let (Some(b), Some(a)) = (buffers[0], &c.input) {
-        for (slot, s) in device_parts(b.device_ptr(), &a.parts, width) {
+    if let Some(b) = buffers[0] {
+        for (slot, s) in b.device() {
             match slot {
                 Slot::Data(x) => io.data_in.push((x, s)),
                 Slot::Diff(x) if backward => io.diff_in.push((x, s)),
@@ -142,9 +109,9 @@ fn device_io(c: &Calls, buffers: [Option<&LocalBuffer<'_>>; 3], width: usize, ba
             }
         }
     }
-    for (b, a) in [(buffers[1], &c.inout), (buffers[2], &c.output)] {
-        if let (Some(b), Some(a)) = (b, a) {
-            for (slot, s) in device_parts(b.device_ptr(), &a.parts, width) {
+    for b in [buffers[1], buffers[2]].into_iter().flatten() {
+        {
+            for (slot, s) in b.device() {
                 match slot {
                     Slot::Data(x) if !backward => io.data_out.push((x, s)),
                     Slot::Aux(_) if !backward => aux = s,
@@ -155,11 +122,6 @@ fn device_io(c: &Calls, buffers: [Option<&LocalBuffer<'_>>; 3], width: usize, ba
         }
     }
     (io, aux)
-}
-
-/// Acquires a recorded local access, if the layer has one.
-fn open<'p>(ps: &'p Geeps, a: &Option<Access>) -> Result<Option<LocalBuffer<'p>>> {
-    Ok(a.as_ref().map(|a| ps.local_access(a.handle)).transpose()?)
 }
 
 impl<'a> PsWorker<'a> {
@@ -271,29 +233,22 @@ impl<'a> PsWorker<'a> {
         }
     }
 
-    fn access(&self, slots: Vec<Slot>, fetch: bool) -> Result<Option<Access>> {
-        if slots.is_empty() {
-            return Ok(None);
-        }
-        let mut keys: Vec<RowKey> = Vec::new();
-        let mut parts = Vec::new();
-        for s in slots {
+    /// Records the local accesses of `slots` (one each), fetched or not,
+    /// whose posts save or not.
+    fn access(&self, slots: Vec<Slot>, fetch: bool, save: bool) -> Result<Option<Access>> {
+        let parts = slots.into_iter().map(|s| {
             let floats = match s {
                 Slot::Data(b) | Slot::Diff(b) => self.net.blobs[b].count(),
                 Slot::Aux(l) => self.net.layers[l].aux_len,
                 Slot::History(p) => self.layout.history_copies * self.params.layers[p].len,
             };
-            keys.extend(self.layout.slot_keys(self.net, self.params, s));
-            parts.push((s, floats));
-        }
-        Ok(Some(Access { handle: self.ps.virtual_local_access(&keys, fetch)?, parts }))
+            (s, self.layout.slot_keys(self.net, self.params, s), floats)
+        });
+        Access::record(&self.ps, parts, fetch, save)
     }
 
-    fn post_virtual(&self, a: &Option<Access>, save: bool) -> Result<()> {
-        if let Some(a) = a {
-            self.ps.virtual_post_local_access(a.handle, save)?;
-        }
-        Ok(())
+    fn post_virtual(&self, a: &Option<Access>) -> Result<()> {
+        a.as_ref().map_or(Ok(()), |a| a.record_post(&self.ps))
     }
 
     /// Records one mini-batch: forward then backward (then the update pass
@@ -309,17 +264,17 @@ impl<'a> PsWorker<'a> {
             if let Some(p) = p {
                 c.read = Some(self.ps.virtual_read(&self.layout.param_keys[p], slack)?);
             }
-            c.input = self.access(l.fwd_in.iter().map(|&b| Slot::Data(b)).collect(), true)?;
-            c.inout = self.access(l.fwd_inout.iter().map(|&b| Slot::Data(b)).collect(), true)?;
+            c.input = self.access(l.fwd_in.iter().map(|&b| Slot::Data(b)).collect(), true, false)?;
+            c.inout = self.access(l.fwd_inout.iter().map(|&b| Slot::Data(b)).collect(), true, true)?;
             let mut out: Vec<Slot> = l.fwd_out.iter().map(|&b| Slot::Data(b)).collect();
             if l.aux_len > 0 {
                 out.push(Slot::Aux(li));
             }
             // Outputs are overwritten whole: no fetch, but saved.
-            c.output = self.access(out, false)?;
-            self.post_virtual(&c.output, true)?;
-            self.post_virtual(&c.inout, true)?;
-            self.post_virtual(&c.input, false)?;
+            c.output = self.access(out, false, true)?;
+            self.post_virtual(&c.output)?;
+            self.post_virtual(&c.inout)?;
+            self.post_virtual(&c.input)?;
             if let Some(r) = c.read {
                 self.ps.virtual_post_read(r)?;
             }
@@ -336,7 +291,7 @@ impl<'a> PsWorker<'a> {
                     if !accumulate || is_statistics(l) {
                         c.update = Some(self.ps.virtual_pre_update(&self.layout.param_keys[p])?);
                     }
-                    c.history = self.access(vec![Slot::History(p)], true)?;
+                    c.history = self.access(vec![Slot::History(p)], true, true)?;
                 }
                 let mut input: Vec<Slot> = l.bwd_data_in.iter().map(|&b| Slot::Data(b)).collect();
                 input.extend(l.bwd_diff_in.iter().map(|&b| Slot::Diff(b)));
@@ -344,16 +299,16 @@ impl<'a> PsWorker<'a> {
                     input.push(Slot::Aux(li));
                 }
                 // Read only: nothing to save.
-                c.input = self.access(input, true)?;
-                c.inout = self.access(l.bwd_diff_inout.iter().map(|&b| Slot::Diff(b)).collect(), true)?;
-                c.output = self.access(l.bwd_diff_out.iter().map(|&b| Slot::Diff(b)).collect(), false)?;
+                c.input = self.access(input, true, false)?;
+                c.inout = self.access(l.bwd_diff_inout.iter().map(|&b| Slot::Diff(b)).collect(), true, true)?;
+                c.output = self.access(l.bwd_diff_out.iter().map(|&b| Slot::Diff(b)).collect(), false, true)?;
                 if let Some(u) = c.update {
                     self.ps.virtual_update(u)?;
                 }
-                self.post_virtual(&c.history, true)?;
-                self.post_virtual(&c.output, true)?;
-                self.post_virtual(&c.inout, true)?;
-                self.post_virtual(&c.input, false)?;
+                self.post_virtual(&c.history)?;
+                self.post_virtual(&c.output)?;
+                self.post_virtual(&c.inout)?;
+                self.post_virtual(&c.input)?;
                 if let Some(r) = c.read {
                     self.ps.virtual_post_read(r)?;
                 }
@@ -370,9 +325,9 @@ impl<'a> PsWorker<'a> {
                 if l.backward && !is_statistics(l) {
                     let keys = &self.layout.param_keys[p];
                     let (r, u) = (self.ps.virtual_read(keys, slack)?, self.ps.virtual_pre_update(keys)?);
-                    c.history = self.access(vec![Slot::History(p)], true)?;
+                    c.history = self.access(vec![Slot::History(p)], true, true)?;
                     self.ps.virtual_update(u)?;
-                    self.post_virtual(&c.history, true)?;
+                    self.post_virtual(&c.history)?;
                     self.ps.virtual_post_read(r)?;
                     (c.read, c.update) = (Some(r), Some(u));
                 }
@@ -522,7 +477,9 @@ impl<'a> PsWorker<'a> {
             let read = c.read.map(|h| ps.read(h)).transpose()?;
             let mut update = c.update.map(|h| ps.pre_update(h)).transpose()?;
             let mut history = open(ps, &c.history)?;
-            if let (Some(r), Some(u), Some(h)) = (read.as_ref(), update.as_mut(), history.as_mut()) {
+            if let (Some(r), Some(u), Some(h)) =
+                (read.as_ref(), update.as_mut(), history.as_mut().and_then(Held::single))
+            {
                 let w = hv.read(r.device_ptr(), r.len(), || r.as_slice())?;
                 let mut g = hv.write(u.device_ptr(), u.len(), false, || u.as_mut_slice())?;
                 let mut hist = hv.write(h.device_ptr(), h.len(), true, || h.as_mut_slice())?;
@@ -558,18 +515,12 @@ impl<'a> PsWorker<'a> {
 
     /// A Data layer's batch on the GPU: uploaded as stored and transformed
     /// there into the data top; labels into the label top.
-    fn data_on_gpu(
-        &self,
-        li: usize,
-        c: &Calls,
-        output: Option<&LocalBuffer<'_>>,
-        batch: &crate::transform::RawBatch,
-    ) -> Result<()> {
+    fn data_on_gpu(&self, li: usize, output: Option<&Held<'_>>, batch: &crate::transform::RawBatch) -> Result<()> {
         let (Some(gpu), Some(src)) = (self.gpu.as_ref(), &self.net.layers[li].data) else { return Ok(()) };
         let l = &self.net.layers[li];
         let (mut data, mut label) = (DevSlice::EMPTY, DevSlice::EMPTY);
-        if let (Some(b), Some(a)) = (output, &c.output) {
-            for (slot, s) in device_parts(b.device_ptr(), &a.parts, self.layout.row_width) {
+        if let Some(b) = output {
+            for (slot, s) in b.device() {
                 match slot {
                     Slot::Data(x) if x == l.tops[0] => data = s,
                     Slot::Data(x) if l.tops.get(1) == Some(&x) => label = s,
@@ -588,16 +539,15 @@ impl<'a> PsWorker<'a> {
         &self,
         gpu: &Gpu,
         li: usize,
-        c: &Calls,
         read: Option<&ReadBuffer<'_>>,
-        buffers: [Option<&LocalBuffer<'_>>; 3],
+        buffers: [Option<&Held<'_>>; 3],
         seed: u64,
         outputs: &mut [f32],
     ) -> Result<()> {
-        let (net, width) = (self.net, self.layout.row_width);
+        let net = self.net;
         let l = &net.layers[li];
         let w = read.map_or(DevSlice::EMPTY, |r| DevSlice::new(r.device_ptr().0, r.len()));
-        let (io, aux) = device_io(c, buffers, width, false);
+        let (io, aux) = device_io(buffers, false);
         gpu_pass::forward(gpu, net, li, w.prefix(l.param_len)?, &io, aux, true, seed)?;
         for &(x, s) in &io.data_out {
             if let Some(k) = net.outputs.iter().position(|&o| o == x) {
@@ -615,17 +565,16 @@ impl<'a> PsWorker<'a> {
         &self,
         gpu: &Gpu,
         li: usize,
-        c: &Calls,
         read: Option<&ReadBuffer<'_>>,
-        buffers: [Option<&LocalBuffer<'_>>; 3],
+        buffers: [Option<&Held<'_>>; 3],
         grad: Option<DevSlice>,
         history: Option<DevSlice>,
         step: Step,
     ) -> Result<()> {
-        let (net, width) = (self.net, self.layout.row_width);
+        let net = self.net;
         let l = &net.layers[li];
         let w = read.map_or(DevSlice::EMPTY, |r| DevSlice::new(r.device_ptr().0, r.len())).prefix(l.param_len)?;
-        let (io, aux) = device_io(c, buffers, width, true);
+        let (io, aux) = device_io(buffers, true);
         let grad = grad.map(|g| g.prefix(l.param_len)).transpose()?.unwrap_or(DevSlice::EMPTY);
         gpu_pass::backward(gpu, net, li, w, &io, aux, grad)?;
         if is_statistics(l) {
@@ -651,7 +600,7 @@ impl<'a> PsWorker<'a> {
     /// of squares, on the iteration's last mini-batch, into `sum_squares`);
     /// otherwise each layer steps as its gradient is known.
     fn mini_batch(&mut self, index: usize, step: Step, seed: u64, sum_squares: &mut f64) -> Result<Vec<f32>> {
-        let (ps, net, params, width) = (&self.ps, self.net, self.params, self.layout.row_width);
+        let (ps, net, params) = (&self.ps, self.net, self.params);
         let (hv, rule) = (&self.view, &self.rule);
         let calls = &self.passes[index];
         let mut outputs = vec![0.0; net.outputs.len()];
@@ -666,36 +615,31 @@ impl<'a> PsWorker<'a> {
                 let idx = self.cursors[li].as_mut().map(|c| c.take(net.batch)).unwrap_or_default();
                 let seed = crate::plain::layer_seed(seed, li);
                 let batch = src.set.raw_batch(&idx, &src.transform, true, seed, src.label_limit.get())?;
-                self.data_on_gpu(li, c, output.as_ref(), &batch)?;
+                self.data_on_gpu(li, output.as_ref(), &batch)?;
             } else if let Some(gpu) = self.gpu.as_ref().filter(|_| gpu_pass::runs_on_gpu(l)) {
                 let buffers = [input.as_ref(), inout.as_ref(), output.as_ref()];
                 let seed = crate::plain::layer_seed(seed, li);
-                self.forward_on_gpu(gpu, li, c, read.as_ref(), buffers, seed, &mut outputs)?;
+                self.forward_on_gpu(gpu, li, read.as_ref(), buffers, seed, &mut outputs)?;
             } else {
                 let w_view = read.as_ref().map(|r| hv.read(r.device_ptr(), r.len(), || r.as_slice())).transpose()?;
                 let w: &[f32] = w_view.as_deref().map_or(&[], |v| &v[..l.param_len]);
-                let in_view = input.as_ref().map(|b| hv.read(b.device_ptr(), b.len(), || b.as_slice())).transpose()?;
-                let mut inout_view = writable(hv, inout.as_mut())?;
-                let mut out_view = writable(hv, output.as_mut())?;
+                let in_view = input.as_ref().map(|b| b.read(hv)).transpose()?.unwrap_or_default();
+                let mut inout_view = inout.as_mut().map(|b| b.write(hv)).transpose()?.unwrap_or_default();
+                let mut out_view = output.as_mut().map(|b| b.write(hv)).transpose()?.unwrap_or_default();
                 {
                     let mut io = Io::default();
                     let mut aux: &mut [f32] = &mut [];
-                    if let (Some(v), Some(a)) = (&in_view, &c.input) {
-                        for (slot, s) in split(v, &a.parts, width) {
-                            if let Slot::Data(b) = slot {
-                                io.data_in.push((b, s));
-                            }
+                    for (slot, s) in &in_view {
+                        if let Slot::Data(b) = *slot {
+                            io.data_in.push((b, &s[..]));
                         }
                     }
-                    for (v, a) in [(&mut inout_view, &c.inout), (&mut out_view, &c.output)] {
-                        if let (Some(v), Some(a)) = (v.as_mut(), a) {
-                            for (slot, s) in split_mut(v, &a.parts, width) {
-                                match slot {
-                                    Slot::Data(b) => io.data_out.push((b, s)),
-                                    Slot::Aux(_) => aux = s,
-                                    Slot::Diff(_) | Slot::History(_) => {}
-                                }
-                            }
+                    for (slot, floats, v) in inout_view.iter_mut().chain(out_view.iter_mut()) {
+                        let s = &mut v[..*floats];
+                        match *slot {
+                            Slot::Data(b) => io.data_out.push((b, s)),
+                            Slot::Aux(_) => aux = s,
+                            Slot::Diff(_) | Slot::History(_) => {}
                         }
                     }
                     if let Some(src) = &l.data {
@@ -715,20 +659,15 @@ impl<'a> PsWorker<'a> {
                         forward_layer(net, li, w, io, aux, true, crate::plain::layer_seed(seed, li));
                     }
                 }
-                for (v, a) in [(&out_view, &c.output), (&inout_view, &c.inout)] {
-                    if let (Some(v), Some(a)) = (v, a) {
-                        for (slot, s) in split(v, &a.parts, width) {
-                            if let Slot::Data(b) = slot {
-                                if let Some(k) = net.outputs.iter().position(|&o| o == b) {
-                                    outputs[k] = s[0];
-                                }
-                            }
+                for (slot, _, v) in out_view.iter().chain(inout_view.iter()) {
+                    if let Slot::Data(b) = *slot {
+                        if let Some(k) = net.outputs.iter().position(|&o| o == b) {
+                            outputs[k] = v[0];
                         }
                     }
                 }
-                for v in [out_view, inout_view].into_iter().flatten() {
-                    hv.commit(v)?;
-                }
+                blob_access::commit(hv, out_view)?;
+                blob_access::commit(hv, inout_view)?;
             }
             if let Some(b) = output {
                 b.post()?;
@@ -757,42 +696,40 @@ impl<'a> PsWorker<'a> {
                 if let Some(gpu) = on_gpu {
                     let buffers = [input.as_ref(), inout.as_ref(), output.as_ref()];
                     let grad = update.as_ref().map(|u| DevSlice::new(u.device_ptr().0, u.len()));
-                    let history = history.as_ref().map(|h| DevSlice::new(h.device_ptr().0, h.len()));
-                    self.backward_on_gpu(gpu, li, c, read.as_ref(), buffers, grad, history, step)?;
+                    let history =
+                        history.as_mut().and_then(Held::single).map(|h| DevSlice::new(h.device_ptr().0, h.len()));
+                    self.backward_on_gpu(gpu, li, read.as_ref(), buffers, grad, history, step)?;
                 } else {
                     let w_view =
                         read.as_ref().map(|r| hv.read(r.device_ptr(), r.len(), || r.as_slice())).transpose()?;
                     let w: &[f32] = w_view.as_deref().map_or(&[], |v| &v[..l.param_len]);
-                    let in_view =
-                        input.as_ref().map(|b| hv.read(b.device_ptr(), b.len(), || b.as_slice())).transpose()?;
-                    let mut inout_view = writable(hv, inout.as_mut())?;
-                    let mut out_view = writable(hv, output.as_mut())?;
+                    let in_view = input.as_ref().map(|b| b.read(hv)).transpose()?.unwrap_or_default();
+                    let mut inout_view = inout.as_mut().map(|b| b.write(hv)).transpose()?.unwrap_or_default();
+                    let mut out_view = output.as_mut().map(|b| b.write(hv)).transpose()?.unwrap_or_default();
                     // pre_update buffers come zeroed: nothing to fetch.
                     let mut grad_view = update
                         .as_mut()
                         .map(|u| hv.write(u.device_ptr(), u.len(), false, || u.as_mut_slice()))
                         .transpose()?;
-                    let mut history_view = writable(hv, history.as_mut())?;
+                    let mut history_view = history
+                        .as_mut()
+                        .and_then(Held::single)
+                        .map(|h| hv.write(h.device_ptr(), h.len(), true, || h.as_mut_slice()))
+                        .transpose()?;
                     {
                         let mut io = Io::default();
                         let mut aux: &[f32] = &[];
-                        if let (Some(v), Some(a)) = (&in_view, &c.input) {
-                            for (slot, s) in split(v, &a.parts, width) {
-                                match slot {
-                                    Slot::Data(b) => io.data_in.push((b, s)),
-                                    Slot::Diff(b) => io.diff_in.push((b, s)),
-                                    Slot::Aux(_) => aux = s,
-                                    Slot::History(_) => {}
-                                }
+                        for (slot, s) in &in_view {
+                            match *slot {
+                                Slot::Data(b) => io.data_in.push((b, &s[..])),
+                                Slot::Diff(b) => io.diff_in.push((b, &s[..])),
+                                Slot::Aux(_) => aux = s,
+                                Slot::History(_) => {}
                             }
                         }
-                        for (v, a) in [(&mut inout_view, &c.inout), (&mut out_view, &c.output)] {
-                            if let (Some(v), Some(a)) = (v.as_mut(), a) {
-                                for (slot, s) in split_mut(v, &a.parts, width) {
-                                    if let Slot::Diff(b) = slot {
-                                        io.diff_out.push((b, s));
-                                    }
-                                }
+                        for (slot, floats, v) in inout_view.iter_mut().chain(out_view.iter_mut()) {
+                            if let Slot::Diff(b) = *slot {
+                                io.diff_out.push((b, &mut v[..*floats]));
                             }
                         }
                         let mut scratch = Vec::new();
@@ -833,9 +770,11 @@ impl<'a> PsWorker<'a> {
                             )));
                         }
                     }
-                    for v in [grad_view, history_view, out_view, inout_view].into_iter().flatten() {
+                    for v in [grad_view, history_view].into_iter().flatten() {
                         hv.commit(v)?;
                     }
+                    blob_access::commit(hv, out_view)?;
+                    blob_access::commit(hv, inout_view)?;
                 }
                 if let Some(u) = update {
                     u.update()?;
