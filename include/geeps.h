@@ -677,14 +677,27 @@ enum geeps_status geeps_virtual_read(struct geeps_instance *ps,
 enum geeps_status geeps_virtual_post_read(struct geeps_instance *ps, geeps_handle read);
 
 /**
- * Records a `pre_update` of `rows[0..n]` of parameter table `table`.
- * `*out` gets the handle for `geeps_pre_update`.
+ * Records a `pre_update` of `rows[0..n]` of parameter table `table`; its
+ * buffer comes zeroed. `*out` gets the handle for `geeps_pre_update`.
  */
 enum geeps_status geeps_virtual_pre_update(struct geeps_instance *ps,
                                            geeps_table table,
                                            const uint32_t *rows,
                                            size_t n,
                                            geeps_handle *out);
+
+/**
+ * Records a `pre_update` of `rows[0..n]` of parameter table `table` whose
+ * buffer the application overwrites whole before `geeps_update`: it comes
+ * with unspecified contents instead of zeros (no pass zeroing it). Any
+ * value left unwritten is sent as a delta. `*out` gets the handle for
+ * `geeps_pre_update`.
+ */
+enum geeps_status geeps_virtual_pre_update_overwrite(struct geeps_instance *ps,
+                                                     geeps_table table,
+                                                     const uint32_t *rows,
+                                                     size_t n,
+                                                     geeps_handle *out);
 
 /**
  * Records the `update` of the pre-update `pre_update`.

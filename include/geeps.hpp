@@ -270,7 +270,8 @@ private:
     friend class Instance;
 };
 
-/// A zeroed buffer from pre_update(); discarded unless update() is called.
+/// A buffer from pre_update() (zeroed unless recorded with `overwrite`);
+/// discarded unless update() is called.
 class UpdateBuffer : public detail::Held {
 public:
     UpdateBuffer(UpdateBuffer &&) noexcept = default;
@@ -349,9 +350,15 @@ public:
         return h;
     }
     void virtual_post_read(geeps_handle h) { check(geeps_virtual_post_read(p_, h), "geeps_virtual_post_read"); }
-    geeps_handle virtual_pre_update(geeps_table t, const std::vector<uint32_t> &rows) {
+    /// `overwrite`: the application writes every value of the buffer before
+    /// update(), so it comes with unspecified contents instead of zeros.
+    geeps_handle virtual_pre_update(geeps_table t, const std::vector<uint32_t> &rows, bool overwrite = false) {
         geeps_handle h;
-        check(geeps_virtual_pre_update(p_, t, rows.data(), rows.size(), &h), "geeps_virtual_pre_update");
+        if (overwrite)
+            check(geeps_virtual_pre_update_overwrite(p_, t, rows.data(), rows.size(), &h),
+                  "geeps_virtual_pre_update_overwrite");
+        else
+            check(geeps_virtual_pre_update(p_, t, rows.data(), rows.size(), &h), "geeps_virtual_pre_update");
         return h;
     }
     void virtual_update(geeps_handle h) { check(geeps_virtual_update(p_, h), "geeps_virtual_update"); }

@@ -126,6 +126,52 @@ device_test!(bsp_workers_see_each_others_updates, |backend| {
     }
 });
 
+// Pre-updates recorded as overwritten: their buffers are not zeroed (a
+// recycled buffer shows what it held before), the workers write every
+// value, and each clock's reads hold exactly the updates of every clock
+// before it, BSP.
+device_test!(overwritten_pre_updates_are_not_zeroed_and_count_exactly, |backend| {
+    let workers = 2;
+    let cluster = InProcessCluster::new(workers).unwrap();
+    let handles: Vec<_> = (0..workers)
+        .map(|rank| {
+            let t = cluster.transport(rank).unwrap();
+            std::thread::spawn(move || {
+                let (mut b, fx) = backend.builder(config());
+                let w = b.parameter_table("w", 6);
+                b.transport(t);
+                let ps = b.build().unwrap();
+                let k = keys(w, 0..6);
+                let u = ps.virtual_pre_update_overwrite(&k).unwrap();
+                ps.virtual_update(u).unwrap();
+                ps.virtual_table_clock(w).unwrap();
+                let r = ps.virtual_read(&k, Slack::BSP).unwrap();
+                ps.virtual_post_read(r).unwrap();
+                ps.finish_virtual_iteration().unwrap();
+                let mut stale = 0;
+                for c in 0..8u32 {
+                    let up = ps.pre_update(u).unwrap();
+                    stale += usize::from(fx.get(&up).iter().any(|v| *v != 0.0));
+                    fx.fill(&up, ((rank + 1) * (c as usize + 1)) as f32);
+                    up.update().unwrap();
+                    ps.table_clock(w).unwrap();
+                    let read = ps.read(r).unwrap();
+                    // Clocks 0..=c of both workers: (1 + 2) * (1 + ... + (c + 1)).
+                    let want = (3 * (c + 1) * (c + 2) / 2) as f32;
+                    assert_eq!(fx.get(&read), vec![want; 6 * 4], "{backend:?} rank {rank} clock {c}");
+                    read.post().unwrap();
+                }
+                assert!(stale > 0, "{backend:?} rank {rank}: every overwritten pre-update came zeroed");
+                ps.stats()
+            })
+        })
+        .collect();
+    for h in handles {
+        let stats = h.join().unwrap();
+        assert_eq!(stats.slow_path_calls, 0, "{stats}");
+    }
+});
+
 device_test!(handles_of_another_instance_and_wrong_kind_are_rejected, |backend| {
     let build = || {
         let (mut b, fx) = backend.builder(config());

@@ -26,9 +26,13 @@ pub const ROLE_BF16: &str = "engine-sync-bf16";
 /// The same with the ranks' connections through shared memory (f32).
 pub const ROLE_SHM: &str = "engine-sync-shm";
 
-fn sync_loop(ps: &Geeps, t: TableId, rows: u32, job: &SyncJob, rank: usize, world: usize) -> Result<ClockTimes> {
+/// `host_writes`: the rows live where the host writes the deltas (every
+/// one of them, so the pre-update buffer need not come zeroed); on a GPU
+/// the host cannot, and the zeros it hands out are the deltas.
+fn sync_loop(ps: &Geeps, t: TableId, rows: u32, job: &SyncJob, env: &RankEnv, host_writes: bool) -> Result<ClockTimes> {
+    let (rank, world) = (env.rank, env.world);
     let k = keys(t, 0..rows);
-    let u = ps.virtual_pre_update(&k)?;
+    let u = if host_writes { ps.virtual_pre_update_overwrite(&k)? } else { ps.virtual_pre_update(&k)? };
     ps.virtual_update(u)?;
     ps.virtual_table_clock(t)?;
     let r = ps.virtual_read(&k, Slack::BSP)?;
@@ -76,11 +80,13 @@ pub fn rank_main(env: &RankEnv, wire: WireEncoding, shm: bool) -> Result<ClockTi
         let mut b = Geeps::builder(Config::default().with_row_width(ROW_WIDTH).with_device_memory(budget));
         let t = b.parameter_table("w", rows as u32);
         b.transport(cluster.transport());
-        if let Some(gpu) = BenchDevice::from_env()?.open(budget)? {
+        let gpu = BenchDevice::from_env()?.open(budget)?;
+        let host_writes = gpu.is_none();
+        if let Some(gpu) = gpu {
             b.device(gpu);
         }
         let ps = b.build()?;
-        let times = sync_loop(&ps, t, rows as u32, &job, env.rank, env.world);
+        let times = sync_loop(&ps, t, rows as u32, &job, env, host_writes);
         ps.shutdown()?;
         times
     };

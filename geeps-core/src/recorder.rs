@@ -38,7 +38,11 @@ pub(crate) enum OpKind {
     Read {
         slack: Slack,
     },
-    PreUpdate,
+    /// `zeroed`: the buffer comes zeroed (else with unspecified contents,
+    /// the application overwriting it whole).
+    PreUpdate {
+        zeroed: bool,
+    },
     LocalAccess {
         fetch: bool,
     },
@@ -63,13 +67,13 @@ pub(crate) enum OpKind {
 
 impl OpKind {
     pub(crate) fn is_acquire(&self) -> bool {
-        matches!(self, OpKind::Read { .. } | OpKind::PreUpdate | OpKind::LocalAccess { .. })
+        matches!(self, OpKind::Read { .. } | OpKind::PreUpdate { .. } | OpKind::LocalAccess { .. })
     }
 
     pub(crate) fn name(&self) -> &'static str {
         match self {
             OpKind::Read { .. } => "read",
-            OpKind::PreUpdate => "pre_update",
+            OpKind::PreUpdate { .. } => "pre_update",
             OpKind::LocalAccess { .. } => "local_access",
             OpKind::PostRead { .. } => "post_read",
             OpKind::Update { .. } => "update",
@@ -158,7 +162,7 @@ mod tests {
         let p = r.release(a, OpKind::PostRead { acquire: a }, "read").unwrap();
         assert_eq!(r.ops[a].release, Some(p));
         assert!(r.release(a, OpKind::PostRead { acquire: a }, "read").is_err(), "double release");
-        let u = r.acquire(OpKind::PreUpdate, keys());
+        let u = r.acquire(OpKind::PreUpdate { zeroed: true }, keys());
         assert!(r.release(u, OpKind::PostRead { acquire: u }, "read").is_err(), "wrong kind");
         assert!(r.release(99, OpKind::PostRead { acquire: 99 }, "read").is_err(), "unknown");
         assert!(matches!(r.check(), Err(Error::InvalidHandle(m)) if m.contains("never released")));

@@ -185,6 +185,30 @@ void two_workers() {
     CHECK(seen[0] == 10.0f && seen[1] == 10.0f);
 }
 
+// A pre-update recorded with `overwrite`: its buffer is not zeroed, the
+// worker writes every value, and every delta counts exactly once.
+void overwritten_updates() {
+    geeps::Instance ps(geeps::Config().row_width(kWidth).device_memory(1 << 20));
+    geeps_table w = ps.parameter_table("w", kRows);
+    auto rows = geeps::rows(0, kRows);
+    geeps_handle read = ps.virtual_read(w, rows);
+    geeps_handle grad = ps.virtual_pre_update(w, rows, true);
+    ps.virtual_update(grad);
+    ps.virtual_post_read(read);
+    ps.virtual_clock();
+    ps.finish_virtual_iteration();
+    for (int it = 0; it < 4; it++) {
+        auto params = ps.read(read);
+        CHECK(all(params.data(), params.size(), 2.0f * it));
+        auto delta = ps.pre_update(grad);
+        for (size_t i = 0; i < delta.size(); i++) delta[i] = 2.0f;
+        delta.update();
+        params.post();
+        ps.clock();
+    }
+    CHECK(all(ps.read(read).data(), kRows * kWidth, 8.0f));
+}
+
 // "127.0.0.1:PORT" with a port that was free a moment ago.
 std::string free_loopback_address() {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -285,6 +309,7 @@ int main() {
     try {
         single_worker();
         two_workers();
+        overwritten_updates();
         network_cluster_of_one();
         checkpoint_and_restore();
     } catch (const std::exception &e) {

@@ -77,8 +77,8 @@ pub extern "C" fn geeps_virtual_post_read(ps: *mut GeepsInstance, read: GeepsHan
     guard(|| release(ps, "geeps_virtual_post_read", read, Kind::Read, |g, h| g.virtual_post_read(h)))
 }
 
-/// Records a `pre_update` of `rows[0..n]` of parameter table `table`.
-/// `*out` gets the handle for `geeps_pre_update`.
+/// Records a `pre_update` of `rows[0..n]` of parameter table `table`; its
+/// buffer comes zeroed. `*out` gets the handle for `geeps_pre_update`.
 #[no_mangle]
 pub extern "C" fn geeps_virtual_pre_update(
     ps: *mut GeepsInstance,
@@ -88,6 +88,22 @@ pub extern "C" fn geeps_virtual_pre_update(
     out: *mut GeepsHandle,
 ) -> GeepsStatus {
     guard(|| acquisition(ps, table, rows, n, Kind::Update, out, |g, k| g.virtual_pre_update(k)))
+}
+
+/// Records a `pre_update` of `rows[0..n]` of parameter table `table` whose
+/// buffer the application overwrites whole before `geeps_update`: it comes
+/// with unspecified contents instead of zeros (no pass zeroing it). Any
+/// value left unwritten is sent as a delta. `*out` gets the handle for
+/// `geeps_pre_update`.
+#[no_mangle]
+pub extern "C" fn geeps_virtual_pre_update_overwrite(
+    ps: *mut GeepsInstance,
+    table: GeepsTable,
+    rows: *const u32,
+    n: usize,
+    out: *mut GeepsHandle,
+) -> GeepsStatus {
+    guard(|| acquisition(ps, table, rows, n, Kind::Update, out, |g, k| g.virtual_pre_update_overwrite(k)))
 }
 
 /// Records the `update` of the pre-update `pre_update`.

@@ -21,8 +21,14 @@ use crate::transport::{add_bytes, floats_from_bytes, floats_view, Publish, Updat
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Fill {
     Read(Slack),
-    Zero,
-    Local { fetch: bool },
+    /// A pre-update's buffer: zeroed, or left as it is (the application
+    /// overwrites it whole).
+    Update {
+        zeroed: bool,
+    },
+    Local {
+        fetch: bool,
+    },
 }
 
 /// Page-locked scratch owned by one thread, grown on demand.
@@ -133,7 +139,7 @@ pub(crate) fn wait_for_writes(
 /// its save queues behind the earlier ones on the local lane.
 pub(crate) fn orders_after_writes(fill: Fill, in_place: bool, read_my_writes: bool) -> bool {
     match fill {
-        Fill::Zero => false,
+        Fill::Update { .. } => false,
         Fill::Read(_) => read_my_writes,
         Fill::Local { fetch } => fetch || in_place,
     }
@@ -207,10 +213,11 @@ fn fill_buffer(
     let w = sh.width();
     let stream = sh.alloc_stream;
     match fill {
-        Fill::Zero => {
+        Fill::Update { zeroed: true } => {
             // SAFETY: the buffer is ours and `floats` long.
             unsafe { sh.device.fill_zero(stream, acq.ptr, acq.floats)? };
         }
+        Fill::Update { zeroed: false } => {}
         Fill::Local { fetch: false } => {}
         Fill::Local { fetch: true } => {
             for g in &plan.groups {

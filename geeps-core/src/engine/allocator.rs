@@ -22,7 +22,7 @@ use crate::recorder::OpKind;
 pub(crate) fn fill_of(kind: &OpKind) -> Option<Fill> {
     match kind {
         OpKind::Read { slack } => Some(Fill::Read(*slack)),
-        OpKind::PreUpdate => Some(Fill::Zero),
+        OpKind::PreUpdate { zeroed } => Some(Fill::Update { zeroed: *zeroed }),
         OpKind::LocalAccess { fetch } => Some(Fill::Local { fetch: *fetch }),
         _ => None,
     }

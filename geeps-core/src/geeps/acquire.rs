@@ -42,7 +42,7 @@ impl Geeps {
     /// `pre_update` of keys that were not recorded (slow path).
     pub fn pre_update_keys(&self, keys: &[RowKey]) -> Result<UpdateBuffer<'_>> {
         index::validate_keys(&self.tables, keys, TableKind::Parameter, "pre_update")?;
-        let raw = self.acquire_by_keys(keys, Fill::Zero, CallKind::PreUpdate)?;
+        let raw = self.acquire_by_keys(keys, Fill::Update { zeroed: true }, CallKind::PreUpdate)?;
         Ok(UpdateBuffer { ps: self, raw })
     }
 
@@ -252,7 +252,7 @@ impl Geeps {
 fn live_kind(fill: Fill) -> LiveKind {
     match fill {
         Fill::Read(_) => LiveKind::Read,
-        Fill::Zero => LiveKind::Update,
+        Fill::Update { .. } => LiveKind::Update,
         Fill::Local { .. } => LiveKind::Local,
     }
 }

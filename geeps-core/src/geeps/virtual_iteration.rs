@@ -60,10 +60,23 @@ impl Geeps {
         Ok(self.handle(pos))
     }
 
-    /// Records a `pre_update` of `keys`.
+    /// Records a `pre_update` of `keys`: its buffer comes zeroed, for the
+    /// application to add its deltas into.
     pub fn virtual_pre_update(&self, keys: &[RowKey]) -> Result<Handle> {
+        self.record_pre_update("virtual_pre_update", keys, true)
+    }
+
+    /// Records a `pre_update` of `keys` whose buffer the application
+    /// overwrites whole before `update`: it comes with unspecified contents
+    /// instead of zeros, which spares a pass over every byte of it. Any
+    /// value left unwritten is sent as a delta.
+    pub fn virtual_pre_update_overwrite(&self, keys: &[RowKey]) -> Result<Handle> {
+        self.record_pre_update("virtual_pre_update_overwrite", keys, false)
+    }
+
+    fn record_pre_update(&self, call: &'static str, keys: &[RowKey], zeroed: bool) -> Result<Handle> {
         index::validate_keys(&self.tables, keys, TableKind::Parameter, "pre_update")?;
-        let pos = self.record("virtual_pre_update", |r| Ok(r.acquire(OpKind::PreUpdate, Arc::from(keys))))?;
+        let pos = self.record(call, |r| Ok(r.acquire(OpKind::PreUpdate { zeroed }, Arc::from(keys))))?;
         Ok(self.handle(pos))
     }
 
