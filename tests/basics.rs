@@ -6,11 +6,33 @@
 
 use std::time::Duration;
 
-use geeps::{keys, Config, Error, InProcessCluster, RowKey, Slack, TableId};
-use geeps_testkit::device_test;
+use geeps::{keys, Config, Error, GeepsBuilder, InProcessCluster, RowKey, Slack, TableId};
+use geeps_testkit::{device_test, Backend, Fixture};
 
 fn config() -> Config {
     Config::default().with_row_width(4).with_device_memory(1 << 20).with_wait_deadline(Duration::from_secs(20))
+}
+
+/// Runs `worker(rank, builder, fixture)` for `workers` in-process workers
+/// on `backend`, each on its own thread with its transport set; returns
+/// what each returned, by rank.
+fn each_worker<T: Send + 'static>(
+    backend: Backend,
+    workers: usize,
+    worker: impl Fn(usize, GeepsBuilder, Fixture) -> T + Send + Copy + 'static,
+) -> Vec<T> {
+    let cluster = InProcessCluster::new(workers).unwrap();
+    let handles: Vec<_> = (0..workers)
+        .map(|rank| {
+            let t = cluster.transport(rank).unwrap();
+            std::thread::spawn(move || {
+                let (mut b, fx) = backend.builder(config());
+                b.transport(t);
+                worker(rank, b, fx)
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
 }
 
 // One worker: read, update by +1 per row per clock, check it sees its writes.
@@ -85,44 +107,34 @@ device_test!(keyed_calls_without_recording, |backend| -> Vec<f32> {
 // clocks < c. Faster workers' updates of clock c may be in as well, so the
 // values depend on timing: checked against exact bounds, not across devices.
 device_test!(bsp_workers_see_each_others_updates, |backend| {
-    let workers = 4;
-    let cluster = InProcessCluster::new(workers).unwrap();
-    let handles: Vec<_> = (0..workers)
-        .map(|rank| {
-            let t = cluster.transport(rank).unwrap();
-            std::thread::spawn(move || {
-                let (mut b, fx) = backend.builder(config());
-                let w = b.parameter_table("w", 5);
-                b.transport(t);
-                let ps = b.build().unwrap();
-                let k = keys(w, 0..5);
-                let r = ps.virtual_read(&k, Slack::BSP).unwrap();
-                let u = ps.virtual_pre_update(&k).unwrap();
-                ps.virtual_update(u).unwrap();
-                ps.virtual_post_read(r).unwrap();
-                ps.virtual_table_clock(w).unwrap();
-                ps.finish_virtual_iteration().unwrap();
-                for c in 0..20u32 {
-                    let read = ps.read(r).unwrap();
-                    // Each worker adds (rank + 1) per clock: every update of
-                    // clocks < c is in, and faster workers' of clock c may be.
-                    let floor = (c * 10) as f32;
-                    let v = fx.get(&read);
-                    let ok = v.iter().all(|v| *v >= floor && *v <= floor + 10.0);
-                    assert!(ok, "{backend:?} rank {rank} clock {c}: {v:?}");
-                    let up = ps.pre_update(u).unwrap();
-                    fx.fill(&up, (rank + 1) as f32);
-                    up.update().unwrap();
-                    drop(read);
-                    ps.table_clock(w).unwrap();
-                }
-                ps.stats()
-            })
-        })
-        .collect();
-    for h in handles {
-        let stats = h.join().unwrap();
-        assert_eq!(stats.slow_path_calls, 0, "{stats}");
+    let stats = each_worker(backend, 4, move |rank, mut b, fx| {
+        let w = b.parameter_table("w", 5);
+        let ps = b.build().unwrap();
+        let k = keys(w, 0..5);
+        let r = ps.virtual_read(&k, Slack::BSP).unwrap();
+        let u = ps.virtual_pre_update(&k).unwrap();
+        ps.virtual_update(u).unwrap();
+        ps.virtual_post_read(r).unwrap();
+        ps.virtual_table_clock(w).unwrap();
+        ps.finish_virtual_iteration().unwrap();
+        for c in 0..20u32 {
+            let read = ps.read(r).unwrap();
+            // Each worker adds (rank + 1) per clock: every update of
+            // clocks < c is in, and faster workers' of clock c may be.
+            let floor = (c * 10) as f32;
+            let v = fx.get(&read);
+            let ok = v.iter().all(|v| *v >= floor && *v <= floor + 10.0);
+            assert!(ok, "{backend:?} rank {rank} clock {c}: {v:?}");
+            let up = ps.pre_update(u).unwrap();
+            fx.fill(&up, (rank + 1) as f32);
+            up.update().unwrap();
+            drop(read);
+            ps.table_clock(w).unwrap();
+        }
+        ps.stats()
+    });
+    for s in stats {
+        assert_eq!(s.slow_path_calls, 0, "{s}");
     }
 });
 
@@ -131,44 +143,34 @@ device_test!(bsp_workers_see_each_others_updates, |backend| {
 // value, and each clock's reads hold exactly the updates of every clock
 // before it, BSP.
 device_test!(overwritten_pre_updates_are_not_zeroed_and_count_exactly, |backend| {
-    let workers = 2;
-    let cluster = InProcessCluster::new(workers).unwrap();
-    let handles: Vec<_> = (0..workers)
-        .map(|rank| {
-            let t = cluster.transport(rank).unwrap();
-            std::thread::spawn(move || {
-                let (mut b, fx) = backend.builder(config());
-                let w = b.parameter_table("w", 6);
-                b.transport(t);
-                let ps = b.build().unwrap();
-                let k = keys(w, 0..6);
-                let u = ps.virtual_pre_update_overwrite(&k).unwrap();
-                ps.virtual_update(u).unwrap();
-                ps.virtual_table_clock(w).unwrap();
-                let r = ps.virtual_read(&k, Slack::BSP).unwrap();
-                ps.virtual_post_read(r).unwrap();
-                ps.finish_virtual_iteration().unwrap();
-                let mut stale = 0;
-                for c in 0..8u32 {
-                    let up = ps.pre_update(u).unwrap();
-                    stale += usize::from(fx.get(&up).iter().any(|v| *v != 0.0));
-                    fx.fill(&up, ((rank + 1) * (c as usize + 1)) as f32);
-                    up.update().unwrap();
-                    ps.table_clock(w).unwrap();
-                    let read = ps.read(r).unwrap();
-                    // Clocks 0..=c of both workers: (1 + 2) * (1 + ... + (c + 1)).
-                    let want = (3 * (c + 1) * (c + 2) / 2) as f32;
-                    assert_eq!(fx.get(&read), vec![want; 6 * 4], "{backend:?} rank {rank} clock {c}");
-                    read.post().unwrap();
-                }
-                assert!(stale > 0, "{backend:?} rank {rank}: every overwritten pre-update came zeroed");
-                ps.stats()
-            })
-        })
-        .collect();
-    for h in handles {
-        let stats = h.join().unwrap();
-        assert_eq!(stats.slow_path_calls, 0, "{stats}");
+    let stats = each_worker(backend, 2, move |rank, mut b, fx| {
+        let w = b.parameter_table("w", 6);
+        let ps = b.build().unwrap();
+        let k = keys(w, 0..6);
+        let u = ps.virtual_pre_update_overwrite(&k).unwrap();
+        ps.virtual_update(u).unwrap();
+        ps.virtual_table_clock(w).unwrap();
+        let r = ps.virtual_read(&k, Slack::BSP).unwrap();
+        ps.virtual_post_read(r).unwrap();
+        ps.finish_virtual_iteration().unwrap();
+        let mut stale = 0;
+        for c in 0..8u32 {
+            let up = ps.pre_update(u).unwrap();
+            stale += usize::from(fx.get(&up).iter().any(|v| *v != 0.0));
+            fx.fill(&up, ((rank + 1) * (c as usize + 1)) as f32);
+            up.update().unwrap();
+            ps.table_clock(w).unwrap();
+            let read = ps.read(r).unwrap();
+            // Clocks 0..=c of both workers: (1 + 2) * (1 + ... + (c + 1)).
+            let want = (3 * (c + 1) * (c + 2) / 2) as f32;
+            assert_eq!(fx.get(&read), vec![want; 6 * 4], "{backend:?} rank {rank} clock {c}");
+            read.post().unwrap();
+        }
+        assert!(stale > 0, "{backend:?} rank {rank}: every overwritten pre-update came zeroed");
+        ps.stats()
+    });
+    for s in stats {
+        assert_eq!(s.slow_path_calls, 0, "{s}");
     }
 });
 
