@@ -93,7 +93,7 @@ impl ControlCalls {
 }
 
 /// The device ranges of a layer call's held buffers (input, inout,
-/// output), by blob, as the CPU path splits their host views: forward reads
+/// output), slot by slot, as the CPU path views them: forward reads
 /// data and writes data and its backward state; backward reads data,
 /// gradients and that state, and writes gradients.
 fn device_io(buffers: [Option<&Held<'_>>; 3], backward: bool) -> (DevIo, DevSlice) {
@@ -110,14 +110,12 @@ fn device_io(buffers: [Option<&Held<'_>>; 3], backward: bool) -> (DevIo, DevSlic
         }
     }
     for b in [buffers[1], buffers[2]].into_iter().flatten() {
-        {
-            for (slot, s) in b.device() {
-                match slot {
-                    Slot::Data(x) if !backward => io.data_out.push((x, s)),
-                    Slot::Aux(_) if !backward => aux = s,
-                    Slot::Diff(x) if backward => io.diff_out.push((x, s)),
-                    _ => {}
-                }
+        for (slot, s) in b.device() {
+            match slot {
+                Slot::Data(x) if !backward => io.data_out.push((x, s)),
+                Slot::Aux(_) if !backward => aux = s,
+                Slot::Diff(x) if backward => io.diff_out.push((x, s)),
+                _ => {}
             }
         }
     }
