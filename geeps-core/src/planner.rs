@@ -385,9 +385,12 @@ pub(crate) fn plan(ops: &[RecordedOp], tables: &[TableSpec], row_width: usize, b
     }
     let in_place: Vec<Option<u32>> =
         op_unit.iter().map(|u| u.filter(|&u| pinned[u] && units[u].local).map(|u| unit_offset[u])).collect();
-    let local_accesses: Vec<usize> =
-        (0..ops.len()).filter(|&i| matches!(ops[i].kind, OpKind::LocalAccess { .. })).collect();
-    let local_in_place = local_accesses.iter().filter(|&&i| in_place[i].is_some()).count();
+    // (in place, buffered) over the recorded local accesses.
+    let (local_in_place, local_buffered) = ops
+        .iter()
+        .zip(&in_place)
+        .filter(|(op, _)| matches!(op.kind, OpKind::LocalAccess { .. }))
+        .fold((0, 0), |(i, b), (_, at)| if at.is_some() { (i + 1, b) } else { (i, b + 1) });
     // Pinning more local data may have lowered the peak (fewer hand-overs).
     let (final_peak, peak_position) = peak(ops, &op_unit, &pinned, row_bytes);
     debug_assert!(final_peak <= cur_peak);
@@ -404,7 +407,7 @@ pub(crate) fn plan(ops: &[RecordedOp], tables: &[TableSpec], row_width: usize, b
         double_buffered,
         handovers: handovers.len(),
         local_in_place,
-        local_buffered: local_accesses.len() - local_in_place,
+        local_buffered,
         local_device_bytes: 0,
         local_host_bytes: 0,
         param_device_bytes: 0,

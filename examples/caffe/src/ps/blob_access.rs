@@ -79,23 +79,24 @@ pub(crate) fn open<'p>(ps: &'p Geeps, a: &Option<Access>) -> Result<Option<Held<
 }
 
 impl<'p> Held<'p> {
-    /// Each slot's contents, read only, `floats` long.
+    /// Each slot's contents, read only, `floats` long (a staged view moves
+    /// only those, not the padding of the slot's last row).
     pub(crate) fn read<'b>(&'b self, hv: &HostView) -> Result<Vec<(Slot, Cow<'b, [f32]>)>> {
         let mut out = Vec::with_capacity(self.bufs.len());
         for (p, b) in &self.bufs {
-            let view = hv.read(b.device_ptr(), b.len(), || b.as_slice())?;
-            out.push((p.slot, trim(view, p.floats)));
+            let floats = p.floats.min(b.len());
+            out.push((p.slot, hv.read(b.device_ptr(), floats, || b.as_slice().map(|s| &s[..floats]))?));
         }
         Ok(out)
     }
 
-    /// Each slot's contents, writable (fetched: the layer may keep what it
-    /// does not overwrite); [`Held::commit`] puts them back.
-    pub(crate) fn write<'b>(&'b mut self, hv: &HostView) -> Result<Vec<(Slot, usize, Writable<'b>)>> {
+    /// Each slot's contents, writable and `floats` long (fetched: the layer
+    /// may keep what it does not overwrite); [`commit`] puts them back.
+    pub(crate) fn write<'b>(&'b mut self, hv: &HostView) -> Result<Vec<(Slot, Writable<'b>)>> {
         let mut out = Vec::with_capacity(self.bufs.len());
         for (p, b) in &mut self.bufs {
-            let (ptr, len) = (b.device_ptr(), b.len());
-            out.push((p.slot, p.floats, hv.write(ptr, len, true, || b.as_mut_slice())?));
+            let (ptr, floats) = (b.device_ptr(), p.floats.min(b.len()));
+            out.push((p.slot, hv.write(ptr, floats, true, || b.as_mut_slice().map(|s| &mut s[..floats]))?));
         }
         Ok(out)
     }
@@ -123,19 +124,9 @@ impl<'p> Held<'p> {
 }
 
 /// Puts writable views back into their buffers.
-pub(crate) fn commit(hv: &HostView, views: Vec<(Slot, usize, Writable<'_>)>) -> Result<()> {
-    for (_, _, v) in views {
+pub(crate) fn commit(hv: &HostView, views: Vec<(Slot, Writable<'_>)>) -> Result<()> {
+    for (_, v) in views {
         hv.commit(v)?;
     }
     Ok(())
-}
-
-fn trim(view: Cow<'_, [f32]>, floats: usize) -> Cow<'_, [f32]> {
-    match view {
-        Cow::Borrowed(s) => Cow::Borrowed(&s[..floats.min(s.len())]),
-        Cow::Owned(mut v) => {
-            v.truncate(floats);
-            Cow::Owned(v)
-        }
-    }
 }

@@ -632,8 +632,8 @@ impl<'a> PsWorker<'a> {
                             io.data_in.push((b, &s[..]));
                         }
                     }
-                    for (slot, floats, v) in inout_view.iter_mut().chain(out_view.iter_mut()) {
-                        let s = &mut v[..*floats];
+                    for (slot, s) in inout_view.iter_mut().chain(out_view.iter_mut()) {
+                        let s = &mut s[..];
                         match *slot {
                             Slot::Data(b) => io.data_out.push((b, s)),
                             Slot::Aux(_) => aux = s,
@@ -657,7 +657,7 @@ impl<'a> PsWorker<'a> {
                         forward_layer(net, li, w, io, aux, true, crate::plain::layer_seed(seed, li));
                     }
                 }
-                for (slot, _, v) in out_view.iter().chain(inout_view.iter()) {
+                for (slot, v) in out_view.iter().chain(inout_view.iter()) {
                     if let Slot::Data(b) = *slot {
                         if let Some(k) = net.outputs.iter().position(|&o| o == b) {
                             outputs[k] = v[0];
@@ -725,9 +725,9 @@ impl<'a> PsWorker<'a> {
                                 Slot::History(_) => {}
                             }
                         }
-                        for (slot, floats, v) in inout_view.iter_mut().chain(out_view.iter_mut()) {
+                        for (slot, v) in inout_view.iter_mut().chain(out_view.iter_mut()) {
                             if let Slot::Diff(b) = *slot {
-                                io.diff_out.push((b, &mut v[..*floats]));
+                                io.diff_out.push((b, &mut v[..]));
                             }
                         }
                         let mut scratch = Vec::new();
