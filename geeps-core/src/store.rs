@@ -114,6 +114,12 @@ pub(crate) struct ParamState {
     pub(crate) inflight: VecDeque<Inflight>,
     /// Scratch for merging publications.
     pub(crate) scratch: Vec<f32>,
+    /// The last publication's rows (partition-row order, aligned `f32`s)
+    /// while they have not been copied into the cached rows: until then they
+    /// are the partition's content, and reads gather from them. Kept only
+    /// where the host addresses the cache; copied in before anything adds
+    /// to the cached rows, dropped when a newer publication replaces them.
+    pub(crate) published: Option<Bytes>,
 }
 
 /// One clock's deltas of this worker, pushed and not yet published back.
@@ -152,6 +158,7 @@ impl ParamPartition {
                 accum_in_cache: true,
                 inflight: VecDeque::new(),
                 scratch: Vec::new(),
+                published: None,
             }),
             cond: Condvar::new(),
             accumulators: Accumulators::default(),

@@ -249,12 +249,32 @@ fn fill_buffer(
                     })?;
                 }
                 if sh.config.read_my_writes {
-                    catch_up_own_deltas(sh, p, &mut st)?;
+                    catch_up_own_deltas(sh, p, &mut st, stream, staging)?;
                 }
                 match acq.ages.iter_mut().find(|(t, _)| *t == table) {
                     Some((_, a)) => *a = (*a).min(st.age),
                     None => acq.ages.push((table, st.age)),
                 }
+                if let Some(rows) = st.published.as_deref().and_then(floats_view) {
+                    // The publication is the partition's content: one pass
+                    // from the message into the buffer, none into the cache.
+                    count(&sh.stats.h2d, g.region_pairs.len() * w);
+                    // SAFETY: region pairs index the partition's rows, which the
+                    // kept publication holds densely; the buffer is host memory
+                    // (publications are kept only where the host addresses it).
+                    unsafe {
+                        run_row_kernel(
+                            RowOp::Gather,
+                            &g.region_pairs,
+                            rows.as_ptr() as *mut f32,
+                            acq.ptr.0 as *mut f32,
+                            w,
+                        )
+                    };
+                    continue;
+                }
+                // (Only a kept publication that cannot be viewed in place is left.)
+                settle_publication(sh, p, &mut st, stream, staging)?;
                 if let (Some(ix), Some(dev)) = (&g.device_index, p.device.ptr) {
                     // SAFETY: the index was built from this partition's layout.
                     unsafe { sh.device.rows(stream, RowOp::Gather, dev, ix.id, acq.ptr, w)? };
@@ -270,7 +290,18 @@ fn fill_buffer(
 /// Adds this worker's deltas that the cached rows lack (pushed or not yet
 /// pushed, not yet in a publication) to them, so a read sees its own writes.
 /// Only ever pending where the cache is host-reachable (see `apply_update`).
-fn catch_up_own_deltas(sh: &Shared, p: &ParamPartition, st: &mut ParamState) -> Result<()> {
+fn catch_up_own_deltas(
+    sh: &Shared,
+    p: &ParamPartition,
+    st: &mut ParamState,
+    stream: StreamId,
+    staging: &mut Staging,
+) -> Result<()> {
+    let pending = st.inflight.iter().any(|f| !f.in_cache) || (st.dirty && !st.accum_in_cache);
+    if !pending {
+        return Ok(());
+    }
+    settle_publication(sh, p, st, stream, staging)?;
     let w = sh.width();
     let dev = p.device.ptr.map(|d| d.0 as *mut f32);
     let ParamState { host, accum, accum_in_cache, dirty, inflight, scratch, .. } = st;
@@ -357,6 +388,7 @@ pub(crate) fn apply_update(sh: &Shared, plan: &AccessPlan, acq: &Acquired, stagi
             st.accum_in_cache = false;
         }
         if sh.config.read_my_writes && eager {
+            settle_publication(sh, p, &mut st, stream, staging)?;
             if let (Some(ix), Some(dev)) = (&g.device_index, p.device.ptr) {
                 // SAFETY: built from this partition's layout; lock held.
                 unsafe { sh.device.rows(stream, RowOp::ScatterAdd, dev, ix.id, acq.ptr, w)? };
@@ -434,7 +466,6 @@ pub(crate) fn end_clock(sh: &Shared, table: usize, clock: u64) -> Vec<UpdateBatc
 
 /// Merges published rows into the cache and advances its data age.
 pub(crate) fn apply_publish(sh: &Shared, publish: &Publish, staging: &mut Staging) -> Result<()> {
-    let w = sh.width();
     let table = publish.table as usize;
     let parts = sh
         .stores
@@ -457,53 +488,94 @@ pub(crate) fn apply_publish(sh: &Shared, publish: &Publish, staging: &mut Stagin
         st.inflight.retain(|f| f.clock >= mine);
     }
     let own_pending = sh.config.read_my_writes && (!st.inflight.is_empty() || st.dirty);
-    let mut merged = std::mem::take(&mut st.scratch);
-    let rows: &[f32] = match floats_view(&publish.rows).filter(|v| v.len() == st.accum.len() && !own_pending) {
-        // Common case: nothing of ours to add back, so copy straight from the message.
-        Some(view) => view,
-        None => {
-            merged.resize(st.accum.len(), 0.0);
-            floats_from_bytes(&publish.rows, &mut merged)?;
-            // Add back this worker's deltas the publication does not include yet.
-            for f in &st.inflight {
-                add_bytes(&mut merged, &f.deltas)?;
+    let view = floats_view(&publish.rows).filter(|v| v.len() == st.accum.len() && !own_pending);
+    if view.is_some() && sh.host_addressable {
+        // Nothing of ours to add back, and reads gather on the host: the
+        // message itself becomes the partition's content, copied nowhere.
+        st.published = Some(publish.rows.clone());
+    } else {
+        st.published = None;
+        let mut merged = std::mem::take(&mut st.scratch);
+        let rows: &[f32] = match view {
+            // Nothing of ours to add back: copy straight from the message.
+            Some(view) => view,
+            None => {
+                merged.resize(st.accum.len(), 0.0);
+                floats_from_bytes(&publish.rows, &mut merged)?;
+                // Add back this worker's deltas the publication does not include yet.
+                for f in &st.inflight {
+                    add_bytes(&mut merged, &f.deltas)?;
+                }
+                if own_pending && st.dirty {
+                    merged.iter_mut().zip(&st.accum).for_each(|(m, d)| *m += *d);
+                }
+                &merged
             }
-            if own_pending && st.dirty {
-                merged.iter_mut().zip(&st.accum).for_each(|(m, d)| *m += *d);
-            }
-            &merged
-        }
-    };
-    for (slot, r) in p.layout.host_order.iter().enumerate() {
-        let r = *r as usize;
-        st.host[slot * w..(slot + 1) * w].copy_from_slice(&rows[r * w..(r + 1) * w]);
-    }
-    if let Some(dev) = p.device.ptr {
-        let order = &p.layout.device_order;
-        count(&sh.stats.h2d, order.len() * w);
-        let contiguous = order.windows(2).all(|x| x[1] == x[0] + 1);
-        if contiguous && sh.host_addressable {
-            let first = order[0] as usize;
-            // SAFETY: the region holds `order.len()` rows; merged holds them from `first`.
-            unsafe { sh.device.copy_h2d(stream, rows.as_ptr().add(first * w), dev, order.len() * w)? };
-        } else {
-            let stage = staging.get(sh, order.len() * w)?;
-            for (slot, r) in order.iter().enumerate() {
-                let r = *r as usize;
-                stage[slot * w..(slot + 1) * w].copy_from_slice(&rows[r * w..(r + 1) * w]);
-            }
-            // SAFETY: as above, from staging.
-            unsafe { sh.device.copy_h2d(stream, stage.as_ptr(), dev, order.len() * w)? };
-        }
-        sh.device.synchronize(stream)?;
+        };
+        write_cache(sh, p, &mut st.host, rows, stream, staging)?;
+        st.scratch = merged;
     }
     // The cache now holds every delta of ours still pending.
     st.inflight.iter_mut().for_each(|f| f.in_cache = true);
     st.accum_in_cache = true;
-    st.scratch = merged;
     st.age = publish.age;
     st.included.clone_from(&publish.included);
     drop(guard);
     p.cond.notify_all();
     Ok(())
+}
+
+/// Copies a partition's rows (partition-row order) into its cached rows.
+fn write_cache(
+    sh: &Shared,
+    p: &ParamPartition,
+    host: &mut PinnedBuf,
+    rows: &[f32],
+    stream: StreamId,
+    staging: &mut Staging,
+) -> Result<()> {
+    let w = sh.width();
+    for (slot, r) in p.layout.host_order.iter().enumerate() {
+        let r = *r as usize;
+        host[slot * w..(slot + 1) * w].copy_from_slice(&rows[r * w..(r + 1) * w]);
+    }
+    let Some(dev) = p.device.ptr else { return Ok(()) };
+    let order = &p.layout.device_order;
+    count(&sh.stats.h2d, order.len() * w);
+    let contiguous = order.windows(2).all(|x| x[1] == x[0] + 1);
+    if contiguous && sh.host_addressable {
+        let first = order[0] as usize;
+        // SAFETY: the region holds `order.len()` rows; `rows` holds them from `first`.
+        unsafe { sh.device.copy_h2d(stream, rows.as_ptr().add(first * w), dev, order.len() * w)? };
+    } else {
+        let stage = staging.get(sh, order.len() * w)?;
+        for (slot, r) in order.iter().enumerate() {
+            let r = *r as usize;
+            stage[slot * w..(slot + 1) * w].copy_from_slice(&rows[r * w..(r + 1) * w]);
+        }
+        // SAFETY: as above, from staging.
+        unsafe { sh.device.copy_h2d(stream, stage.as_ptr(), dev, order.len() * w)? };
+    }
+    sh.device.synchronize(stream)
+}
+
+/// Copies a publication kept as the partition's content into the cached
+/// rows, before anything adds to them.
+fn settle_publication(
+    sh: &Shared,
+    p: &ParamPartition,
+    st: &mut ParamState,
+    stream: StreamId,
+    staging: &mut Staging,
+) -> Result<()> {
+    let Some(rows) = st.published.take() else { return Ok(()) };
+    if let Some(view) = floats_view(&rows) {
+        return write_cache(sh, p, &mut st.host, view, stream, staging);
+    }
+    let mut values = std::mem::take(&mut st.scratch);
+    values.resize(st.accum.len(), 0.0);
+    floats_from_bytes(&rows, &mut values)?;
+    let written = write_cache(sh, p, &mut st.host, &values, stream, staging);
+    st.scratch = values;
+    written
 }
