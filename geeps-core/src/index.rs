@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::device::{Device, DevicePtr, IndexId, RowPair};
+use crate::engine::outgoing::OutgoingSpares;
 use crate::error::{Error, Result};
 use crate::store::{Slot, Stores};
 use crate::table::{partition_of, RowKey, TableKind, TableSpec};
@@ -38,6 +39,9 @@ pub(crate) struct Group {
     pub(crate) host_pairs: Vec<RowPair>,
     /// (buffer row, region row): every row of the group, for outgoing deltas.
     pub(crate) region_pairs: Vec<RowPair>,
+    /// For a parameter partition whose every row the access lists, in row
+    /// order and in consecutive buffer rows: the buffer row of its first.
+    pub(crate) whole_from: Option<u32>,
 }
 
 /// Everything needed to serve one access without looking at its keys again.
@@ -48,6 +52,17 @@ pub(crate) struct AccessPlan {
     pub(crate) tables: Vec<usize>,
     /// For a local access served in place: its rows on the device.
     pub(crate) in_place: Option<DevicePtr>,
+    /// Recycled buffers for a pre-update whose partitions become outgoing
+    /// deltas as they are (see `engine/outgoing.rs`).
+    pub(crate) outgoing: OutgoingSpares,
+}
+
+impl AccessPlan {
+    /// Whether some partition's deltas can be taken from this access's
+    /// buffer as they are.
+    pub(crate) fn covers_a_partition(&self) -> bool {
+        self.groups.iter().any(|g| g.whole_from.is_some())
+    }
 }
 
 /// Checks that `keys` name existing, distinct rows of tables of kind `kind`.
@@ -137,14 +152,39 @@ pub(crate) fn build(
 
     let mut built = Vec::with_capacity(groups.len());
     for (target, device_pairs, host_pairs, region_pairs) in groups {
+        let whole_from = match target {
+            Target::Param { table, part } => {
+                let rows = stores.params[table].as_ref().map_or(0, |parts| parts[part].layout.rows());
+                whole_partition_from(&region_pairs, rows)
+            }
+            Target::Local { .. } => None,
+        };
         let device_index = if device_pairs.is_empty() || in_place.is_some() {
             None
         } else {
             Some(DeviceIndex { device: device.clone(), id: device.upload_index(&device_pairs)? })
         };
-        built.push(Group { target, device_index, host_pairs, region_pairs });
+        built.push(Group { target, device_index, host_pairs, region_pairs, whole_from });
     }
-    Ok(AccessPlan { rows: keys.len(), groups: built, tables: tables_touched, in_place })
+    Ok(AccessPlan {
+        rows: keys.len(),
+        groups: built,
+        tables: tables_touched,
+        in_place,
+        outgoing: OutgoingSpares::default(),
+    })
+}
+
+/// The first buffer row when `pairs` list every one of a region's `rows`
+/// rows in order, in consecutive buffer rows.
+fn whole_partition_from(pairs: &[RowPair], rows: usize) -> Option<u32> {
+    let first = pairs.first()?.buffer_row;
+    let whole = pairs.len() == rows
+        && pairs
+            .iter()
+            .enumerate()
+            .all(|(i, p)| p.store_row as usize == i && p.buffer_row as usize == first as usize + i);
+    whole.then_some(first)
 }
 
 #[cfg(test)]

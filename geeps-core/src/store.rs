@@ -11,6 +11,7 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::device::{Device, DevicePtr, PinnedBuf};
 use crate::engine::accumulators::Accumulators;
+use crate::engine::outgoing::DeltaRange;
 use crate::error::Result;
 
 const HOST_BIT: u32 = 1 << 31;
@@ -120,6 +121,25 @@ pub(crate) struct ParamState {
     /// where the host addresses the cache; copied in before anything adds
     /// to the cached rows, dropped when a newer publication replaces them.
     pub(crate) published: Option<Bytes>,
+    /// This clock's deltas when the application wrote them whole into an
+    /// outgoing buffer (see `engine/outgoing.rs`): taken as they are, with
+    /// `accum` left untouched. Moved into `accum` before more are added.
+    pub(crate) borrowed: Option<DeltaRange>,
+}
+
+impl ParamState {
+    /// This clock's deltas (meaningful while `dirty`).
+    pub(crate) fn deltas(&self) -> &[f32] {
+        self.borrowed.as_ref().map_or(&self.accum, |d| d.floats())
+    }
+
+    /// Moves borrowed deltas into `accum`, before more are added to them.
+    pub(crate) fn own_deltas(&mut self) {
+        if let Some(d) = self.borrowed.take() {
+            self.accum.copy_from_slice(d.floats());
+            self.accum_stale = false;
+        }
+    }
 }
 
 /// One clock's deltas of this worker, pushed and not yet published back.
@@ -159,6 +179,7 @@ impl ParamPartition {
                 inflight: VecDeque::new(),
                 scratch: Vec::new(),
                 published: None,
+                borrowed: None,
             }),
             cond: Condvar::new(),
             accumulators: Accumulators::default(),

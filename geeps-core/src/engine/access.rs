@@ -145,6 +145,14 @@ pub(crate) fn orders_after_writes(fill: Fill, in_place: bool, read_my_writes: bo
     }
 }
 
+/// Whether a pre-update is handed an outgoing buffer rather than a pool
+/// buffer: where the host addresses the device's memory (the buffer is host
+/// memory) and some partition's deltas can then be taken from it as they
+/// are. Message bytes are little-endian floats, so only there.
+fn takes_outgoing(sh: &Shared, plan: &AccessPlan) -> bool {
+    sh.host_addressable && cfg!(target_endian = "little") && plan.covers_a_partition()
+}
+
 /// Fills a buffer for one acquisition. `clock_of` gives, per table, the
 /// application's clock at this call, and `issued` the writes it had issued.
 #[allow(clippy::too_many_arguments)]
@@ -177,6 +185,7 @@ pub(crate) fn acquire(
     if let Some(ptr) = plan.in_place {
         return Ok(Acquired {
             buffer: None,
+            outgoing: None,
             ptr,
             floats: plan.rows * w,
             ages: Vec::new(),
@@ -186,9 +195,26 @@ pub(crate) fn acquire(
     }
 
     let floats = plan.rows * w;
+    if let Fill::Update { zeroed } = fill {
+        if takes_outgoing(sh, plan) {
+            let mut outgoing = plan.outgoing.take(floats, zeroed);
+            let ptr = outgoing.ptr();
+            let ages = Vec::new();
+            return Ok(Acquired {
+                buffer: None,
+                outgoing: Some(outgoing),
+                ptr,
+                floats,
+                ages,
+                writes_seen,
+                carried: false,
+            });
+        }
+    }
     let buffer = sh.pool.acquire(floats, policy.deadline, abort)?;
     let ptr = buffer.ptr;
-    let mut acq = Acquired { buffer: Some(buffer), ptr, floats, ages: Vec::new(), writes_seen, carried: false };
+    let mut acq =
+        Acquired { buffer: Some(buffer), outgoing: None, ptr, floats, ages: Vec::new(), writes_seen, carried: false };
     let result = fill_buffer(sh, fill, plan, clock_of, policy, abort, staging, &mut acq);
     match result {
         Ok(()) => Ok(acq),
@@ -304,7 +330,7 @@ fn catch_up_own_deltas(
     settle_publication(sh, p, st, stream, staging)?;
     let w = sh.width();
     let dev = p.device.ptr.map(|d| d.0 as *mut f32);
-    let ParamState { host, accum, accum_in_cache, dirty, inflight, scratch, .. } = st;
+    let ParamState { host, accum, accum_in_cache, dirty, inflight, scratch, borrowed, .. } = st;
     let mut add = |deltas: &[f32]| {
         add_rows_in_order(host, &p.layout.host_order, deltas, w);
         if let Some(dev) = dev {
@@ -328,7 +354,7 @@ fn catch_up_own_deltas(
         f.in_cache = true;
     }
     if *dirty && !*accum_in_cache {
-        add(accum);
+        add(borrowed.as_ref().map_or(accum.as_slice(), |d| d.floats()));
         *accum_in_cache = true;
     }
     Ok(())
@@ -354,15 +380,30 @@ fn add_rows_in_order(cache: &mut [f32], order: &[u32], deltas: &[f32], w: usize)
 /// catch up when a read needs them (`catch_up_own_deltas`), which under BSP
 /// is never, since the publication carrying these deltas arrives first; a
 /// GPU-resident cache is updated here, on the device, from the buffer.
-pub(crate) fn apply_update(sh: &Shared, plan: &AccessPlan, acq: &Acquired, staging: &mut Staging) -> Result<()> {
+pub(crate) fn apply_update(sh: &Shared, plan: &AccessPlan, acq: &mut Acquired, staging: &mut Staging) -> Result<()> {
     let w = sh.width();
     let stream = sh.reclaim_stream;
+    // Kept alive to the end: the copying path below reads the same memory.
+    let outgoing = acq.outgoing.take().map(|o| o.into_shared());
     let src = host_view(sh, stream, acq, staging)? as *mut f32;
     for g in &plan.groups {
         let Target::Param { table, part } = g.target else { continue };
         let Some(parts) = sh.stores.params[table].as_ref() else { continue };
         let p = &parts[part];
         let mut st = p.state.lock();
+        // The clock's first update of a whole partition from an outgoing
+        // buffer: its range is the clock's deltas as they are. (The cache is
+        // host-reachable here, so it catches up when a read needs it.)
+        if let (false, Some(from), Some(shared)) = (st.dirty, g.whole_from, outgoing.as_ref()) {
+            let from = from as usize * w;
+            if let Some(range) = shared.range(from..from + st.accum.len()) {
+                st.borrowed = Some(range);
+                st.dirty = true;
+                st.accum_in_cache = false;
+                continue;
+            }
+        }
+        st.own_deltas();
         // A recycled accumulator holds old deltas: an update of every row of
         // the partition (keys are distinct) overwrites them all; any other
         // first update starts from zeros.
@@ -445,10 +486,16 @@ pub(crate) fn end_clock(sh: &Shared, table: usize, clock: u64) -> Vec<UpdateBatc
         .map(|(part, p)| {
             let mut st = p.state.lock();
             let deltas = if st.dirty {
-                // The accumulator itself becomes the message: no copy.
-                let (fresh, stale) = p.accumulators.take(st.accum.len());
-                st.accum_stale = stale;
-                let bytes = p.accumulators.message(std::mem::replace(&mut st.accum, fresh));
+                let bytes = match st.borrowed.take() {
+                    // Deltas taken from the application's buffer go as they are.
+                    Some(borrowed) => borrowed.message(),
+                    None => {
+                        // The accumulator itself becomes the message: no copy.
+                        let (fresh, stale) = p.accumulators.take(st.accum.len());
+                        st.accum_stale = stale;
+                        p.accumulators.message(std::mem::replace(&mut st.accum, fresh))
+                    }
+                };
                 if sh.config.read_my_writes {
                     let in_cache = st.accum_in_cache;
                     st.inflight.push_back(Inflight { clock, deltas: bytes.clone(), in_cache });
@@ -507,7 +554,7 @@ pub(crate) fn apply_publish(sh: &Shared, publish: &Publish, staging: &mut Stagin
                     add_bytes(&mut merged, &f.deltas)?;
                 }
                 if own_pending && st.dirty {
-                    merged.iter_mut().zip(&st.accum).for_each(|(m, d)| *m += *d);
+                    merged.iter_mut().zip(st.deltas()).for_each(|(m, d)| *m += *d);
                 }
                 &merged
             }

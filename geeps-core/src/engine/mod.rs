@@ -6,6 +6,7 @@
 pub(crate) mod access;
 pub(crate) mod accumulators;
 pub(crate) mod allocator;
+pub(crate) mod outgoing;
 pub(crate) mod puller;
 pub(crate) mod pusher;
 pub(crate) mod reclaimer;
@@ -27,12 +28,16 @@ use crate::recorder::{OpKind, RecordedOp};
 use crate::stats::StatsCollector;
 use crate::store::Stores;
 use crate::table::TableSpec;
+use outgoing::OutgoingBuf;
 use write_counts::WriteCounts;
 
 /// A filled buffer ready for the application.
 pub(crate) struct Acquired {
-    /// `None` when the access is served in place (pinned local data).
+    /// `None` when the access is served in place (pinned local data) or
+    /// is an outgoing buffer.
     pub(crate) buffer: Option<PoolBuf>,
+    /// A pre-update's buffer that becomes the outgoing deltas (see `outgoing.rs`).
+    pub(crate) outgoing: Option<OutgoingBuf>,
     pub(crate) ptr: DevicePtr,
     pub(crate) floats: usize,
     /// Per parameter table read: the data age the buffer was filled at.

@@ -63,8 +63,8 @@ pub(crate) fn run(sh: Arc<Shared>, rx: Receiver<Release>, pushers: Pushers, stre
                 sh.discard(acq);
                 Ok(())
             }
-            Release::Update(plan, acq) => {
-                let r = access::apply_update(&sh, &plan, &acq, &mut staging);
+            Release::Update(plan, mut acq) => {
+                let r = access::apply_update(&sh, &plan, &mut acq, &mut staging);
                 sh.discard(acq);
                 bump_writes(&sh, &plan);
                 r

@@ -54,7 +54,13 @@ mod tests {
     use crate::device::DevicePtr;
 
     fn plan(tables: Vec<usize>, in_place: bool) -> AccessPlan {
-        AccessPlan { rows: 1, tables, groups: Vec::new(), in_place: in_place.then_some(DevicePtr(64)) }
+        AccessPlan {
+            rows: 1,
+            tables,
+            groups: Vec::new(),
+            in_place: in_place.then_some(DevicePtr(64)),
+            outgoing: Default::default(),
+        }
     }
 
     #[test]

@@ -134,6 +134,7 @@ impl Geeps {
             // A view of the held buffer: no pool buffer goes back with it.
             let view = Acquired {
                 buffer: None,
+                outgoing: None,
                 ptr: live.acquired.ptr,
                 floats: live.acquired.floats,
                 ages: Vec::new(),
