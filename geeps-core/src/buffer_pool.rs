@@ -2,6 +2,9 @@
 //! buffers for reads, pre-updates and local accesses. Buffers are recycled by
 //! exact size (an iteration asks for the same sizes every time), so there is
 //! no fragmentation to deadlock on and no allocation in steady state.
+//! Part of the budget may be reserved for buffers held elsewhere (an
+//! outgoing pre-update buffer, host memory the device addresses) while the
+//! application holds them, so they count as a pool buffer would.
 //! It never decides who may wait or for how long; callers pass that in.
 
 use std::collections::HashMap;
@@ -27,6 +30,8 @@ struct PoolState {
     /// Bytes handed out and not yet released.
     held: usize,
     held_count: usize,
+    /// Bytes reserved for buffers the pool does not allocate.
+    reserved: usize,
     free: HashMap<usize, Vec<DevicePtr>>,
 }
 
@@ -46,6 +51,28 @@ impl BufferPool {
         self.capacity
     }
 
+    /// Frees cached buffers until `bytes` more fit; whether they do.
+    fn make_room(&self, st: &mut PoolState, bytes: usize) -> bool {
+        while st.allocated + st.reserved + bytes > self.capacity {
+            let Some((size, ptr)) = st.free.iter_mut().find_map(|(s, l)| l.pop().map(|p| (*s, p))) else {
+                break;
+            };
+            // SAFETY: cached buffers are owned by the pool and idle.
+            unsafe { self.device.free(ptr) };
+            st.allocated -= size * 4;
+        }
+        st.allocated + st.reserved + bytes <= self.capacity
+    }
+
+    fn try_reserve(&self, st: &mut PoolState, floats: usize) -> Option<()> {
+        let bytes = floats * 4;
+        self.make_room(st, bytes).then(|| {
+            st.reserved += bytes;
+            st.held += bytes;
+            st.held_count += 1;
+        })
+    }
+
     fn try_take(&self, st: &mut PoolState, floats: usize) -> Result<Option<PoolBuf>> {
         let bytes = floats * 4;
         if let Some(ptr) = st.free.get_mut(&floats).and_then(|v| v.pop()) {
@@ -54,15 +81,7 @@ impl BufferPool {
             return Ok(Some(PoolBuf { ptr, floats }));
         }
         // Give back cached buffers of other sizes until the new one fits.
-        while st.allocated + bytes > self.capacity {
-            let Some((size, ptr)) = st.free.iter_mut().find_map(|(s, l)| l.pop().map(|p| (*s, p))) else {
-                break;
-            };
-            // SAFETY: cached buffers are owned by the pool and idle.
-            unsafe { self.device.free(ptr) };
-            st.allocated -= size * 4;
-        }
-        if st.allocated + bytes > self.capacity {
+        if !self.make_room(st, bytes) {
             return Ok(None);
         }
         let ptr = self.device.alloc_scratch(floats)?;
@@ -80,6 +99,37 @@ impl BufferPool {
         deadline: Option<Instant>,
         abort: &dyn Fn() -> Option<Error>,
     ) -> Result<PoolBuf> {
+        self.wait_for(floats, deadline, abort, |pool, st| pool.try_take(st, floats))
+    }
+
+    /// Reserves room for a buffer of `floats` floats held outside the pool,
+    /// waiting as [`BufferPool::acquire`] does; [`BufferPool::unreserve`]
+    /// gives it back.
+    pub(crate) fn reserve(
+        &self,
+        floats: usize,
+        deadline: Option<Instant>,
+        abort: &dyn Fn() -> Option<Error>,
+    ) -> Result<()> {
+        self.wait_for(floats, deadline, abort, |pool, st| Ok(pool.try_reserve(st, floats)))
+    }
+
+    pub(crate) fn unreserve(&self, floats: usize) {
+        let mut st = self.state.lock();
+        st.reserved -= floats * 4;
+        st.held -= floats * 4;
+        st.held_count -= 1;
+        drop(st);
+        self.cond.notify_all();
+    }
+
+    fn wait_for<T>(
+        &self,
+        floats: usize,
+        deadline: Option<Instant>,
+        abort: &dyn Fn() -> Option<Error>,
+        mut attempt: impl FnMut(&Self, &mut PoolState) -> Result<Option<T>>,
+    ) -> Result<T> {
         let bytes = floats * 4;
         if bytes > self.capacity {
             return Err(Error::BudgetTooSmall {
@@ -91,8 +141,8 @@ impl BufferPool {
         let start = Instant::now();
         let mut st = self.state.lock();
         loop {
-            if let Some(buf) = self.try_take(&mut st, floats)? {
-                return Ok(buf);
+            if let Some(got) = attempt(self, &mut st)? {
+                return Ok(got);
             }
             if let Some(e) = abort() {
                 return Err(e);
@@ -172,6 +222,29 @@ mod tests {
         assert_eq!(dev.used_bytes(), 400);
         pool.release(d);
         assert!(matches!(pool.acquire(101, None, &never), Err(Error::BudgetTooSmall { needed: 404, .. })));
+    }
+
+    #[test]
+    fn reservations_count_against_the_capacity() {
+        let dev: Arc<dyn Device> = Arc::new(HostDevice::new(1 << 20));
+        let pool = BufferPool::new(dev.clone(), 400);
+        let never = || None;
+        let cached = pool.acquire(60, None, &never).unwrap();
+        pool.release(cached);
+        // Room is made by freeing the cached buffer; nothing is allocated.
+        pool.reserve(50, None, &never).unwrap();
+        assert_eq!((pool.allocated(), dev.used_bytes()), (0, 0));
+        assert_eq!(pool.held(), (200, 1));
+        pool.reserve(50, None, &never).unwrap();
+        let soon = Some(Instant::now() + Duration::from_millis(30));
+        assert!(matches!(pool.acquire(1, soon, &never), Err(Error::Timeout { .. })));
+        assert!(matches!(pool.reserve(1, soon, &never), Err(Error::Timeout { .. })));
+        pool.unreserve(50);
+        let b = pool.acquire(50, None, &never).unwrap();
+        assert_eq!(pool.held(), (400, 2));
+        pool.release(b);
+        pool.unreserve(50);
+        assert_eq!(pool.held(), (0, 0));
     }
 
     #[test]

@@ -186,6 +186,7 @@ pub(crate) fn acquire(
         return Ok(Acquired {
             buffer: None,
             outgoing: None,
+            reserved: false,
             ptr,
             floats: plan.rows * w,
             ages: Vec::new(),
@@ -197,12 +198,14 @@ pub(crate) fn acquire(
     let floats = plan.rows * w;
     if let Fill::Update { zeroed } = fill {
         if takes_outgoing(sh, plan) {
+            sh.pool.reserve(floats, policy.deadline, abort)?;
             let mut outgoing = plan.outgoing.take(floats, zeroed);
             let ptr = outgoing.ptr();
             let ages = Vec::new();
             return Ok(Acquired {
                 buffer: None,
                 outgoing: Some(outgoing),
+                reserved: true,
                 ptr,
                 floats,
                 ages,
@@ -213,8 +216,16 @@ pub(crate) fn acquire(
     }
     let buffer = sh.pool.acquire(floats, policy.deadline, abort)?;
     let ptr = buffer.ptr;
-    let mut acq =
-        Acquired { buffer: Some(buffer), outgoing: None, ptr, floats, ages: Vec::new(), writes_seen, carried: false };
+    let mut acq = Acquired {
+        buffer: Some(buffer),
+        outgoing: None,
+        reserved: false,
+        ptr,
+        floats,
+        ages: Vec::new(),
+        writes_seen,
+        carried: false,
+    };
     let result = fill_buffer(sh, fill, plan, clock_of, policy, abort, staging, &mut acq);
     match result {
         Ok(()) => Ok(acq),

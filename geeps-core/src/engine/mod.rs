@@ -38,6 +38,9 @@ pub(crate) struct Acquired {
     pub(crate) buffer: Option<PoolBuf>,
     /// A pre-update's buffer that becomes the outgoing deltas (see `outgoing.rs`).
     pub(crate) outgoing: Option<OutgoingBuf>,
+    /// `floats` are reserved in the pool for `outgoing` (kept when an
+    /// update takes the buffer, until the acquisition is discarded).
+    pub(crate) reserved: bool,
     pub(crate) ptr: DevicePtr,
     pub(crate) floats: usize,
     /// Per parameter table read: the data age the buffer was filled at.
@@ -299,10 +302,15 @@ impl Shared {
         in_place(&self.ops, &self.plans, pos)
     }
 
-    /// Returns an acquisition's buffer to the pool.
+    /// Returns an acquisition's buffer to the pool (an outgoing buffer's
+    /// reservation; the buffer itself, if not taken by an update, goes back
+    /// to its spares).
     pub(crate) fn discard(&self, acquired: Acquired) {
         if let Some(b) = acquired.buffer {
             self.pool.release(b);
+        }
+        if acquired.reserved {
+            self.pool.unreserve(acquired.floats);
         }
     }
 }

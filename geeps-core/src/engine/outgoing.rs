@@ -8,6 +8,11 @@
 //! message holding a range of it drops; spares are per access, so the sizes
 //! always match.
 //!
+//! While the application holds such a buffer its bytes are reserved in the
+//! access buffer pool, as a pool buffer's would be (on a GPU the buffer is
+//! device memory until `update`); afterwards they are outgoing deltas, host
+//! memory like the accumulators.
+//!
 //! It owns the spare vectors and the shared ranges; it never decides which
 //! accesses use them, and never touches a partition's state.
 

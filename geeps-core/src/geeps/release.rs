@@ -135,6 +135,7 @@ impl Geeps {
             let view = Acquired {
                 buffer: None,
                 outgoing: None,
+                reserved: false,
                 ptr: live.acquired.ptr,
                 floats: live.acquired.floats,
                 ages: Vec::new(),
