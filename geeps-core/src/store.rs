@@ -102,7 +102,8 @@ pub(crate) struct ParamState {
     /// Deltas of the current clock, dense over the partition.
     pub(crate) accum: Vec<f32>,
     /// `accum` holds an earlier clock's deltas (recycled, not zeroed): the
-    /// clock's first update assigns or zeroes it. Never set while `dirty`.
+    /// clock's first update assigns or zeroes it. Set while `dirty` only when the
+    /// deltas are `borrowed` (`accum` then untouched).
     pub(crate) accum_stale: bool,
     pub(crate) dirty: bool,
     /// Every delta in `accum` is also in the cached rows. Updates go into
