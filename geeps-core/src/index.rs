@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::device::{Device, DevicePtr, IndexId, RowPair};
-use crate::engine::outgoing::OutgoingSpares;
+use crate::engine::accumulators::Accumulators;
 use crate::error::{Error, Result};
 use crate::store::{Slot, Stores};
 use crate::table::{partition_of, RowKey, TableKind, TableSpec};
@@ -54,7 +54,7 @@ pub(crate) struct AccessPlan {
     pub(crate) in_place: Option<DevicePtr>,
     /// Recycled buffers for a pre-update whose partitions become outgoing
     /// deltas as they are (see `engine/outgoing.rs`).
-    pub(crate) outgoing: OutgoingSpares,
+    pub(crate) outgoing: Accumulators,
 }
 
 impl AccessPlan {
@@ -171,7 +171,7 @@ pub(crate) fn build(
         groups: built,
         tables: tables_touched,
         in_place,
-        outgoing: OutgoingSpares::default(),
+        outgoing: Accumulators::default(),
     })
 }
 

@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicU64;
 
 use crate::device::host::run_row_kernel;
 use crate::device::{DevicePtr, PinnedBuf, RowOp, RowPair, StreamId};
+use crate::engine::outgoing::OutgoingBuf;
 use crate::engine::write_counts::WriteCounts;
 use crate::engine::{Acquired, Shared, WaitPolicy};
 use crate::error::{Error, Result};
@@ -199,7 +200,7 @@ pub(crate) fn acquire(
     if let Fill::Update { zeroed } = fill {
         if takes_outgoing(sh, plan) {
             sh.pool.reserve(floats, policy.deadline, abort)?;
-            let mut outgoing = plan.outgoing.take(floats, zeroed);
+            let mut outgoing = OutgoingBuf::take(&plan.outgoing, floats, zeroed);
             let ptr = outgoing.ptr();
             let ages = Vec::new();
             return Ok(Acquired {

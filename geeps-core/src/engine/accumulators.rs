@@ -8,6 +8,9 @@
 //! it when it covers the whole partition (the common case), and zeroes it
 //! first only when it does not.
 //!
+//! The same spares serve the pre-update buffers sent as written
+//! (`outgoing.rs`), one set per recorded access.
+//!
 //! It owns only spare vectors; it never decides when a clock ends.
 
 use std::sync::Arc;
@@ -20,8 +23,8 @@ use crate::transport::float_bytes;
 /// Accumulators kept per partition; more in flight are simply freed.
 const KEEP: usize = 2;
 
-/// Spare accumulators of one partition (holding old deltas).
-#[derive(Default)]
+/// Spare accumulators of one partition (holding old deltas); clones share them.
+#[derive(Default, Clone)]
 pub(crate) struct Accumulators {
     spares: Arc<Mutex<Vec<Vec<f32>>>>,
 }
@@ -40,16 +43,24 @@ impl Accumulators {
     /// when the last clone of the bytes drops.
     pub(crate) fn message(&self, values: Vec<f32>) -> Bytes {
         if cfg!(target_endian = "little") {
-            Bytes::from_owner(Recycled { values, home: self.spares.clone() })
+            Bytes::from_owner(Recycled { values, home: self.clone() })
         } else {
             crate::transport::bytes_from_floats(&values)
+        }
+    }
+
+    /// Keeps `values` as a spare, unless enough are kept already.
+    pub(crate) fn recycle(&self, values: Vec<f32>) {
+        let mut spares = self.spares.lock();
+        if !values.is_empty() && spares.len() < KEEP {
+            spares.push(values);
         }
     }
 }
 
 struct Recycled {
     values: Vec<f32>,
-    home: Arc<Mutex<Vec<Vec<f32>>>>,
+    home: Accumulators,
 }
 
 impl AsRef<[u8]> for Recycled {
@@ -61,10 +72,7 @@ impl AsRef<[u8]> for Recycled {
 
 impl Drop for Recycled {
     fn drop(&mut self) {
-        let mut spares = self.home.lock();
-        if spares.len() < KEEP {
-            spares.push(std::mem::take(&mut self.values));
-        }
+        self.home.recycle(std::mem::take(&mut self.values));
     }
 }
 

@@ -4,9 +4,9 @@
 //! `update` each whole partition's range of it is taken as that partition's
 //! deltas for the clock, as the application wrote them; a pool buffer would
 //! be assigned into the partition's accumulator first, a pass over the
-//! table. The vector comes back here, as it is (not zeroed), when the last
-//! message holding a range of it drops; spares are per access, so the sizes
-//! always match.
+//! table. The vector goes back to the access's spares (`accumulators.rs`),
+//! as it is (not zeroed), when the last message holding a range of it
+//! drops; spares are per access, so the sizes always match.
 //!
 //! While the application holds such a buffer its bytes are reserved in the
 //! access buffer pool, as a pool buffer's would be (on a GPU the buffer is
@@ -20,46 +20,28 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use parking_lot::Mutex;
 
 use crate::device::DevicePtr;
+use crate::engine::accumulators::Accumulators;
 use crate::transport::float_bytes;
-
-/// Vectors kept per access; more in flight are simply freed.
-const KEEP: usize = 2;
-
-type Home = Arc<Mutex<Vec<Vec<f32>>>>;
-
-/// Spare vectors of one recorded pre-update.
-#[derive(Default)]
-pub(crate) struct OutgoingSpares {
-    spares: Home,
-}
-
-impl OutgoingSpares {
-    /// A buffer of `len` floats: zeros when `zeroed`, otherwise whatever a
-    /// recycled vector holds.
-    pub(crate) fn take(&self, len: usize, zeroed: bool) -> OutgoingBuf {
-        let values = match self.spares.lock().pop() {
-            Some(mut v) if v.len() == len => {
-                if zeroed {
-                    v.fill(0.0);
-                }
-                v
-            }
-            _ => vec![0.0; len],
-        };
-        OutgoingBuf { values, home: self.spares.clone() }
-    }
-}
 
 /// A pre-update buffer the application is filling.
 pub(crate) struct OutgoingBuf {
     values: Vec<f32>,
-    home: Home,
+    home: Accumulators,
 }
 
 impl OutgoingBuf {
+    /// A buffer of `len` floats from `spares` (those of one recorded
+    /// access): zeros when `zeroed`, otherwise whatever a recycled one holds.
+    pub(crate) fn take(spares: &Accumulators, len: usize, zeroed: bool) -> Self {
+        let (mut values, stale) = spares.take(len);
+        if zeroed && stale {
+            values.fill(0.0);
+        }
+        OutgoingBuf { values, home: spares.clone() }
+    }
+
     /// Where the application writes (host memory, which the device addresses).
     pub(crate) fn ptr(&mut self) -> DevicePtr {
         DevicePtr(self.values.as_mut_ptr() as u64)
@@ -75,25 +57,18 @@ impl OutgoingBuf {
 impl Drop for OutgoingBuf {
     /// A buffer discarded unapplied comes back as well.
     fn drop(&mut self) {
-        give_back(&self.home, std::mem::take(&mut self.values));
-    }
-}
-
-fn give_back(home: &Home, values: Vec<f32>) {
-    let mut spares = home.lock();
-    if !values.is_empty() && spares.len() < KEEP {
-        spares.push(values);
+        self.home.recycle(std::mem::take(&mut self.values));
     }
 }
 
 struct Filled {
     values: Vec<f32>,
-    home: Home,
+    home: Accumulators,
 }
 
 impl Drop for Filled {
     fn drop(&mut self) {
-        give_back(&self.home, std::mem::take(&mut self.values));
+        self.home.recycle(std::mem::take(&mut self.values));
     }
 }
 
@@ -139,8 +114,8 @@ mod tests {
 
     #[test]
     fn ranges_share_the_buffer_and_it_returns_once_every_range_drops() {
-        let spares = OutgoingSpares::default();
-        let mut buf = spares.take(6, true);
+        let spares = Accumulators::default();
+        let mut buf = OutgoingBuf::take(&spares, 6, true);
         let ptr = buf.ptr();
         // SAFETY: the buffer holds 6 floats and nothing else refers to them.
         unsafe { std::slice::from_raw_parts_mut(ptr.0 as *mut f32, 6) }.copy_from_slice(&[1., 2., 3., 4., 5., 6.]);
@@ -155,13 +130,13 @@ mod tests {
         assert_eq!(msg.as_ptr() as u64, ptr.0 + 8, "the message is the buffer itself");
         drop(a);
         // Still held by the message: a new buffer.
-        let mut other = spares.take(6, false);
+        let mut other = OutgoingBuf::take(&spares, 6, false);
         assert_ne!(other.ptr(), ptr);
         drop(other);
         drop(msg);
         // Both came back; the filled one is handed out as it is, or zeroed.
-        let mut kept = spares.take(6, false);
-        let mut zeroed = spares.take(6, true);
+        let mut kept = OutgoingBuf::take(&spares, 6, false);
+        let mut zeroed = OutgoingBuf::take(&spares, 6, true);
         let (kp, zp) = (kept.ptr(), zeroed.ptr());
         // SAFETY: both buffers hold 6 floats and are only read here.
         let values = |p: DevicePtr| unsafe { std::slice::from_raw_parts(p.0 as *const f32, 6) }.to_vec();
@@ -170,6 +145,6 @@ mod tests {
         assert_eq!(values(zp), [0.0; 6], "a zeroed take is zeros");
         // Another length is not handed out.
         drop((kept, zeroed));
-        assert_eq!(spares.take(3, false).values, vec![0.0; 3]);
+        assert_eq!(OutgoingBuf::take(&spares, 3, false).values, vec![0.0; 3]);
     }
 }
