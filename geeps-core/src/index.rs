@@ -55,6 +55,9 @@ pub(crate) struct AccessPlan {
     /// Recycled buffers for a pre-update whose partitions become outgoing
     /// deltas as they are (see `engine/outgoing.rs`).
     pub(crate) outgoing: Accumulators,
+    /// When the keys are consecutive rows of one parameter table, in order:
+    /// the table and the first row (a read of them may be served in place).
+    pub(crate) run: Option<(usize, u32)>,
 }
 
 impl AccessPlan {
@@ -172,7 +175,18 @@ pub(crate) fn build(
         tables: tables_touched,
         in_place,
         outgoing: Accumulators::default(),
+        run: run_of(tables, keys),
     })
+}
+
+/// The table and first row when `keys` are consecutive rows of one
+/// parameter table, in ascending order.
+fn run_of(tables: &[TableSpec], keys: &[RowKey]) -> Option<(usize, u32)> {
+    let first = keys.first()?;
+    let t = first.table.0 as usize;
+    let consecutive =
+        keys.iter().enumerate().all(|(i, k)| k.table == first.table && k.row as usize == first.row as usize + i);
+    (consecutive && tables.get(t)?.kind == TableKind::Parameter).then_some((t, first.row))
 }
 
 /// The first buffer row when `pairs` list every one of a region's `rows`
@@ -219,5 +233,17 @@ mod tests {
             matches!(validate_keys(&t, &[k(0, 1), k(0, 1)], TableKind::Parameter, "read"), Err(Error::InvalidKeys(m)) if m.contains("twice"))
         );
         validate_keys(&t, &[k(0, 1), k(0, 2)], TableKind::Parameter, "read").unwrap();
+    }
+
+    #[test]
+    fn runs_are_consecutive_rows_of_one_parameter_table() {
+        let t = tables();
+        let k = |table, row| RowKey::new(TableId(table), row);
+        assert_eq!(run_of(&t, &[k(0, 3), k(0, 4), k(0, 5)]), Some((0, 3)));
+        assert_eq!(run_of(&t, &[k(0, 9)]), Some((0, 9)));
+        assert_eq!(run_of(&t, &[k(0, 3), k(0, 5)]), None, "a gap");
+        assert_eq!(run_of(&t, &[k(0, 4), k(0, 3)]), None, "descending");
+        assert_eq!(run_of(&t, &[k(1, 0), k(1, 1)]), None, "a local table");
+        assert_eq!(run_of(&t, &[k(0, 9), k(1, 10)]), None, "two tables");
     }
 }

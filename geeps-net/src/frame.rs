@@ -9,6 +9,7 @@
 use std::io::IoSlice;
 
 use bytes::Bytes;
+use geeps_core::transport::LandingSlot;
 use prost::Message;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -56,6 +57,17 @@ pub(crate) async fn read_frame_pooled<R: AsyncRead + Unpin>(
     read_frame_into(r, MAX_HEADER_BYTES, max_payload, Some(pool)).await
 }
 
+/// `read_frame_pooled`, with the payload read into the slot `land` gives
+/// for the frame's header, when it gives one (see `Landing`).
+pub(crate) async fn read_frame_landing<R: AsyncRead + Unpin>(
+    r: &mut R,
+    max_payload: u64,
+    pool: &RecvPool,
+    land: &(dyn Fn(&Header) -> Option<LandingSlot> + Sync),
+) -> Result<(Header, Bytes), FrameError> {
+    read_frame_to(r, MAX_HEADER_BYTES, max_payload, Some(pool), Some(land)).await
+}
+
 /// Reads one frame whose header may be `max_header` bytes at most and its
 /// payload `max_payload`: both declared lengths are checked before anything
 /// is allocated for them (a peer not yet authenticated gets small limits).
@@ -72,6 +84,16 @@ async fn read_frame_into<R: AsyncRead + Unpin>(
     max_header: usize,
     max_payload: u64,
     pool: Option<&RecvPool>,
+) -> Result<(Header, Bytes), FrameError> {
+    read_frame_to(r, max_header, max_payload, pool, None).await
+}
+
+async fn read_frame_to<R: AsyncRead + Unpin>(
+    r: &mut R,
+    max_header: usize,
+    max_payload: u64,
+    pool: Option<&RecvPool>,
+    land: Option<&(dyn Fn(&Header) -> Option<LandingSlot> + Sync)>,
 ) -> Result<(Header, Bytes), FrameError> {
     let mut len = [0u8; 4];
     let mut got = 0;
@@ -92,8 +114,12 @@ async fn read_frame_into<R: AsyncRead + Unpin>(
     if header.payload_len > max_payload {
         return Err(FrameError::PayloadTooLarge { len: header.payload_len, limit: max_payload });
     }
-    // Read straight into uninitialised capacity, never past this frame.
     let len = header.payload_len as usize;
+    if let Some(mut slot) = land.and_then(|land| land(&header)).filter(|s| len > 0 && s.as_ref().len() == len) {
+        read_exact_or(r, slot.as_mut(), "payload").await?;
+        return Ok((header, slot.into_bytes()));
+    }
+    // Read straight into uninitialised capacity, never past this frame.
     let mut payload = match pool {
         Some(p) => p.take(len),
         None => Vec::with_capacity(len),

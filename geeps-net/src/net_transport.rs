@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use geeps_core::transport::{Inbound, Inbox, Publish, StatsSource, Transport, UpdateBatch};
+use geeps_core::transport::{Inbound, Inbox, Landing, Publish, StatsSource, Transport, UpdateBatch};
 use geeps_core::{Error, Result, TableSpec};
 use parking_lot::Mutex;
 use prost::Message;
@@ -29,7 +29,7 @@ use tokio::task::JoinHandle;
 
 use crate::bf16_wire::{self, Residuals};
 use crate::conn::{writer, Outgoing, Queue};
-use crate::frame::{read_frame, read_frame_pooled, write_frame, FrameError};
+use crate::frame::{read_frame, read_frame_landing, write_frame, FrameError};
 use crate::keeper_service::KeeperService;
 use crate::keeper_service::{silence, table_decls};
 use crate::options::{NetOptions, WireEncoding};
@@ -107,6 +107,8 @@ pub(crate) struct NetTransport {
     encoded: RecvPool,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     closing: Arc<AtomicBool>,
+    /// Where publications' payloads are read into, once the instance offers it.
+    landing: Arc<Mutex<Option<Landing>>>,
 }
 
 fn lost(rank: usize, address: &str, reason: impl Into<String>) -> Error {
@@ -139,6 +141,7 @@ impl NetTransport {
             encoded: RecvPool::new(shards),
             tasks: Mutex::new(Vec::new()),
             closing: Arc::new(AtomicBool::new(false)),
+            landing: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -290,12 +293,17 @@ async fn reader(
     inbox: Inbox,
     closing: Arc<AtomicBool>,
     requests: Arc<OperatorRequests>,
+    landing: Arc<Mutex<Option<Landing>>>,
 ) {
     let mut last_heard = Instant::now();
     // Publications are held until the puller has merged them: two in flight per keeper at most.
     let pool = RecvPool::new(2);
+    let land = |h: &Header| match &h.body {
+        Some(Body::Publish(p)) => landing.lock().as_ref()?.slot(p.table, p.partition, p.age, h.payload_len as usize),
+        _ => None,
+    };
     let failure = loop {
-        let read = read_frame_pooled(&mut rd, opts.max_message_bytes, &pool);
+        let read = read_frame_landing(&mut rd, opts.max_message_bytes, &pool, &land);
         let frame = match tokio::time::timeout(opts.peer_timeout, read).await {
             Ok(Ok(f)) => f,
             Ok(Err(FrameError::Closed)) => break lost(shard, &address, "keeper closed the connection"),
@@ -429,14 +437,15 @@ impl Transport for NetTransport {
                 None => queues.push(Some(Route::Socket(tx))),
             }
             tasks.push(self.runtime.spawn(writer(wr, rx, self.opts.heartbeat)));
-            let (address, opts, inbox, closing, requests) = (
+            let (address, opts, inbox, closing, requests, landing) = (
                 self.addresses[shard].clone(),
                 self.opts.clone(),
                 inbox.clone(),
                 self.closing.clone(),
                 self.requests.clone(),
+                self.landing.clone(),
             );
-            tasks.push(self.runtime.spawn(reader(rd, shard, address, opts, inbox, closing, requests)));
+            tasks.push(self.runtime.spawn(reader(rd, shard, address, opts, inbox, closing, requests, landing)));
         }
         *self.queues.lock() = queues;
         self.tasks.lock().extend(tasks);
@@ -472,6 +481,10 @@ impl Transport for NetTransport {
 
     fn push_only_queues(&self) -> bool {
         true
+    }
+
+    fn attach_landing(&self, landing: Landing) {
+        *self.landing.lock() = Some(landing);
     }
 
     fn attach_stats(&self, stats: StatsSource) {

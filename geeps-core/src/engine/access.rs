@@ -193,6 +193,7 @@ pub(crate) fn acquire(
             ages: Vec::new(),
             writes_seen,
             carried: false,
+            pinned: Vec::new(),
         });
     }
 
@@ -212,7 +213,13 @@ pub(crate) fn acquire(
                 ages,
                 writes_seen,
                 carried: false,
+                pinned: Vec::new(),
             });
+        }
+    }
+    if let Fill::Read(slack) = fill {
+        if let Some(served) = read_in_place(sh, slack, plan, clock_of, policy, abort, staging)? {
+            return Ok(Acquired { writes_seen, ..served });
         }
     }
     let buffer = sh.pool.acquire(floats, policy.deadline, abort)?;
@@ -226,6 +233,7 @@ pub(crate) fn acquire(
         ages: Vec::new(),
         writes_seen,
         carried: false,
+        pinned: Vec::new(),
     };
     let result = fill_buffer(sh, fill, plan, clock_of, policy, abort, staging, &mut acq);
     match result {
@@ -276,16 +284,7 @@ fn fill_buffer(
                 let Some(parts) = sh.stores.params[table].as_ref() else { continue };
                 let p = &parts[part];
                 let mut st = p.state.lock();
-                if let Some(required) = slack.required_age(clock_of(table)) {
-                    let name = &sh.tables[table].name;
-                    sh.wait(&mut st, &p.cond, policy, |s| s.age >= required, abort, &|s| {
-                        format!(
-                            "table `{name}` partition {part} to reach data age {required} (now {}; {})",
-                            s.age,
-                            behind(&s.included, sh.rank)
-                        )
-                    })?;
-                }
+                wait_fresh(sh, (table, part), &mut st, slack.required_age(clock_of(table)), policy, abort)?;
                 if sh.config.read_my_writes {
                     catch_up_own_deltas(sh, p, &mut st, stream, staging)?;
                 }
@@ -323,6 +322,98 @@ fn fill_buffer(
         }
     }
     sh.device.synchronize(stream)
+}
+
+/// Waits until partition `part` of `table` reaches data age `required`.
+fn wait_fresh(
+    sh: &Shared,
+    (table, part): (usize, usize),
+    st: &mut parking_lot::MutexGuard<'_, ParamState>,
+    required: Option<u64>,
+    policy: WaitPolicy,
+    abort: &dyn Fn() -> Option<Error>,
+) -> Result<()> {
+    let Some(required) = required else { return Ok(()) };
+    let Some(p) = sh.stores.params[table].as_ref().map(|parts| &parts[part]) else { return Ok(()) };
+    let name = &sh.tables[table].name;
+    sh.wait(st, &p.cond, policy, |s| s.age >= required, abort, &|s| {
+        format!(
+            "table `{name}` partition {part} to reach data age {required} (now {}; {})",
+            s.age,
+            behind(&s.included, sh.rank)
+        )
+    })?;
+    Ok(())
+}
+
+/// Serves a read of consecutive rows from the publications kept as their
+/// partitions' content, without copying: within one partition, a view of
+/// its publication; across partitions, when they landed side by side in
+/// one table-wide buffer (see `transport/landing.rs`). `None` when some
+/// partition holds no such publication (this worker's own deltas to add
+/// back, a GPU cache, or publications that landed apart): the read is then
+/// gathered into a buffer as usual, after the same waits.
+#[allow(clippy::too_many_arguments)]
+fn read_in_place(
+    sh: &Shared,
+    slack: Slack,
+    plan: &AccessPlan,
+    clock_of: &dyn Fn(usize) -> u64,
+    policy: WaitPolicy,
+    abort: &dyn Fn() -> Option<Error>,
+    staging: &mut Staging,
+) -> Result<Option<Acquired>> {
+    let Some((table, first_row)) = plan.run else { return Ok(None) };
+    if !sh.host_addressable || !cfg!(target_endian = "little") {
+        return Ok(None);
+    }
+    let across = plan.groups.len() > 1;
+    if across && !sh.landing.as_ref().is_some_and(|l| l.lands(table)) {
+        return Ok(None);
+    }
+    let Some(parts) = sh.stores.params[table].as_ref() else { return Ok(None) };
+    let w = sh.width();
+    let required = slack.required_age(clock_of(table));
+    let mut pinned = Vec::with_capacity(plan.groups.len());
+    let mut age = u64::MAX;
+    for g in &plan.groups {
+        let Target::Param { part, .. } = g.target else { return Ok(None) };
+        let p = &parts[part];
+        let mut st = p.state.lock();
+        wait_fresh(sh, (table, part), &mut st, required, policy, abort)?;
+        if sh.config.read_my_writes {
+            catch_up_own_deltas(sh, p, &mut st, sh.alloc_stream, staging)?;
+        }
+        match st.published.as_ref().filter(|b| floats_view(b).is_some()) {
+            Some(rows) => pinned.push(rows.clone()),
+            None => return Ok(None),
+        }
+        age = age.min(st.age);
+    }
+    let Some(Target::Param { part: first_part, .. }) = plan.groups.first().map(|g| g.target) else {
+        return Ok(None);
+    };
+    if across {
+        let views: Vec<&[u8]> = pinned.iter().map(|b| &b[..]).collect();
+        if !sh.landing.as_ref().is_some_and(|l| l.contiguous(table, first_part, &views)) {
+            return Ok(None);
+        }
+    }
+    let offset = (first_row - parts[first_part].layout.first_row) as usize * w;
+    // SAFETY: the rows read lie in the pinned publications from `offset`
+    // (one partition's, or consecutive ones landed in one buffer).
+    let ptr = DevicePtr(unsafe { pinned[0].as_ptr().cast::<f32>().add(offset) } as u64);
+    Ok(Some(Acquired {
+        buffer: None,
+        outgoing: None,
+        reserved: false,
+        ptr,
+        floats: plan.rows * w,
+        ages: vec![(table, age)],
+        writes_seen: Vec::new(),
+        carried: false,
+        pinned,
+    }))
 }
 
 /// Adds this worker's deltas that the cached rows lack (pushed or not yet
@@ -550,8 +641,17 @@ pub(crate) fn apply_publish(sh: &Shared, publish: &Publish, staging: &mut Stagin
     let view = floats_view(&publish.rows).filter(|v| v.len() == st.accum.len() && !own_pending);
     if view.is_some() && sh.host_addressable {
         // Nothing of ours to add back, and reads gather on the host: the
-        // message itself becomes the partition's content, copied nowhere.
-        st.published = Some(publish.rows.clone());
+        // message itself becomes the partition's content, copied nowhere
+        // (into the table's landing buffer, if it did not arrive in one, so
+        // that reads across partitions are served in place).
+        let part = publish.partition as usize;
+        let rows = match sh.landing.as_ref().filter(|l| l.lands(table)) {
+            Some(l) if !l.contiguous(table, part, &[&publish.rows]) => {
+                l.copy_in(publish.table, publish.partition, publish.age, &publish.rows)
+            }
+            _ => None,
+        };
+        st.published = Some(rows.unwrap_or_else(|| publish.rows.clone()));
     } else {
         st.published = None;
         let mut merged = std::mem::take(&mut st.scratch);

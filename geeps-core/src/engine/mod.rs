@@ -28,6 +28,7 @@ use crate::recorder::{OpKind, RecordedOp};
 use crate::stats::StatsCollector;
 use crate::store::Stores;
 use crate::table::TableSpec;
+use crate::transport::Landing;
 use outgoing::OutgoingBuf;
 use write_counts::WriteCounts;
 
@@ -51,6 +52,17 @@ pub(crate) struct Acquired {
     /// A handed-over buffer holding a posted save the store does not have
     /// yet (see `handover.rs`): it must be saved, never just discarded.
     pub(crate) carried: bool,
+    /// For a read served in place: the kept publications its rows are in,
+    /// held so their memory is neither freed nor reused while it is.
+    pub(crate) pinned: Vec<bytes::Bytes>,
+}
+
+impl Acquired {
+    /// Whether the application works on stored rows themselves (a local
+    /// access served in place), not on a copy.
+    pub(crate) fn on_stored_rows(&self) -> bool {
+        self.buffer.is_none() && self.outgoing.is_none() && self.pinned.is_empty()
+    }
 }
 
 /// An acquisition done ahead of the application.
@@ -117,6 +129,9 @@ pub(crate) struct Shared {
     pub(crate) local_stream: StreamId,
     /// One per partition, so pullers of different partitions overlap.
     pub(crate) pull_streams: Vec<StreamId>,
+    /// Table-wide buffers publications land in, for tables read across
+    /// partitions in one run (host-addressable devices only).
+    pub(crate) landing: Option<Landing>,
 }
 
 /// How a wait behaves.
@@ -147,6 +162,7 @@ impl Shared {
         handover_to: Vec<Option<usize>>,
         pool_bytes: usize,
         partitions: usize,
+        landing: Option<Landing>,
     ) -> Result<Self> {
         let host_addressable = device.info().host_addressable;
         // Only what the allocator prefetches counts: accesses served in
@@ -188,6 +204,7 @@ impl Shared {
             failed: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
             stats: StatsCollector::new(),
+            landing,
         })
     }
 

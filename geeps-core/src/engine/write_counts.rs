@@ -60,6 +60,7 @@ mod tests {
             groups: Vec::new(),
             in_place: in_place.then_some(DevicePtr(64)),
             outgoing: Default::default(),
+            run: None,
         }
     }
 

@@ -266,7 +266,7 @@ fn valid(sh: &Shared, fill: Fill, acq: &Acquired, clocks: &[u64], writes: &Write
             }
         }
     }
-    let in_place = acq.buffer.is_none();
+    let in_place = acq.on_stored_rows();
     if !access::orders_after_writes(fill, in_place, sh.config.read_my_writes) {
         return true;
     }

@@ -141,6 +141,7 @@ impl Geeps {
                 ages: Vec::new(),
                 writes_seen: Vec::new(),
                 carried: false,
+                pinned: Vec::new(),
             };
             app.writes.count(&plan);
             self.send(Release::PostLocal { plan: plan.clone(), acquired: view, save: true })?;

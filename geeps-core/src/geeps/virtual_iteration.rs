@@ -6,16 +6,18 @@ use std::sync::Arc;
 
 use crossbeam_channel::{unbounded, Receiver};
 
+use crate::device::Device;
 use crate::engine::allocator::{self};
 use crate::engine::puller::{self, PullMsg};
 use crate::engine::reclaimer::{self, Pushers};
 use crate::engine::{pusher, Shared};
 use crate::error::{Error, Result};
-use crate::index::{self};
+use crate::index::{self, AccessPlan};
 use crate::planner::{self, Plan};
-use crate::recorder::{Handle, OpKind, Recorder};
+use crate::recorder::{Handle, OpKind, RecordedOp, Recorder};
 use crate::store::{Layout, LocalRegion, ParamPartition, Stores};
-use crate::table::{partition_range, RowKey, Slack, TableId, TableKind};
+use crate::table::{partition_range, RowKey, Slack, TableId, TableKind, TableSpec};
+use crate::transport::Landing;
 
 use super::{Geeps, Lanes, Phase, Running};
 
@@ -214,6 +216,9 @@ impl Geeps {
                 let weak = Arc::downgrade(&shared);
                 self.transport
                     .attach_stats(Arc::new(move || weak.upgrade().map(|s| s.stats.snapshot()).unwrap_or_default()));
+                if let Some(landing) = &shared.landing {
+                    self.transport.attach_landing(landing.clone());
+                }
                 tracing::info!(rank = self.rank(), "geeps placement plan:\n{plan}");
                 let _ = self.running.set(Running { shared, plan });
                 Ok(())
@@ -270,6 +275,7 @@ impl Geeps {
                 None
             });
         }
+        let landing = landing_for(&self.device, &self.tables, &ops, &plans, self.parts, width);
         let mut handover_to = vec![None; ops.len()];
         for h in &placement.handovers {
             handover_to[h.release] = Some(h.target);
@@ -285,6 +291,7 @@ impl Geeps {
             handover_to,
             placement.plan.pool_bytes,
             self.parts,
+            landing,
         )?;
         Ok((Arc::new(shared), placement.plan))
     }
@@ -336,4 +343,30 @@ impl Geeps {
             .push(std::thread::Builder::new().name(format!("geeps{rank}-allocator")).spawn(move || allocator::run(s))?);
         Ok(())
     }
+}
+
+/// A landing for the parameter tables some recorded read takes consecutive
+/// rows of across partitions (served in place once they land side by side),
+/// where reads are served from host memory; `None` when there are none.
+fn landing_for(
+    device: &Arc<dyn Device>,
+    tables: &[TableSpec],
+    ops: &[RecordedOp],
+    plans: &[Option<Arc<AccessPlan>>],
+    parts: usize,
+    width: usize,
+) -> Option<Landing> {
+    if !device.info().host_addressable || !cfg!(target_endian = "little") {
+        return None;
+    }
+    let mut lands = vec![false; tables.len()];
+    for (op, plan) in ops.iter().zip(plans) {
+        let Some(plan) = plan.as_ref().filter(|p| matches!(op.kind, OpKind::Read { .. }) && p.groups.len() > 1) else {
+            continue;
+        };
+        if let Some((t, _)) = plan.run {
+            lands[t] = true;
+        }
+    }
+    lands.iter().any(|&l| l).then(|| Landing::new(tables, &lands, parts, width))
 }

@@ -6,9 +6,11 @@
 //! partition: no per-row messages, no per-value encoding.
 
 pub(crate) mod in_process;
+mod landing;
 
 pub use crate::keeper::KeeperShard;
 pub use in_process::InProcessCluster;
+pub use landing::{Landing, LandingSlot};
 
 use std::sync::Arc;
 
@@ -83,6 +85,11 @@ pub trait Transport: Send + Sync {
     }
     /// Leaves the cluster: this worker no longer holds back the data age.
     fn leave(&self);
+    /// Offers table-wide buffers to read publications' payloads into
+    /// ([`Landing::slot`]), so whole-table reads need no gather. The
+    /// instance calls it once it runs, for the tables it reads that way; a
+    /// transport that ignores it (the default) loses nothing but the saving.
+    fn attach_landing(&self, _landing: Landing) {}
     /// Gives the transport a way to read this worker's statistics, for a
     /// cluster that reports on itself (geeps-net's admin endpoint). The
     /// instance calls it once it runs; by default it is ignored.
