@@ -85,6 +85,9 @@ pub struct Stats {
     /// Local accesses served with the buffer the previous access of the same
     /// rows posted (see [`crate::Plan::handovers`]).
     pub handovers: u64,
+    /// Reads handed the published rows themselves, with no copy (where the
+    /// host addresses device memory, for consecutive rows of one table).
+    pub reads_in_place: u64,
 }
 
 impl Stats {
@@ -98,7 +101,7 @@ impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "wall {:.3}s blocked {:.3}s stall {:.1}% h2d {} B d2h {} B slow-path {} prefetch-hits {} resyncs {} hand-overs {}",
+            "wall {:.3}s blocked {:.3}s stall {:.1}% h2d {} B d2h {} B slow-path {} prefetch-hits {} resyncs {} hand-overs {} reads-in-place {}",
             self.wall.as_secs_f64(),
             self.blocked.as_secs_f64(),
             self.stall_fraction * 100.0,
@@ -107,7 +110,8 @@ impl fmt::Display for Stats {
             self.slow_path_calls,
             self.prefetch_hits,
             self.resyncs,
-            self.handovers
+            self.handovers,
+            self.reads_in_place
         )?;
         for (kind, s) in &self.calls {
             if s.count > 0 {
@@ -133,6 +137,7 @@ pub(crate) struct StatsCollector {
     pub(crate) prefetch_hits: AtomicU64,
     pub(crate) resyncs: AtomicU64,
     pub(crate) handovers: AtomicU64,
+    pub(crate) reads_in_place: AtomicU64,
     started: Mutex<Option<Instant>>,
 }
 
@@ -146,6 +151,7 @@ impl StatsCollector {
             prefetch_hits: AtomicU64::new(0),
             resyncs: AtomicU64::new(0),
             handovers: AtomicU64::new(0),
+            reads_in_place: AtomicU64::new(0),
             started: Mutex::new(None),
         }
     }
@@ -170,7 +176,15 @@ impl StatsCollector {
             c.count.store(0, Ordering::Relaxed);
             c.blocked_ns.store(0, Ordering::Relaxed);
         }
-        for a in [&self.h2d, &self.d2h, &self.slow_path, &self.prefetch_hits, &self.resyncs, &self.handovers] {
+        for a in [
+            &self.h2d,
+            &self.d2h,
+            &self.slow_path,
+            &self.prefetch_hits,
+            &self.resyncs,
+            &self.handovers,
+            &self.reads_in_place,
+        ] {
             a.store(0, Ordering::Relaxed);
         }
         *self.started.lock() = Some(Instant::now());
@@ -204,6 +218,7 @@ impl StatsCollector {
             prefetch_hits: self.prefetch_hits.load(Ordering::Relaxed),
             resyncs: self.resyncs.load(Ordering::Relaxed),
             handovers: self.handovers.load(Ordering::Relaxed),
+            reads_in_place: self.reads_in_place.load(Ordering::Relaxed),
         }
     }
 }

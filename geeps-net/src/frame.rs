@@ -16,6 +16,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use crate::recv_pool::RecvPool;
 use crate::wire::Header;
 
+/// Gives the slot a frame's payload is read into, if any (see `Landing`).
+pub(crate) type Lander<'a> = dyn Fn(&Header) -> Option<LandingSlot> + Sync + 'a;
+
 /// Largest header accepted once a peer is authenticated.
 pub const MAX_HEADER_BYTES: usize = 1 << 20;
 
@@ -63,7 +66,7 @@ pub(crate) async fn read_frame_landing<R: AsyncRead + Unpin>(
     r: &mut R,
     max_payload: u64,
     pool: &RecvPool,
-    land: &(dyn Fn(&Header) -> Option<LandingSlot> + Sync),
+    land: &Lander<'_>,
 ) -> Result<(Header, Bytes), FrameError> {
     read_frame_to(r, MAX_HEADER_BYTES, max_payload, Some(pool), Some(land)).await
 }
@@ -93,7 +96,7 @@ async fn read_frame_to<R: AsyncRead + Unpin>(
     max_header: usize,
     max_payload: u64,
     pool: Option<&RecvPool>,
-    land: Option<&(dyn Fn(&Header) -> Option<LandingSlot> + Sync)>,
+    land: Option<&Lander<'_>>,
 ) -> Result<(Header, Bytes), FrameError> {
     let mut len = [0u8; 4];
     let mut got = 0;
@@ -116,7 +119,7 @@ async fn read_frame_to<R: AsyncRead + Unpin>(
     }
     let len = header.payload_len as usize;
     if let Some(mut slot) = land.and_then(|land| land(&header)).filter(|s| len > 0 && s.as_ref().len() == len) {
-        read_exact_or(r, slot.as_mut(), "payload").await?;
+        read_exact_or(r, slot.bytes_mut(), "payload").await?;
         return Ok((header, slot.into_bytes()));
     }
     // Read straight into uninitialised capacity, never past this frame.
@@ -242,5 +245,51 @@ mod tests {
         drop(c);
         drop(a);
         assert!(matches!(read_frame_pooled(&mut d, 1 << 20, &pool).await, Err(FrameError::Truncated("payload"))));
+    }
+
+    #[tokio::test]
+    async fn publications_are_read_into_the_slot_they_land_in() {
+        use crate::wire::PublishHeader;
+        use geeps_core::transport::Landing;
+        use geeps_core::{TableKind, TableSpec};
+
+        let tables = [TableSpec { name: "w".into(), kind: TableKind::Parameter, rows: 4 }];
+        let landing = Landing::new(&tables, 2, 2);
+        let publish =
+            |partition| Header::new(Body::Publish(PublishHeader { table: 0, partition, age: 1, included: vec![1] }));
+        let land = |h: &Header| match &h.body {
+            Some(Body::Publish(p)) => landing.slot(p.table, p.partition, p.age, h.payload_len as usize),
+            _ => None,
+        };
+        let pool = RecvPool::new(1);
+        let mut buf = Vec::new();
+        let rows = Bytes::from((0..16u8).collect::<Vec<_>>());
+        write_frame(&mut buf, publish(0), Some(&rows)).await.unwrap();
+        write_frame(&mut buf, publish(1), Some(&rows)).await.unwrap();
+        // Not a publication, or not a partition's length: read as usual.
+        write_frame(&mut buf, Header::new(Body::Ping(Ping {})), Some(&rows)).await.unwrap();
+        write_frame(&mut buf, publish(0), Some(&rows.slice(..8))).await.unwrap();
+        let mut r = &buf[..];
+        let (_, p0) = read_frame_landing(&mut r, 1 << 20, &pool, &land).await.unwrap();
+        let (_, p1) = read_frame_landing(&mut r, 1 << 20, &pool, &land).await.unwrap();
+        assert_eq!((&p0, &p1), (&rows, &rows));
+        assert_eq!(p1.as_ptr() as usize, p0.as_ptr() as usize + 16, "side by side in one buffer");
+        for _ in 0..2 {
+            let (_, p) = read_frame_landing(&mut r, 1 << 20, &pool, &land).await.unwrap();
+            assert!(!p.as_ptr_range().contains(&p0.as_ptr()) && !p.as_ptr_range().contains(&p1.as_ptr()));
+        }
+        // Cut inside a landing payload: a truncation, and what had landed stays.
+        let mut cut = Vec::new();
+        write_frame(
+            &mut cut,
+            Header::new(Body::Publish(PublishHeader { table: 0, partition: 0, age: 2, included: vec![2] })),
+            Some(&rows),
+        )
+        .await
+        .unwrap();
+        cut.truncate(cut.len() - 3);
+        let e = read_frame_landing(&mut &cut[..], 1 << 20, &pool, &land).await.unwrap_err();
+        assert!(matches!(e, FrameError::Truncated("payload")), "{e}");
+        assert_eq!((&p0, &p1), (&rows, &rows));
     }
 }

@@ -49,6 +49,62 @@ device_test!(bsp_over_tcp_sees_every_update, |backend| {
     }
 });
 
+/// Host device only (reads are served in place where the host addresses
+/// device memory): over TCP and over shared memory, the keepers'
+/// publications are read straight into the table-wide buffers whole-table
+/// reads are handed, so the only publication a worker copies is its own
+/// keeper's, reached in process.
+#[test]
+fn publications_land_where_whole_table_reads_find_them() {
+    const WORLD: usize = 3;
+    const ROWS: u32 = 60;
+    const WIDTH: usize = 8;
+    const CLOCKS: u32 = 10;
+    for shared_memory in [false, true] {
+        let options = common::options().with_shared_memory(shared_memory);
+        let results = common::run_ranks_with(WORLD, options, move |rank, cluster| {
+            let (ps, w, _) = common::instance(geeps_testkit::Backend::Host, cluster.transport(), ROWS, WIDTH);
+            let k = keys(w, 0..ROWS);
+            let r = ps.virtual_read(&k, Slack::BSP).unwrap();
+            let u = ps.virtual_pre_update(&k).unwrap();
+            ps.virtual_update(u).unwrap();
+            ps.virtual_post_read(r).unwrap();
+            ps.virtual_table_clock(w).unwrap();
+            ps.finish_virtual_iteration().unwrap();
+            for c in 0..CLOCKS {
+                let read = ps.read(r).unwrap();
+                let floor = (c * 6) as f32;
+                let values = read.as_slice().unwrap();
+                assert!(values.iter().all(|v| *v >= floor && *v <= floor + 6.0), "rank {rank} clock {c}");
+                let mut up = ps.pre_update(u).unwrap();
+                up.as_mut_slice().unwrap().fill((rank + 1) as f32);
+                up.update().unwrap();
+                drop(read);
+                ps.table_clock(w).unwrap();
+            }
+            let total = ps.read_keys(&k, Slack::BSP).unwrap();
+            assert!(total.as_slice().unwrap().iter().all(|v| *v == (CLOCKS * 6) as f32), "rank {rank}");
+            drop(total);
+            let stats = ps.stats();
+            ps.shutdown().unwrap();
+            stats
+        });
+        let partition_bytes = u64::from(ROWS) / WORLD as u64 * WIDTH as u64 * 4;
+        for (rank, s) in results.iter().enumerate() {
+            let how = if shared_memory { "shared memory" } else { "TCP" };
+            assert!(s.reads_in_place >= u64::from(CLOCKS), "{how}, rank {rank}: {s}");
+            // One partition's publication copied per data age (this rank's
+            // own keeper's) and the first read's gather from the cache;
+            // copying every publication would be three partitions an age.
+            assert!(
+                s.bytes_host_to_device <= u64::from(CLOCKS + 4) * partition_bytes,
+                "{how}, rank {rank}: {} bytes copied, {partition_bytes} a partition: {s}",
+                s.bytes_host_to_device
+            );
+        }
+    }
+}
+
 /// Host device only: the worker is refused at join, before any row reaches a
 /// device; what is checked is the transport's token handshake and port release.
 #[test]

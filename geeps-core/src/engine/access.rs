@@ -647,7 +647,11 @@ pub(crate) fn apply_publish(sh: &Shared, publish: &Publish, staging: &mut Stagin
         let part = publish.partition as usize;
         let rows = match sh.landing.as_ref().filter(|l| l.lands(table)) {
             Some(l) if !l.contiguous(table, part, &[&publish.rows]) => {
-                l.copy_in(publish.table, publish.partition, publish.age, &publish.rows)
+                let landed = l.copy_in(publish.table, publish.partition, publish.age, &publish.rows);
+                if landed.is_some() {
+                    count(&sh.stats.h2d, publish.rows.len() / 4);
+                }
+                landed
             }
             _ => None,
         };

@@ -71,6 +71,9 @@ impl Geeps {
         let ticket = app.next_ticket;
         app.next_ticket += 1;
         let raw = RawBuffer { ticket, ptr: acquired.ptr, floats: acquired.floats };
+        if let (false, Some(run)) = (acquired.pinned.is_empty(), self.running.get()) {
+            run.shared.stats.reads_in_place.fetch_add(1, Ordering::Relaxed);
+        }
         app.live.insert(ticket, Live { kind, plan, acquired, release_at, save });
         raw
     }

@@ -368,5 +368,5 @@ fn landing_for(
             lands[t] = true;
         }
     }
-    lands.iter().any(|&l| l).then(|| Landing::new(tables, &lands, parts, width))
+    lands.iter().any(|&l| l).then(|| Landing::for_tables(tables, &lands, parts, width))
 }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-use crate::table::{partition_range, TableSpec};
+use crate::table::{partition_range, TableKind, TableSpec};
 
 /// Buffers per table at most; beyond them publications are read as before.
 const MAX_BUFFERS: usize = 3;
@@ -93,7 +93,7 @@ pub struct LandingSlot {
 impl LandingSlot {
     /// The slot's bytes, to read the payload into (zeroes or an older
     /// publication's bytes until then).
-    pub fn as_mut(&mut self) -> &mut [u8] {
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: the range lies inside the buffer, and no other slot or
         // `Bytes` covers it while this slot lives (see `Landing::slot`).
         unsafe { std::slice::from_raw_parts_mut(self.buffer.ptr.cast::<u8>().add(self.range.start), self.range.len()) }
@@ -107,15 +107,22 @@ impl LandingSlot {
 
 impl AsRef<[u8]> for LandingSlot {
     fn as_ref(&self) -> &[u8] {
-        // SAFETY: as in `as_mut`; once the slot is `Bytes` nobody writes it.
+        // SAFETY: as in `bytes_mut`; once the slot is `Bytes` nobody writes it.
         unsafe { std::slice::from_raw_parts(self.buffer.ptr.cast::<u8>().add(self.range.start), self.range.len()) }
     }
 }
 
 impl Landing {
-    /// A landing for the parameter tables of `tables` whose ids `lands`
-    /// names, each split into `parts` partitions of rows `width` floats wide.
-    pub(crate) fn new(tables: &[TableSpec], lands: &[bool], parts: usize, width: usize) -> Landing {
+    /// A landing for every parameter table of `tables`, each split into
+    /// `parts` partitions (keeper shards) of rows `width` floats wide (the
+    /// instance makes its own; this one is for testing a transport).
+    pub fn new(tables: &[TableSpec], parts: usize, width: usize) -> Landing {
+        let lands: Vec<bool> = tables.iter().map(|t| t.kind == TableKind::Parameter).collect();
+        Landing::for_tables(tables, &lands, parts, width)
+    }
+
+    /// A landing for the tables whose entry in `lands` is true.
+    pub(crate) fn for_tables(tables: &[TableSpec], lands: &[bool], parts: usize, width: usize) -> Landing {
         let tables = tables
             .iter()
             .zip(lands)
@@ -172,7 +179,7 @@ impl Landing {
     /// through one: a keeper in this process); `None` as for `slot`.
     pub(crate) fn copy_in(&self, table: u32, partition: u32, age: u64, rows: &[u8]) -> Option<Bytes> {
         let mut slot = self.slot(table, partition, age, rows.len())?;
-        slot.as_mut().copy_from_slice(rows);
+        slot.bytes_mut().copy_from_slice(rows);
         Some(slot.into_bytes())
     }
 
@@ -201,19 +208,18 @@ impl Landing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::TableKind;
 
     fn landing() -> Landing {
         let tables = vec![
             TableSpec { name: "w".into(), kind: TableKind::Parameter, rows: 10 },
             TableSpec { name: "b".into(), kind: TableKind::Parameter, rows: 3 },
         ];
-        Landing::new(&tables, &[true, false], 2, 2)
+        Landing::for_tables(&tables, &[true, false], 2, 2)
     }
 
     fn filled(l: &Landing, part: u32, age: u64, value: u8) -> Bytes {
         let mut s = l.slot(0, part, age, 40).expect("a slot");
-        s.as_mut().fill(value);
+        s.bytes_mut().fill(value);
         s.into_bytes()
     }
 

@@ -45,13 +45,22 @@ pub fn run_ranks<R: Send + 'static>(
     world: usize,
     body: impl Fn(usize, &NetCluster) -> R + Send + Sync + 'static,
 ) -> Vec<R> {
+    run_ranks_with(world, options(), body)
+}
+
+/// `run_ranks` with `options` (built on [`options`]) for every rank.
+pub fn run_ranks_with<R: Send + 'static>(
+    world: usize,
+    options: NetOptions,
+    body: impl Fn(usize, &NetCluster) -> R + Send + Sync + 'static,
+) -> Vec<R> {
     let server = rendezvous(world, "test-token");
     let body = Arc::new(body);
     let threads: Vec<_> = (0..world)
         .map(|rank| {
-            let (server, body) = (server.clone(), body.clone());
+            let (server, body, options) = (server.clone(), body.clone(), options.clone());
             std::thread::spawn(move || {
-                let mut cluster = NetCluster::start(spec(rank, world, &server, options())).expect("cluster start");
+                let mut cluster = NetCluster::start(spec(rank, world, &server, options)).expect("cluster start");
                 let r = body(rank, &cluster);
                 cluster.shutdown().expect("clean shutdown");
                 r
