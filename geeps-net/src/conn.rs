@@ -26,6 +26,15 @@ impl Outgoing {
 
 pub(crate) type Queue = UnboundedSender<Outgoing>;
 
+/// Writes one frame; its payload is kept alive for the writer (which may
+/// then hand it over by reference).
+async fn send(w: &mut BufWriter<WriteSide>, m: Outgoing) -> Result<(), crate::frame::FrameError> {
+    if let Some(p) = &m.payload {
+        w.get_mut().keep_alive(p);
+    }
+    write_frame(w, m.header, m.payload.as_ref()).await
+}
+
 /// Writes queued frames until the queue closes, then shuts the socket's write half.
 pub(crate) async fn writer(wr: WriteSide, mut rx: UnboundedReceiver<Outgoing>, heartbeat: Duration) {
     let mut w = BufWriter::with_capacity(64 * 1024, wr);
@@ -35,12 +44,12 @@ pub(crate) async fn writer(wr: WriteSide, mut rx: UnboundedReceiver<Outgoing>, h
             _ = tokio::time::sleep(heartbeat) => Some(Outgoing::new(Body::Ping(Ping {}), None)),
         };
         let Some(first) = next else { break };
-        if write_frame(&mut w, first.header, first.payload.as_ref()).await.is_err() {
+        if send(&mut w, first).await.is_err() {
             return;
         }
         // Drain what is already queued before paying for a flush.
         while let Ok(m) = rx.try_recv() {
-            if write_frame(&mut w, m.header, m.payload.as_ref()).await.is_err() {
+            if send(&mut w, m).await.is_err() {
                 return;
             }
         }

@@ -58,6 +58,16 @@ pub(crate) fn onto_shm(
     }
 }
 
+impl WriteSide {
+    /// Keeps `payload` alive for the write of it that follows: over shared
+    /// memory it may then go by reference (see `shm_stream.rs`).
+    pub(crate) fn keep_alive(&mut self, payload: &bytes::Bytes) {
+        if let WriteSide::Shm(w) = self {
+            w.keep_alive(payload);
+        }
+    }
+}
+
 impl ReadSide {
     /// Whether this connection's data moves through shared memory.
     pub(crate) fn is_shm(&self) -> bool {

@@ -8,18 +8,72 @@
 //! other's, so a peer that scribbles on the segment is seen as corrupt (an
 //! error), never as a reason to read or write outside the ring. It never
 //! blocks and never touches a socket: waking is the stream's job.
+//!
+//! Large writes may also go by reference (one copy where the ring takes
+//! two): the producer posts the address and length of bytes in its own
+//! memory, to be read at the stream position it has reached, and writes
+//! nothing more until the consumer, which copies them straight from the
+//! producer's process (`process_vm_readv`) into its destination, acknowledges
+//! them. Only once the consumer has proved it can read the producer's memory
+//! (a probe value at a published address, read back) does the producer post
+//! references; where it cannot (another user, another pid namespace, a
+//! kernel that forbids it) everything goes through the ring as before.
 
 use std::io::{self, IoSlice};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use crate::shm_segment::Segment;
+use crate::shm_segment::{random_u64, Segment};
 
 const TAIL: usize = 0;
 const HEAD: usize = 128;
 const READER_ASLEEP: usize = 256;
 const WRITER_ASLEEP: usize = 384;
 const CLOSED: usize = 512;
+/// The latest reference posted (its number; 0: none yet), where in the
+/// stream its bytes belong, their address in the producer and their length.
+const REF_SEQ: usize = 640;
+const REF_AT: usize = 648;
+const REF_ADDR: usize = 656;
+const REF_LEN: usize = 664;
+/// The latest reference the consumer has copied in full.
+const REF_ACK: usize = 768;
+/// The producer's pid and a value of its memory at an address, for the probe.
+const PRODUCER_PID: usize = 896;
+const PROBE_ADDR: usize = 904;
+const PROBE_VALUE: usize = 912;
+/// Set by the consumer once it has read the probe value from the producer.
+const CAN_READ_PRODUCER: usize = 1024;
+
+/// A value of this process's memory that consumers read to prove they can.
+fn probe() -> &'static AtomicU64 {
+    static PROBE: OnceLock<AtomicU64> = OnceLock::new();
+    PROBE.get_or_init(|| AtomicU64::new(random_u64() | 1))
+}
+
+/// Copies `len` bytes at `addr` in process `pid` to `dst`.
+///
+/// # Safety
+/// `dst` must be valid for writes of `len` bytes.
+unsafe fn read_process(pid: u64, addr: u64, dst: *mut u8, len: usize) -> io::Result<()> {
+    let mut done = 0usize;
+    while done < len {
+        let local = libc::iovec { iov_base: dst.wrapping_add(done).cast(), iov_len: len - done };
+        let remote = libc::iovec { iov_base: (addr as usize).wrapping_add(done) as *mut libc::c_void, iov_len: len - done };
+        // SAFETY: `local` lies in `dst` (valid for `len` bytes); the kernel
+        // checks `remote` against the other process's mappings.
+        let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
+        if n <= 0 {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(
+                e.kind(),
+                format!("copying {len} bytes from the peer process {pid} (shared memory by reference): {e}"),
+            ));
+        }
+        done += n as usize;
+    }
+    Ok(())
+}
 
 /// Ring `index` of a segment: where its words and data are.
 #[derive(Clone)]
@@ -77,6 +131,11 @@ impl Ring {
     pub(crate) fn close(&self) {
         self.word(CLOSED).store(1, Ordering::SeqCst);
     }
+
+    /// The latest reference the consumer has copied in full.
+    pub(crate) fn acknowledged(&self) -> u64 {
+        self.word(REF_ACK).load(Ordering::SeqCst)
+    }
 }
 
 /// The writing end of a ring.
@@ -86,8 +145,30 @@ pub(crate) struct Producer {
 }
 
 impl Producer {
+    /// The producer of `ring`; publishes what the consumer needs to probe
+    /// whether it can read this process's memory.
     pub(crate) fn new(ring: Ring) -> Self {
+        let probe = probe();
+        ring.word(PROBE_VALUE).store(probe.load(Ordering::Relaxed), Ordering::SeqCst);
+        ring.word(PROBE_ADDR).store(probe as *const AtomicU64 as u64, Ordering::SeqCst);
+        ring.word(PRODUCER_PID).store(u64::from(std::process::id()), Ordering::SeqCst);
         Producer { ring, tail: 0 }
+    }
+
+    /// Whether the consumer has shown it can copy from this process.
+    pub(crate) fn by_reference(&self) -> bool {
+        self.ring.word(CAN_READ_PRODUCER).load(Ordering::SeqCst) == 1
+    }
+
+    /// Posts `len` bytes at `addr` (which must stay as they are until
+    /// `seq` is acknowledged) as the next bytes of the stream. Ring
+    /// positions count ring bytes only: the reference sits at the tail, and
+    /// nothing is written after it until it is acknowledged.
+    pub(crate) fn post_reference(&mut self, seq: u64, addr: u64, len: usize) {
+        self.ring.word(REF_AT).store(self.tail, Ordering::SeqCst);
+        self.ring.word(REF_ADDR).store(addr, Ordering::SeqCst);
+        self.ring.word(REF_LEN).store(len as u64, Ordering::SeqCst);
+        self.ring.word(REF_SEQ).store(seq, Ordering::SeqCst);
     }
 
     /// Bytes free for writing now.
@@ -139,11 +220,83 @@ impl Producer {
 pub(crate) struct Consumer {
     pub(crate) ring: Ring,
     head: u64,
+    /// The producer's pid once the probe read its memory.
+    producer: Option<u64>,
+    /// The latest reference copied in full, and how far into the current one.
+    acked: u64,
+    into_reference: u64,
 }
 
 impl Consumer {
     pub(crate) fn new(ring: Ring) -> Self {
-        Consumer { ring, head: 0 }
+        Consumer { ring, head: 0, producer: None, acked: 0, into_reference: 0 }
+    }
+
+    /// Reads the producer's probe value from its process; on success tells
+    /// the producer it may post references. Tried until the producer has
+    /// published its probe; a failure is final (everything then goes
+    /// through the ring).
+    pub(crate) fn probe_producer(&mut self) {
+        if self.producer.is_some() || self.ring.word(CAN_READ_PRODUCER).load(Ordering::SeqCst) != 0 {
+            return;
+        }
+        let pid = self.ring.word(PRODUCER_PID).load(Ordering::SeqCst);
+        if pid == 0 {
+            return;
+        }
+        let (addr, want) =
+            (self.ring.word(PROBE_ADDR).load(Ordering::SeqCst), self.ring.word(PROBE_VALUE).load(Ordering::SeqCst));
+        let mut got = 0u64;
+        // SAFETY: `got` is 8 writable bytes.
+        let read = unsafe { read_process(pid, addr, (&mut got as *mut u64).cast(), 8) };
+        let ok = read.is_ok() && got == want && want != 0;
+        self.ring.word(CAN_READ_PRODUCER).store(if ok { 1 } else { 2 }, Ordering::SeqCst);
+        if ok {
+            self.producer = Some(pid);
+        } else {
+            tracing::debug!(pid, "shared memory: cannot read the peer's memory; frames go through the ring");
+        }
+    }
+
+    /// The reference whose bytes come next in the stream, if one is posted:
+    /// its number, address and length.
+    fn next_reference(&self) -> io::Result<Option<(u64, u64, u64)>> {
+        let seq = self.ring.word(REF_SEQ).load(Ordering::SeqCst);
+        if seq <= self.acked || self.ring.word(REF_AT).load(Ordering::SeqCst) != self.head {
+            return Ok(None);
+        }
+        if self.producer.is_none() {
+            return Err(corrupt(format!("reference {seq} posted before the probe allowed it")));
+        }
+        let (addr, len) = (self.ring.word(REF_ADDR).load(Ordering::SeqCst), self.ring.word(REF_LEN).load(Ordering::SeqCst));
+        Ok(Some((seq, addr, len)))
+    }
+
+    /// Copies up to `len` bytes of the posted reference whose turn it is (the
+    /// ring holds nothing before it) to `dst`, from the producer's memory;
+    /// the number copied (0: no reference). Acknowledges it once copied in
+    /// full: then whether the producer must be woken.
+    ///
+    /// # Safety
+    /// `dst` must be valid for writes of `len` bytes.
+    pub(crate) unsafe fn read_reference(&mut self, dst: *mut u8, len: usize) -> io::Result<(usize, bool)> {
+        let Some((seq, addr, total)) = self.next_reference()? else { return Ok((0, false)) };
+        let Some(pid) = self.producer else { return Ok((0, false)) };
+        let left = total
+            .checked_sub(self.into_reference)
+            .filter(|l| *l > 0)
+            .ok_or_else(|| corrupt(format!("reference {seq} of {total} bytes, {} read", self.into_reference)))?;
+        let n = left.min(len as u64) as usize;
+        // SAFETY: `dst` is valid for `len >= n` bytes.
+        unsafe { read_process(pid, addr.wrapping_add(self.into_reference), dst, n)? };
+        self.into_reference += n as u64;
+        if self.into_reference < total {
+            return Ok((n, false));
+        }
+        self.into_reference = 0;
+        self.acked = seq;
+        self.ring.word(REF_ACK).store(seq, Ordering::SeqCst);
+        Ok((n, true))
     }
 
     /// Bytes ready for reading now.

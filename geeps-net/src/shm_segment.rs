@@ -61,7 +61,7 @@ pub(crate) fn ring_size(bytes: usize) -> usize {
 }
 
 /// A random 64-bit value (std's per-process random hash keys, the clock and the pid).
-fn random_u64() -> u64 {
+pub(crate) fn random_u64() -> u64 {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     h.write_u128(now.as_nanos());

@@ -11,6 +11,11 @@
 //! closes (the peer process ended or died) both halves see the peer gone:
 //! the reader drains what is left and then reports end of stream (mid-frame,
 //! a truncation error), the writer fails. Never panics; never blocks a thread.
+//!
+//! A large write goes by reference once the reader has shown it can copy
+//! from this process (see `shm_ring.rs`): the write is pending until the
+//! reader has copied the bytes, one copy instead of two; the writer that
+//! waits is woken as for a full ring.
 
 use std::io::{self, IoSlice};
 use std::pin::Pin;
@@ -92,7 +97,19 @@ pub(crate) struct ShmRead {
 pub(crate) struct ShmWrite {
     link: Arc<Link>,
     prod: Producer,
+    /// Number of the last reference posted.
+    posted: u64,
+    /// The reference the reader is copying: its number, address and length.
+    pending: Option<(u64, u64, usize)>,
+    /// The payload being written, whose bytes may go by reference: held
+    /// until the reader has copied them (leaked if this half drops first,
+    /// so a reader still copying never reads freed memory).
+    keep: Option<bytes::Bytes>,
 }
+
+/// Writes at least this large go by reference where they can: below it the
+/// ring's second copy costs less than the wait for the reader.
+const BY_REFERENCE_FROM: usize = 256 << 10;
 
 /// The halves of one end of a connection whose socket halves are `rd` and
 /// `wr`: the keeper's end (`keeper`) writes ring 0 and reads ring 1, the
@@ -104,7 +121,7 @@ pub(crate) fn sides(seg: Arc<Segment>, keeper: bool, rd: OwnedReadHalf, wr: Owne
     tokio::spawn(doorbell(rd, wakes.clone(), stop_rx));
     let link = Arc::new(Link { bell: wr, wakes, _stop: stop_tx });
     let read = ShmRead { link: link.clone(), cons: Consumer::new(Ring::new(seg.clone(), inn)) };
-    let write = ShmWrite { link, prod: Producer::new(Ring::new(seg, out)) };
+    let write = ShmWrite { link, prod: Producer::new(Ring::new(seg, out)), posted: 0, pending: None, keep: None };
     (read, write)
 }
 
@@ -119,6 +136,7 @@ impl AsyncRead for ShmRead {
             return Poll::Ready(Ok(()));
         }
         let mut asleep = false;
+        me.cons.probe_producer();
         loop {
             // SAFETY: only bytes are written into the unfilled part (never
             // uninitialised memory), and only the ones copied are then
@@ -126,8 +144,14 @@ impl AsyncRead for ShmRead {
             let dst = unsafe { buf.unfilled_mut() };
             let (ptr, len) = (dst.as_mut_ptr().cast::<u8>(), dst.len());
             // SAFETY: `ptr` is valid for writes of `len` bytes.
-            let n = match unsafe { me.cons.read_raw(ptr, len) } {
-                Ok(n) => n,
+            let mut read = unsafe { me.cons.read_raw(ptr, len) }.map(|n| (n, n > 0));
+            if let Ok((0, _)) = read {
+                // The ring is drained: a posted reference's bytes come next.
+                // SAFETY: as above.
+                read = unsafe { me.cons.read_reference(ptr, len) };
+            }
+            let (n, wake_writer) = match read {
+                Ok(r) => r,
                 Err(e) => return Poll::Ready(Err(e)),
             };
             if n > 0 {
@@ -137,7 +161,7 @@ impl AsyncRead for ShmRead {
                 // SAFETY: `n` bytes were just copied into the unfilled part.
                 unsafe { buf.assume_init(n) };
                 buf.advance(n);
-                if me.cons.ring.take_writer_asleep() {
+                if wake_writer && me.cons.ring.take_writer_asleep() {
                     me.link.ring();
                 }
                 return Poll::Ready(Ok(()));
@@ -165,6 +189,23 @@ impl AsyncRead for ShmRead {
 
 impl ShmWrite {
     fn poll_put(&mut self, cx: &mut Context<'_>, bufs: &[IoSlice<'_>]) -> Poll<io::Result<usize>> {
+        let by_reference = self.prod.by_reference();
+        let kept = self.keep.as_ref().map(|k| k.as_ptr_range());
+        // Only bytes of the kept payload: their memory outlives the write.
+        let large = |b: &IoSlice<'_>| {
+            let range = b.as_ptr_range();
+            by_reference
+                && b.len() >= BY_REFERENCE_FROM
+                && kept.as_ref().is_some_and(|k| k.start <= range.start && range.end <= k.end)
+        };
+        if let Some(first) = bufs.iter().find(|b| !b.is_empty()).filter(|b| large(b)) {
+            return self.poll_by_reference(cx, first);
+        }
+        if self.pending.is_some() {
+            return Poll::Ready(Err(abandoned()));
+        }
+        // Small slices through the ring, up to a large one (written next call).
+        let bufs = &bufs[..bufs.iter().position(large).unwrap_or(bufs.len())];
         let mut asleep = false;
         loop {
             if self.link.wakes.dead() {
@@ -191,6 +232,70 @@ impl ShmWrite {
             asleep = true;
         }
     }
+}
+
+impl ShmWrite {
+    /// Writes `buf` by reference: posts it, then is pending until the
+    /// reader has copied it (`buf` must be passed again until then, as
+    /// `AsyncWrite` callers do).
+    fn poll_by_reference(&mut self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let (addr, len) = (buf.as_ptr() as u64, buf.len());
+        let seq = match self.pending {
+            Some((seq, a, l)) if (a, l) == (addr, len) => seq,
+            Some(_) => return Poll::Ready(Err(abandoned())),
+            None => {
+                self.posted += 1;
+                self.prod.post_reference(self.posted, addr, len);
+                self.pending = Some((self.posted, addr, len));
+                if self.prod.ring.take_reader_asleep() {
+                    self.link.ring();
+                }
+                self.posted
+            }
+        };
+        let mut asleep = false;
+        loop {
+            if self.prod.ring.acknowledged() >= seq {
+                self.pending = None;
+                self.keep = None;
+                if asleep {
+                    self.prod.ring.set_writer_asleep(false);
+                }
+                return Poll::Ready(Ok(len));
+            }
+            if self.link.wakes.dead() {
+                return Poll::Ready(Err(gone()));
+            }
+            if asleep {
+                return Poll::Pending;
+            }
+            *self.link.wakes.write.lock() = Some(cx.waker().clone());
+            self.prod.ring.set_writer_asleep(true);
+            asleep = true;
+        }
+    }
+}
+
+impl ShmWrite {
+    /// Keeps `payload` for the writes that follow (see `keep`).
+    pub(crate) fn keep_alive(&mut self, payload: &bytes::Bytes) {
+        if self.pending.is_none() {
+            self.keep = Some(payload.clone());
+        }
+    }
+}
+
+impl Drop for ShmWrite {
+    fn drop(&mut self) {
+        if self.pending.is_some_and(|(seq, _, _)| self.prod.ring.acknowledged() < seq) {
+            // The reader may still be copying from it.
+            std::mem::forget(self.keep.take());
+        }
+    }
+}
+
+fn abandoned() -> io::Error {
+    io::Error::other("a write by reference was abandoned before the reader copied it; the connection cannot go on")
 }
 
 impl AsyncWrite for ShmWrite {

@@ -7,7 +7,9 @@
 /// 4: update headers carry the deltas' encoding (f32 or bf16).
 /// 5: hellos carry the host's identity, welcomes may offer a shared-memory
 /// segment, and a worker answers an offer with `ShmAttached`.
-pub const PROTOCOL_VERSION: u32 = 5;
+/// 6: a shared-memory ring's large writes may go by reference (the reader
+/// copies them from the writer's process).
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// [`UpdateHeader::encoding`]: little-endian f32, 4 bytes a value.
 pub const ENCODING_F32: u32 = 0;
