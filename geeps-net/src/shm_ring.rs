@@ -59,7 +59,8 @@ unsafe fn read_process(pid: u64, addr: u64, dst: *mut u8, len: usize) -> io::Res
     let mut done = 0usize;
     while done < len {
         let local = libc::iovec { iov_base: dst.wrapping_add(done).cast(), iov_len: len - done };
-        let remote = libc::iovec { iov_base: (addr as usize).wrapping_add(done) as *mut libc::c_void, iov_len: len - done };
+        let remote =
+            libc::iovec { iov_base: (addr as usize).wrapping_add(done) as *mut libc::c_void, iov_len: len - done };
         // SAFETY: `local` lies in `dst` (valid for `len` bytes); the kernel
         // checks `remote` against the other process's mappings.
         let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
@@ -153,6 +154,11 @@ impl Producer {
         ring.word(PROBE_ADDR).store(probe as *const AtomicU64 as u64, Ordering::SeqCst);
         ring.word(PRODUCER_PID).store(u64::from(std::process::id()), Ordering::SeqCst);
         Producer { ring, tail: 0 }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn pretend_pid(&self, pid: u64) {
+        self.ring.word(PRODUCER_PID).store(pid, Ordering::SeqCst);
     }
 
     /// Whether the consumer has shown it can copy from this process.
@@ -268,7 +274,8 @@ impl Consumer {
         if self.producer.is_none() {
             return Err(corrupt(format!("reference {seq} posted before the probe allowed it")));
         }
-        let (addr, len) = (self.ring.word(REF_ADDR).load(Ordering::SeqCst), self.ring.word(REF_LEN).load(Ordering::SeqCst));
+        let (addr, len) =
+            (self.ring.word(REF_ADDR).load(Ordering::SeqCst), self.ring.word(REF_LEN).load(Ordering::SeqCst));
         Ok(Some((seq, addr, len)))
     }
 

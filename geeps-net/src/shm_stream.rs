@@ -277,6 +277,19 @@ impl ShmWrite {
 }
 
 impl ShmWrite {
+    /// How many writes went by reference.
+    #[cfg(test)]
+    pub(crate) fn references(&self) -> u64 {
+        self.posted
+    }
+
+    /// Publishes `pid` as this writer's process, as a peer in another pid
+    /// namespace would appear (the reader's probe then fails).
+    #[cfg(test)]
+    pub(crate) fn pretend_pid(&self, pid: u64) {
+        self.prod.pretend_pid(pid);
+    }
+
     /// Keeps `payload` for the writes that follow (see `keep`).
     pub(crate) fn keep_alive(&mut self, payload: &bytes::Bytes) {
         if self.pending.is_none() {

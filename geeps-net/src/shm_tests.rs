@@ -223,6 +223,104 @@ async fn a_peer_gone_mid_frame_is_a_truncation_not_a_hang() {
     assert!(failed, "writes to a vanished peer must fail");
 }
 
+/// Frames as the connection's writer sends them: the payload kept alive
+/// for the writer, so large ones may go by reference.
+async fn send_kept(w: &mut ShmWrite, payload: &Bytes) {
+    w.keep_alive(payload);
+    write_frame(w, Header::new(Body::Ping(Ping {})), Some(payload)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_payloads_go_by_reference_once_the_reader_can_read_the_writer() {
+    const RING: usize = 1 << 20;
+    let ((_kr, mut kw), (mut wr, _ww)) = pair(RING).await;
+    let small = Bytes::from(pattern(0, 100));
+    let first = Bytes::from(pattern(5, RING / 2));
+    let large = Bytes::from(pattern(7, 3 * RING + 13));
+    let pool = RecvPool::new(1);
+    // Written (it fits in the ring) before the reader has ever polled, so
+    // before it has probed the writer: through the ring.
+    send_kept(&mut kw, &first).await;
+    assert_eq!(kw.references(), 0);
+    let (small_sent, large_sent) = (small.clone(), large.clone());
+    let writer = tokio::spawn(async move {
+        for p in [&small_sent, &large_sent, &large_sent, &small_sent, &large_sent] {
+            send_kept(&mut kw, p).await;
+        }
+        kw.references()
+    });
+    for want in [&first, &small, &large, &large] {
+        let (_, got) = read_frame_pooled(&mut wr, 1 << 30, &pool).await.unwrap();
+        assert!(got == want, "payload of {} bytes differs", want.len());
+    }
+    // Read in small pieces: a reference is copied in as many parts.
+    let mut piece = vec![0u8; 1000];
+    let mut all = Vec::new();
+    while !all.ends_with(&large[..]) {
+        let n = wr.read(&mut piece).await.unwrap();
+        assert!(n > 0 && all.len() < 2 * large.len(), "stream ended early or differs");
+        all.extend_from_slice(&piece[..n]);
+    }
+    assert!(all.windows(100).any(|w| w == &small[..]));
+    assert_eq!(writer.await.unwrap(), 3, "each large payload after the probe by reference, small ones never");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_that_cannot_read_the_writer_gets_everything_through_the_ring() {
+    let ((_kr, mut kw), (mut wr, _ww)) = pair(MIN_RING).await;
+    // A pid that is not the writer's (another pid namespace, say): the probe fails.
+    kw.pretend_pid(u64::from(u32::MAX >> 2));
+    let large = Bytes::from(pattern(3, 5 * MIN_RING));
+    let writer = tokio::spawn(async move {
+        for _ in 0..3 {
+            send_kept(&mut kw, &large).await;
+        }
+        kw.references()
+    });
+    let pool = RecvPool::new(1);
+    for _ in 0..3 {
+        let (_, got) = read_frame_pooled(&mut wr, 1 << 30, &pool).await.unwrap();
+        assert!(got == pattern(3, 5 * MIN_RING), "payload differs");
+    }
+    assert_eq!(writer.await.unwrap(), 0, "nothing goes by reference");
+}
+
+/// Bytes whose owner says when it is dropped.
+struct Watched(Vec<u8>, Arc<std::sync::atomic::AtomicBool>);
+impl AsRef<[u8]> for Watched {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+impl Drop for Watched {
+    fn drop(&mut self) {
+        self.1.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_payload_posted_by_reference_outlives_a_writer_dropped_before_the_copy() {
+    let ((_kr, mut kw), (mut wr, _ww)) = pair(MIN_RING).await;
+    // Let the reader probe the writer.
+    send_kept(&mut kw, &Bytes::from_static(b"probe")).await;
+    let pool = RecvPool::new(1);
+    read_frame_pooled(&mut wr, 1 << 30, &pool).await.unwrap();
+    let freed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let payload = Bytes::from_owner(Watched(pattern(1, 4 * MIN_RING), freed.clone()));
+    kw.keep_alive(&payload);
+    let waker = noop_cx();
+    let mut cx = Context::from_waker(&waker);
+    // Posted, not yet copied: the write is pending; then the writer goes.
+    assert!(Pin::new(&mut kw).poll_write(&mut cx, &payload).is_pending());
+    drop(kw);
+    drop(payload);
+    assert!(!freed.load(std::sync::atomic::Ordering::SeqCst), "freed while the reader may still copy it");
+    // The reader still gets every byte.
+    let mut got = vec![0u8; 4 * MIN_RING];
+    wr.read_exact(&mut got).await.unwrap();
+    assert!(got == pattern(1, 4 * MIN_RING), "bytes differ");
+}
+
 // ---- whole clusters ----
 
 const ROWS: u32 = 64;
