@@ -32,7 +32,7 @@ pub(crate) enum WriteSide {
     Plain(OwnedWriteHalf),
     #[cfg(feature = "tls")]
     Tls(tokio::io::WriteHalf<TlsStream>),
-    Shm(ShmWrite),
+    Shm(Box<ShmWrite>),
 }
 
 /// A plain TCP connection's halves.
@@ -52,7 +52,7 @@ pub(crate) fn onto_shm(
     match (rd, wr) {
         (ReadSide::Plain(r), WriteSide::Plain(w)) => {
             let (r, w) = shm_stream::sides(seg, keeper, r, w);
-            Ok((ReadSide::Shm(r), WriteSide::Shm(w)))
+            Ok((ReadSide::Shm(r), WriteSide::Shm(Box::new(w))))
         }
         other => Err(other),
     }
