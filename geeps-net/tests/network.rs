@@ -92,12 +92,14 @@ fn publications_land_where_whole_table_reads_find_them() {
         let partition_bytes = u64::from(ROWS) / WORLD as u64 * WIDTH as u64 * 4;
         for (rank, s) in results.iter().enumerate() {
             let how = if shared_memory { "shared memory" } else { "TCP" };
-            assert!(s.reads_in_place >= u64::from(CLOCKS), "{how}, rank {rank}: {s}");
-            // One partition's publication copied per data age (this rank's
-            // own keeper's) and the first read's gather from the cache;
-            // copying every publication would be three partitions an age.
+            // Reads before the landing filled up may be gathered.
+            assert!(s.reads_in_place >= u64::from(CLOCKS) / 2, "{how}, rank {rank}: {s}");
+            // Landed, a worker copies one partition's publication per data
+            // age (its own keeper's), and a few more around the start (those
+            // read before the instance offered its landing); copying every
+            // publication is three partitions an age.
             assert!(
-                s.bytes_host_to_device <= u64::from(CLOCKS + 4) * partition_bytes,
+                s.bytes_host_to_device <= u64::from(CLOCKS + 1) * 2 * partition_bytes,
                 "{how}, rank {rank}: {} bytes copied, {partition_bytes} a partition: {s}",
                 s.bytes_host_to_device
             );
