@@ -389,9 +389,10 @@ static void handles_and_posts(void) {
     OK(geeps_plan_get(k.ps, &plan));
     CHECK(plan.struct_size == sizeof plan && plan.peak_bytes > 0 && plan.budget == 1 << 20);
     CHECK(plan.local_in_place == 1 && plan.local_buffered == 0); /* all of `m`, one range */
-    /* The pool may use what the budget leaves; it has allocated what the
-     * iteration holds at once, far less than the budget. */
-    CHECK(plan.pool_bytes <= plan.budget && plan.pool_allocated_bytes >= plan.peak_bytes);
+    /* The pool may use what the budget leaves; it has allocated far less
+     * than the budget (on the host device a read of consecutive rows is
+     * served from the published rows, outside the pool). */
+    CHECK(plan.pool_bytes <= plan.budget);
     CHECK(plan.pool_allocated_bytes <= plan.pool_bytes && plan.pool_allocated_bytes < plan.budget / 4);
     struct { size_t struct_size; size_t budget; } old_plan = {sizeof old_plan, 0};
     OK(geeps_plan_get(k.ps, (geeps_plan *)&old_plan));

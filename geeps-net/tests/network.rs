@@ -14,12 +14,7 @@ device_test!(bsp_over_tcp_sees_every_update, |backend| {
     let results = common::run_ranks(world, move |rank, cluster| {
         let (ps, w, fx) = common::instance(backend, cluster.transport(), 10, 16);
         let k = keys(w, 0..10);
-        let r = ps.virtual_read(&k, Slack::BSP).unwrap();
-        let u = ps.virtual_pre_update(&k).unwrap();
-        ps.virtual_update(u).unwrap();
-        ps.virtual_post_read(r).unwrap();
-        ps.virtual_table_clock(w).unwrap();
-        ps.finish_virtual_iteration().unwrap();
+        let (r, u) = common::record_bsp_clock(&ps, w, &k);
         for c in 0..15u32 {
             let read = ps.read(r).unwrap();
             // Ranks add 1, 2, 3 per clock. BSP: every update of clocks < c is
@@ -65,12 +60,7 @@ fn publications_land_where_whole_table_reads_find_them() {
         let results = common::run_ranks_with(WORLD, options, move |rank, cluster| {
             let (ps, w, _) = common::instance(geeps_testkit::Backend::Host, cluster.transport(), ROWS, WIDTH);
             let k = keys(w, 0..ROWS);
-            let r = ps.virtual_read(&k, Slack::BSP).unwrap();
-            let u = ps.virtual_pre_update(&k).unwrap();
-            ps.virtual_update(u).unwrap();
-            ps.virtual_post_read(r).unwrap();
-            ps.virtual_table_clock(w).unwrap();
-            ps.finish_virtual_iteration().unwrap();
+            let (r, u) = common::record_bsp_clock(&ps, w, &k);
             for c in 0..CLOCKS {
                 let read = ps.read(r).unwrap();
                 let floor = (c * 6) as f32;

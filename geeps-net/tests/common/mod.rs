@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use geeps_core::{Config, Geeps, TableId, Transport};
+use geeps_core::{Config, Geeps, Handle, RowKey, Slack, TableId, Transport};
 use geeps_net::{Addresses, ClusterSpec, NetCluster, NetOptions};
 use geeps_testkit::{Backend, Fixture};
 
@@ -78,4 +78,17 @@ pub fn instance(backend: Backend, transport: Arc<dyn Transport>, rows: u32, widt
     let t = b.parameter_table("w", rows);
     b.transport(transport);
     (b.build().expect("build"), t, fx)
+}
+
+/// Records one clock of `keys` (rows of table `w`) and finishes the virtual
+/// iteration: a BSP read, a pre-update and update of the same rows, the
+/// read's post and the table's clock. The read's and the pre-update's handles.
+pub fn record_bsp_clock(ps: &Geeps, w: TableId, keys: &[RowKey]) -> (Handle, Handle) {
+    let r = ps.virtual_read(keys, Slack::BSP).unwrap();
+    let u = ps.virtual_pre_update(keys).unwrap();
+    ps.virtual_update(u).unwrap();
+    ps.virtual_post_read(r).unwrap();
+    ps.virtual_table_clock(w).unwrap();
+    ps.finish_virtual_iteration().unwrap();
+    (r, u)
 }
