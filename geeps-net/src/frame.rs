@@ -57,7 +57,7 @@ pub(crate) async fn read_frame_pooled<R: AsyncRead + Unpin>(
     max_payload: u64,
     pool: &RecvPool,
 ) -> Result<(Header, Bytes), FrameError> {
-    read_frame_into(r, MAX_HEADER_BYTES, max_payload, Some(pool)).await
+    read_frame_to(r, MAX_HEADER_BYTES, max_payload, Some(pool), None).await
 }
 
 /// `read_frame_pooled`, with the payload read into the slot `land` gives
@@ -79,16 +79,7 @@ pub async fn read_frame_within<R: AsyncRead + Unpin>(
     max_header: usize,
     max_payload: u64,
 ) -> Result<(Header, Bytes), FrameError> {
-    read_frame_into(r, max_header, max_payload, None).await
-}
-
-async fn read_frame_into<R: AsyncRead + Unpin>(
-    r: &mut R,
-    max_header: usize,
-    max_payload: u64,
-    pool: Option<&RecvPool>,
-) -> Result<(Header, Bytes), FrameError> {
-    read_frame_to(r, max_header, max_payload, pool, None).await
+    read_frame_to(r, max_header, max_payload, None, None).await
 }
 
 async fn read_frame_to<R: AsyncRead + Unpin>(

@@ -14,7 +14,7 @@
 //! cannot be opened, stay on TCP.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use geeps_core::transport::{Inbound, Inbox, Landing, Publish, StatsSource, Transport, UpdateBatch};
@@ -108,7 +108,7 @@ pub(crate) struct NetTransport {
     tasks: Mutex<Vec<JoinHandle<()>>>,
     closing: Arc<AtomicBool>,
     /// Where publications' payloads are read into, once the instance offers it.
-    landing: Arc<Mutex<Option<Landing>>>,
+    landing: Arc<OnceLock<Landing>>,
 }
 
 fn lost(rank: usize, address: &str, reason: impl Into<String>) -> Error {
@@ -141,7 +141,7 @@ impl NetTransport {
             encoded: RecvPool::new(shards),
             tasks: Mutex::new(Vec::new()),
             closing: Arc::new(AtomicBool::new(false)),
-            landing: Arc::new(Mutex::new(None)),
+            landing: Arc::new(OnceLock::new()),
         }
     }
 
@@ -293,13 +293,13 @@ async fn reader(
     inbox: Inbox,
     closing: Arc<AtomicBool>,
     requests: Arc<OperatorRequests>,
-    landing: Arc<Mutex<Option<Landing>>>,
+    landing: Arc<OnceLock<Landing>>,
 ) {
     let mut last_heard = Instant::now();
     // Publications are held until the puller has merged them: two in flight per keeper at most.
     let pool = RecvPool::new(2);
     let land = |h: &Header| match &h.body {
-        Some(Body::Publish(p)) => landing.lock().as_ref()?.slot(p.table, p.partition, p.age, h.payload_len as usize),
+        Some(Body::Publish(p)) => landing.get()?.slot(p.table, p.partition, p.age, h.payload_len as usize),
         _ => None,
     };
     let failure = loop {
@@ -484,7 +484,8 @@ impl Transport for NetTransport {
     }
 
     fn attach_landing(&self, landing: Landing) {
-        *self.landing.lock() = Some(landing);
+        // One instance per transport: the first offer stands.
+        let _ = self.landing.set(landing);
     }
 
     fn attach_stats(&self, stats: StatsSource) {

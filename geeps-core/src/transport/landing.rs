@@ -153,24 +153,27 @@ impl Landing {
             return None;
         }
         let mut buffers = t.buffers.lock();
-        let filling = buffers.iter().position(|e| e.age == age && !e.landed[part]);
-        // Free: only the landing holds it (counts only grow by cloning a
-        // holder, and every holder but the landing's is gone).
-        let free = || buffers.iter().position(|e| Arc::strong_count(&e.buffer) == 1);
-        let at = match filling.or_else(free) {
-            Some(i) => i,
-            None if buffers.len() < MAX_BUFFERS => {
-                let floats = t.rows as usize * self.inner.width;
-                buffers.push(Entry { buffer: Arc::new(Buffer::zeroed(floats)), age, landed: Vec::new() });
-                buffers.len() - 1
+        let parts = self.inner.parts;
+        let at = match buffers.iter().position(|e| e.age == age && !e.landed[part]) {
+            Some(filling) => filling,
+            None => {
+                // Free: only the landing holds it (counts only grow by cloning
+                // a holder, and every holder but the landing's is gone).
+                let i = match buffers.iter().position(|e| Arc::strong_count(&e.buffer) == 1) {
+                    Some(free) => free,
+                    None if buffers.len() < MAX_BUFFERS => {
+                        let buffer = Arc::new(Buffer::zeroed(t.rows as usize * self.inner.width));
+                        buffers.push(Entry { buffer, age, landed: Vec::new() });
+                        buffers.len() - 1
+                    }
+                    None => return None,
+                };
+                buffers[i].age = age;
+                buffers[i].landed = vec![false; parts];
+                i
             }
-            None => return None,
         };
         let entry = &mut buffers[at];
-        if entry.age != age || entry.landed.len() != self.inner.parts {
-            entry.age = age;
-            entry.landed = vec![false; self.inner.parts];
-        }
         entry.landed[part] = true;
         Some(LandingSlot { buffer: entry.buffer.clone(), range })
     }
