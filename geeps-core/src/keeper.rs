@@ -12,7 +12,7 @@ use bytes::Bytes;
 use crate::apply_order::ApplyOrder;
 use crate::error::{Error, Result};
 use crate::table::{partition_range, TableKind, TableSpec};
-use crate::transport::{add_bytes, bytes_from_shared, check_payload, floats_view, Publish, UpdateBatch};
+use crate::transport::{self, bytes_from_shared, check_deltas, sum_into, DeltaEncoding, Publish, UpdateBatch};
 use crate::vector_clock::VectorClock;
 
 struct ShardTable {
@@ -50,29 +50,17 @@ fn publication_of(t: &ShardTable, table: u32, partition: u32) -> Publish {
 /// Adds one batch's deltas to a table's rows. While a publication still
 /// holds the rows, the sum is written to another buffer in the same pass
 /// (old rows + deltas), never copied first and added after.
-fn add_deltas(t: &mut ShardTable, deltas: &[u8]) -> Result<()> {
+fn add_deltas(t: &mut ShardTable, deltas: &[u8], encoding: DeltaEncoding) -> Result<()> {
     if let Some(rows) = Arc::get_mut(&mut t.data) {
-        return add_bytes(rows, deltas);
+        return transport::add_deltas(rows, deltas, encoding);
     }
-    check_payload(deltas, t.data.len())?;
+    check_deltas(deltas, encoding, t.data.len())?;
     let len = t.data.len();
     let spare = t.spare.take().and_then(|s| Arc::try_unwrap(s).ok()).filter(|v| v.len() == len);
     let mut next = spare.unwrap_or_else(|| vec![0.0; len]);
-    sum_into(&mut next, &t.data, deltas);
+    sum_into(&mut next, &t.data, deltas, encoding);
     t.spare = Some(std::mem::replace(&mut t.data, Arc::new(next)));
     Ok(())
-}
-
-/// `out = base + deltas` (dense little-endian floats, length checked by the caller).
-fn sum_into(out: &mut [f32], base: &[f32], deltas: &[u8]) {
-    match floats_view(deltas) {
-        Some(d) => out.iter_mut().zip(base).zip(d).for_each(|((o, b), d)| *o = *b + *d),
-        None => out
-            .iter_mut()
-            .zip(base)
-            .zip(deltas.chunks_exact(4))
-            .for_each(|((o, b), c)| *o = *b + f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-    }
 }
 
 /// How many clocks of every worker's batches a table may hold for the
@@ -107,7 +95,14 @@ impl KeeperShard {
                     included: clock.entries().to_vec(),
                     rows: bytes_from_shared(data.clone()),
                 };
-                ShardTable { data, spare: None, clock, parameter, order: ApplyOrder::new(num_workers, limit), at_age }
+                ShardTable {
+                    data,
+                    spare: None,
+                    clock,
+                    parameter,
+                    order: ApplyOrder::new(num_workers, shard, limit),
+                    at_age,
+                }
             })
             .collect();
         KeeperShard { shard, row_width, tables }
@@ -141,9 +136,15 @@ impl KeeperShard {
             )));
         }
         if let Some(deltas) = &batch.deltas {
-            check_payload(deltas, t.data.len())?;
+            check_deltas(deltas, batch.encoding, t.data.len()).map_err(|e| match e {
+                Error::Mismatch(m) => {
+                    Error::Mismatch(format!("table {} partition {}: {m}", batch.table, batch.partition))
+                }
+                other => other,
+            })?;
         }
-        t.order.arrive(worker, batch.clock, batch.deltas.clone()).map_err(|e| match e {
+        let deltas = batch.deltas.clone().map(|bytes| (bytes, batch.encoding));
+        t.order.arrive(worker, batch.clock, deltas).map_err(|e| match e {
             Error::Mismatch(m) => Error::Mismatch(format!("keeper {shard}, table {}: {m}", batch.table)),
             other => other,
         })?;
@@ -166,8 +167,8 @@ impl KeeperShard {
                 .map(|w| (t.clock.entries()[w], w))
                 .collect();
             let Some((clock, worker, deltas)) = t.order.next(candidates.into_iter()) else { break };
-            if let Some(deltas) = &deltas {
-                add_deltas(t, deltas)?;
+            if let Some((deltas, encoding)) = &deltas {
+                add_deltas(t, deltas, *encoding)?;
             }
             advanced |= t.clock.tick(worker, clock)?.is_some();
         }
@@ -253,7 +254,14 @@ mod tests {
     }
 
     fn batch(worker: u32, clock: u64, deltas: Option<Vec<f32>>) -> UpdateBatch {
-        UpdateBatch { table: 0, partition: 0, worker, clock, deltas: deltas.map(|d| bytes_from_floats(&d)) }
+        UpdateBatch {
+            table: 0,
+            partition: 0,
+            worker,
+            clock,
+            deltas: deltas.map(|d| bytes_from_floats(&d)),
+            encoding: DeltaEncoding::F32,
+        }
     }
 
     #[test]
@@ -413,6 +421,30 @@ mod tests {
         assert_eq!(k.rows(0).unwrap(), bytes_from_floats(&[3.0; 4]));
         // A duplicate is still refused at arrival.
         assert!(k.apply(&batch(1, 0, None)).is_err());
+    }
+
+    #[test]
+    fn a_shard_takes_its_own_rank_first_then_the_next_ranks() {
+        // Shard 2 of 4 (3 workers, so its rotation is 2, 0, 1); one row of one float each.
+        let specs = vec![TableSpec { name: "w".into(), kind: TableKind::Parameter, rows: 4 }];
+        let mut k = KeeperShard::new(2, 4, 3, 1, &specs);
+        let b = |worker: u32, clock: u64| UpdateBatch { partition: 2, ..batch(worker, clock, Some(vec![1.0])) };
+        // Worker 0 is not first here: held.
+        assert!(k.apply(&b(0, 0)).unwrap().is_none());
+        assert_eq!(k.tables[0].order.held(), (1, 4));
+        // Worker 2 (the shard's own) goes in at once, then worker 0's held batch.
+        assert!(k.apply(&b(2, 0)).unwrap().is_none());
+        assert_eq!(k.tables[0].order.held(), (0, 0));
+        assert_eq!(k.rows(0).unwrap(), bytes_from_floats(&[2.0]));
+        // Worker 1 is last of the clock: the age advances.
+        let p = k.apply(&b(1, 0)).unwrap().unwrap();
+        assert_eq!((p.age, p.partition), (1, 2));
+        // The next clock turns the same way: worker 1 waits for 2 and 0.
+        assert!(k.apply(&b(1, 1)).unwrap().is_none());
+        assert!(k.apply(&b(2, 1)).unwrap().is_none());
+        assert_eq!(k.tables[0].order.held(), (1, 4));
+        assert!(k.apply(&b(0, 1)).unwrap().is_some());
+        assert_eq!(k.rows(0).unwrap(), bytes_from_floats(&[6.0]));
     }
 
     #[test]

@@ -141,7 +141,7 @@ fn raw_rank(rank: usize, world: usize, server: &str, bytes: usize, rounds: usize
 /// wait for every keeper's publication of the new age (what the pushers and
 /// pullers do for the engine).
 fn transport_rank(rank: usize, world: usize, server: &str, bytes: usize, clocks: usize) -> f64 {
-    use geeps_core::transport::{Inbound, UpdateBatch};
+    use geeps_core::transport::{DeltaEncoding, Inbound, UpdateBatch};
     use geeps_core::{TableKind, TableSpec};
     let spec = ClusterSpec::new(
         rank,
@@ -180,6 +180,7 @@ fn transport_rank(rank: usize, world: usize, server: &str, bytes: usize, clocks:
                 worker: rank as u32,
                 clock,
                 deltas: Some(payload.clone()),
+                encoding: DeltaEncoding::F32,
             };
             transport.push(batch).expect("push");
         }

@@ -14,7 +14,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use geeps_core::transport::{KeeperShard, UpdateBatch};
+use geeps_core::transport::{DeltaEncoding, KeeperShard, UpdateBatch};
 use geeps_core::{TableKind, TableSpec};
 use prost::Message;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
@@ -171,7 +171,7 @@ pub fn header(data: &[u8]) {
 /// up to four tables (kind and rows, 0 to 31); the rest is a stream of
 /// frames as a worker sends them, read with a 64 KiB payload limit. Each
 /// update frame becomes the batch the keeper service applies (deltas present
-/// only when the header says so, bf16 deltas decoded; a batch without
+/// only when the header says so, bf16 deltas marked bf16; a batch without
 /// deltas but with a payload, or in an unknown encoding, is refused as the
 /// service refuses it), a `Leave` departs its rank. A
 /// rejected batch must change nothing; a publication carries exactly the
@@ -205,15 +205,9 @@ pub fn updates(data: &[u8]) {
                     if !u.has_deltas && !payload.is_empty() {
                         continue;
                     }
-                    let payload = match (u.encoding, u.has_deltas) {
-                        (ENCODING_F32, _) => payload,
-                        (ENCODING_BF16, true) => match bf16_wire::decode(&payload, &RecvPool::new(0)) {
-                            Ok(p) => {
-                                assert_eq!(p.len(), 2 * payload.len());
-                                p
-                            }
-                            Err(_) => continue,
-                        },
+                    let encoding = match (u.encoding, u.has_deltas) {
+                        (ENCODING_F32, _) => DeltaEncoding::F32,
+                        (ENCODING_BF16, true) => DeltaEncoding::Bf16,
                         _ => continue,
                     };
                     let before =
@@ -225,6 +219,7 @@ pub fn updates(data: &[u8]) {
                         worker: u.worker,
                         clock: u.clock,
                         deltas: u.has_deltas.then_some(payload),
+                        encoding,
                     };
                     match keeper.apply(&batch) {
                         Ok(Some(p)) => assert_eq!(p.rows.len(), partition_bytes(p.table)),

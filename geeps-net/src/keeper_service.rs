@@ -5,7 +5,7 @@
 //! rejected with a log line and a `Failure` frame; it never panics and never
 //! stops the keeper. A worker that vanishes without leaving is reported to
 //! every other worker as lost. Update deltas arrive as f32 or bf16 (the
-//! update header says which; bf16 is decoded to f32 before it is applied).
+//! update header says which; the keeper adds bf16 widened, as it comes).
 //! The worker of this same process may be attached: its publications then
 //! go to its inbox in process, not through its socket (its updates come
 //! through `apply`, in order, likewise). A worker on this same host is
@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use geeps_core::transport::KeeperShard;
-use geeps_core::transport::{Inbound, Inbox, Publish, UpdateBatch};
+use geeps_core::transport::{DeltaEncoding, Inbound, Inbox, Publish, UpdateBatch};
 use geeps_core::{TableKind, TableSpec};
 use parking_lot::Mutex;
 use tokio::io::BufReader;
@@ -27,7 +27,6 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit};
 
 use crate::auth::{token_matches, PendingGate};
-use crate::bf16_wire;
 use crate::conn::{writer, Outgoing, Queue};
 use crate::frame::{read_frame_pooled, read_frame_within, write_frame, FrameError};
 use crate::options::NetOptions;
@@ -124,9 +123,6 @@ pub(crate) struct KeeperService {
     shm_batches: AtomicU64,
     /// This host's identity, compared with a worker's to offer shared memory.
     host: Arc<String>,
-    /// Per rank, buffers for its bf16 deltas decoded to f32 (they return
-    /// once applied), so decoding faults in no fresh memory every clock.
-    decode_pools: Vec<RecvPool>,
 }
 
 pub(crate) fn table_decls(tables: &[TableSpec]) -> Vec<TableDecl> {
@@ -188,7 +184,6 @@ impl KeeperService {
             socket_batches: AtomicU64::new(0),
             shm_batches: AtomicU64::new(0),
             host: Arc::new(crate::shm_segment::host_identity()),
-            decode_pools: (0..world).map(|_| RecvPool::new(2)).collect(),
         })
     }
 
@@ -625,14 +620,13 @@ impl KeeperService {
     }
 
     /// Applies a batch that came from `rank`'s connection (or, in process,
-    /// from the attached worker, in push order). bf16 deltas are decoded to
-    /// f32 first (outside the lock); their length is checked against the
-    /// partition (2 bytes a float) before anything is applied.
+    /// from the attached worker, in push order). bf16 deltas go to the keeper
+    /// as they are (it adds them widened, checking their length first).
     pub(crate) fn apply(&self, rank: usize, u: crate::wire::UpdateHeader, payload: Bytes) {
         let wire_bytes = payload.len();
-        let decoded = match u.encoding {
-            ENCODING_F32 => Ok(payload),
-            ENCODING_BF16 if u.has_deltas => bf16_wire::decode(&payload, &self.decode_pools[rank]),
+        let encoding = match u.encoding {
+            ENCODING_F32 => Ok(DeltaEncoding::F32),
+            ENCODING_BF16 if u.has_deltas => Ok(DeltaEncoding::Bf16),
             ENCODING_BF16 => Err("batch without deltas says its deltas are bf16".to_string()),
             other => Err(format!(
                 "deltas in unknown encoding {other} (this keeper reads {ENCODING_F32} = f32, {ENCODING_BF16} = bf16); run the same geeps version on every rank"
@@ -645,29 +639,19 @@ impl KeeperService {
         } else if !u.has_deltas && wire_bytes != 0 {
             Err("batch without deltas carries a payload".into())
         } else {
-            match (decoded, st.keeper.as_mut()) {
+            match (encoding, st.keeper.as_mut()) {
                 (Err(message), _) => Err(message),
                 (Ok(_), None) => Err("no tables declared".into()),
-                (Ok(deltas), Some(k)) => {
-                    let floats = k.rows(u.table).map(|r| r.len() / 4);
-                    match floats {
-                        Some(f) if u.encoding == ENCODING_BF16 && wire_bytes != 2 * f => Err(format!(
-                            "bf16 deltas of {wire_bytes} bytes for table {} partition {}, expected {} (2 bytes for each of its {f} floats)",
-                            u.table,
-                            u.partition,
-                            2 * f
-                        )),
-                        _ => {
-                            let batch = UpdateBatch {
-                                table: u.table,
-                                partition: u.partition,
-                                worker: u.worker,
-                                clock: u.clock,
-                                deltas: u.has_deltas.then_some(deltas),
-                            };
-                            k.apply(&batch).map_err(|e| e.to_string())
-                        }
-                    }
+                (Ok(encoding), Some(k)) => {
+                    let batch = UpdateBatch {
+                        table: u.table,
+                        partition: u.partition,
+                        worker: u.worker,
+                        clock: u.clock,
+                        deltas: u.has_deltas.then_some(payload),
+                        encoding,
+                    };
+                    k.apply(&batch).map_err(|e| e.to_string())
                 }
             }
         };

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use geeps_core::transport::{Inbound, Inbox, Landing, Publish, StatsSource, Transport, UpdateBatch};
+use geeps_core::transport::{DeltaEncoding, Inbound, Inbox, Landing, Publish, StatsSource, Transport, UpdateBatch};
 use geeps_core::{Error, Result, TableSpec};
 use parking_lot::Mutex;
 use prost::Message;
@@ -462,9 +462,14 @@ impl Transport for NetTransport {
             worker: batch.worker,
             clock: batch.clock,
             has_deltas: batch.deltas.is_some(),
-            encoding: ENCODING_F32,
+            encoding: match batch.encoding {
+                DeltaEncoding::F32 => ENCODING_F32,
+                DeltaEncoding::Bf16 => ENCODING_BF16,
+                other => return Err(Error::Mismatch(format!("deltas in {other:?}, which this wire cannot carry"))),
+            },
         };
-        if !(over_socket && self.opts.wire == WireEncoding::Bf16) {
+        // Deltas already bf16 go as they are; only f32 is encoded.
+        if !(over_socket && self.opts.wire == WireEncoding::Bf16 && batch.encoding == DeltaEncoding::F32) {
             return self.send(shard, header, batch.deltas);
         }
         let residual = self.residuals.of(batch.table, batch.partition);

@@ -31,15 +31,28 @@ impl RecvPool {
 
     /// An empty buffer with room for `len` bytes.
     pub(crate) fn take(&self, len: usize) -> Vec<u8> {
-        if len >= POOLED_FROM {
-            let mut spares = self.spares.lock();
-            if let Some(i) = spares.iter().position(|v| v.capacity() >= len) {
-                let mut v = spares.swap_remove(i);
-                v.clear();
-                return v;
-            }
+        let mut v = self.spare(len).unwrap_or_else(|| Vec::with_capacity(len));
+        v.clear();
+        v
+    }
+
+    /// A buffer of exactly `len` bytes for a caller that overwrites every
+    /// one: a recycled buffer keeps what it held (only bytes it never held
+    /// are zeroed), so a buffer reused every clock is not cleared every clock.
+    pub(crate) fn take_to_overwrite(&self, len: usize) -> Vec<u8> {
+        let mut v = self.spare(len).unwrap_or_else(|| Vec::with_capacity(len));
+        v.truncate(len);
+        v.resize(len, 0);
+        v
+    }
+
+    fn spare(&self, len: usize) -> Option<Vec<u8>> {
+        if len < POOLED_FROM {
+            return None;
         }
-        Vec::with_capacity(len)
+        let mut spares = self.spares.lock();
+        let i = spares.iter().position(|v| v.capacity() >= len)?;
+        Some(spares.swap_remove(i))
     }
 
     /// The filled buffer as `Bytes`, without copying; it returns to the pool
@@ -116,5 +129,23 @@ mod tests {
         drop(pool.share(vec![3u8; 16]));
         assert_eq!(pool.spare_count(), 1);
         assert_eq!(&pool.share(vec![3u8; 16])[..], &[3u8; 16]);
+    }
+
+    #[test]
+    fn a_buffer_to_overwrite_is_recycled_without_clearing() {
+        let pool = RecvPool::new(2);
+        assert_eq!(pool.take_to_overwrite(POOLED_FROM), vec![0u8; POOLED_FROM], "fresh memory is zeroed");
+        drop(pool.share(vec![9u8; POOLED_FROM + 8]));
+        let again = pool.take_to_overwrite(POOLED_FROM);
+        assert_eq!(again.len(), POOLED_FROM);
+        assert!(again.iter().all(|&b| b == 9), "kept what it held: nothing cleared");
+        drop(pool.share(again));
+        // Longer than it ever held: the old bytes stay, the new ones are zeros.
+        let mut longer = pool.take(POOLED_FROM + 16);
+        longer.extend(std::iter::repeat_n(5u8, 4));
+        drop(pool.share(longer));
+        let grown = pool.take_to_overwrite(POOLED_FROM + 16);
+        assert_eq!(grown.len(), POOLED_FROM + 16);
+        assert_eq!((&grown[..4], &grown[4..8]), (&[5u8; 4][..], &[0u8; 4][..]));
     }
 }

@@ -110,13 +110,11 @@ fn keeper_rejects_bad_input_and_keeps_serving() {
         };
         write_frame(&mut s, encoded(ENCODING_BF16, true), Some(&Bytes::from(vec![0; 15]))).await.unwrap();
         let m = next_failure(&mut s).await;
-        assert!(m.contains("bf16 deltas of 15 bytes are not a whole number of 2-byte values"), "{m}");
+        assert!(m.contains("bf16 deltas of 15 bytes for a partition of 8 floats: expected 16 (2 bytes each)"), "{m}");
         write_frame(&mut s, encoded(ENCODING_BF16, true), Some(&Bytes::from(vec![0; 32]))).await.unwrap();
         let m = next_failure(&mut s).await;
         assert!(
-            m.contains(
-                "bf16 deltas of 32 bytes for table 0 partition 0, expected 16 (2 bytes for each of its 8 floats)"
-            ),
+            m.contains("table 0 partition 0: bf16 deltas of 32 bytes for a partition of 8 floats: expected 16"),
             "{m}"
         );
         write_frame(&mut s, encoded(7, true), Some(&Bytes::from(vec![0; 16]))).await.unwrap();

@@ -3,12 +3,16 @@
 //! in-process transport lives here, the network one in geeps-net.
 //!
 //! Messages carry rows as raw little-endian `f32` bytes, dense over one
-//! partition: no per-row messages, no per-value encoding.
+//! partition: no per-row messages, no per-value encoding (update deltas may
+//! instead be bf16, [`DeltaEncoding`], for a compressed wire).
 
+mod delta_encoding;
 pub(crate) mod in_process;
 mod landing;
 
 pub use crate::keeper::KeeperShard;
+pub use delta_encoding::DeltaEncoding;
+pub(crate) use delta_encoding::{add_deltas, check_deltas, sum_into};
 pub use in_process::InProcessCluster;
 pub use landing::{Landing, LandingSlot};
 
@@ -33,6 +37,9 @@ pub struct UpdateBatch {
     /// Dense deltas for every row of the partition, or `None` when the worker
     /// touched nothing during the clock (the batch then only ticks the clock).
     pub deltas: Option<Bytes>,
+    /// How `deltas` are laid out (the engine's are f32; a compressed wire
+    /// may hand its keeper bf16 to add as they are).
+    pub encoding: DeltaEncoding,
 }
 
 /// Fresh rows of one partition of a table, published when its data age advances.
