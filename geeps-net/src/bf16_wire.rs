@@ -135,15 +135,16 @@ fn encode_values_body(deltas: Option<&[u8]>, residual: &mut [f32], out: &mut [u8
                 *o = encode_step(0.0, r);
             }
         }
-        _ => {
-            // Unaligned (or big-endian) buffers: the same arithmetic bytewise.
-            let zeros = std::iter::repeat(0.0);
-            let d: Box<dyn Iterator<Item = f32>> = match deltas {
-                Some(d) => Box::new(d.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))),
-                None => Box::new(zeros),
-            };
+        // Unaligned (or big-endian) buffers: the same arithmetic bytewise.
+        (Some(_), _) => {
+            let d = deltas.unwrap_or_default().chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]));
             for ((d, r), o) in d.zip(residual.iter_mut()).zip(out.chunks_exact_mut(2)) {
                 o.copy_from_slice(&encode_step(d, r).to_le_bytes());
+            }
+        }
+        (None, None) => {
+            for (r, o) in residual.iter_mut().zip(out.chunks_exact_mut(2)) {
+                o.copy_from_slice(&encode_step(0.0, r).to_le_bytes());
             }
         }
     }
@@ -235,5 +236,9 @@ mod tests {
         encode_values(Some(&vec![0u8; 4 * n]), &mut r_zero, &mut o_zero);
         assert_eq!(o_none, o_zero);
         assert!(r_none.iter().zip(&r_zero).all(|(a, b)| a.to_bits() == b.to_bits()));
+        let (mut r_odd, mut o_odd) = (start.clone(), vec![0u8; 2 * n + 1]);
+        encode_values(None, &mut r_odd, &mut o_odd[1..]);
+        assert_eq!(&o_odd[1..], &o_none[..], "no deltas, output at an odd address");
+        assert!(r_odd.iter().zip(&r_none).all(|(a, b)| a.to_bits() == b.to_bits()));
     }
 }
