@@ -14,7 +14,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use geeps_core::transport::{DeltaEncoding, KeeperShard, UpdateBatch};
+use geeps_core::transport::KeeperShard;
 use geeps_core::{TableKind, TableSpec};
 use prost::Message;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
@@ -23,7 +23,7 @@ use tokio::net::{TcpListener, TcpSocket};
 use crate::auth::token_matches;
 use crate::bf16_wire;
 use crate::frame::{read_frame, read_frame_within, write_frame, FrameError, MAX_HEADER_BYTES};
-use crate::keeper_service::KeeperService;
+use crate::keeper_service::{batch_of, KeeperService};
 use crate::options::NetOptions;
 use crate::recv_pool::RecvPool;
 use crate::wire::{Body, Header, Register, ENCODING_BF16, ENCODING_F32, PROTOCOL_VERSION};
@@ -170,10 +170,9 @@ pub fn header(data: &[u8]) {
 /// (1 to 4) and this shard, `data[1]` the row width (1 to 8), `data[2..6]`
 /// up to four tables (kind and rows, 0 to 31); the rest is a stream of
 /// frames as a worker sends them, read with a 64 KiB payload limit. Each
-/// update frame becomes the batch the keeper service applies (deltas present
-/// only when the header says so, bf16 deltas marked bf16; a batch without
-/// deltas but with a payload, or in an unknown encoding, is refused as the
-/// service refuses it), a `Leave` departs its rank. A
+/// update frame becomes the batch the keeper service makes of it
+/// (`keeper_service::batch_of`: a frame it refuses is skipped), a `Leave`
+/// departs its rank. A
 /// rejected batch must change nothing; a publication carries exactly the
 /// partition's rows.
 pub fn updates(data: &[u8]) {
@@ -202,25 +201,10 @@ pub fn updates(data: &[u8]) {
         while let Ok((h, payload)) = read_frame(&mut r, 64 << 10).await {
             match h.body {
                 Some(Body::Update(u)) => {
-                    if !u.has_deltas && !payload.is_empty() {
-                        continue;
-                    }
-                    let encoding = match (u.encoding, u.has_deltas) {
-                        (ENCODING_F32, _) => DeltaEncoding::F32,
-                        (ENCODING_BF16, true) => DeltaEncoding::Bf16,
-                        _ => continue,
-                    };
                     let before =
                         (u.table as usize) < tables.len() && tables[u.table as usize].kind == TableKind::Parameter;
                     let old = before.then(|| keeper.rows(u.table)).flatten();
-                    let batch = UpdateBatch {
-                        table: u.table,
-                        partition: u.partition,
-                        worker: u.worker,
-                        clock: u.clock,
-                        deltas: u.has_deltas.then_some(payload),
-                        encoding,
-                    };
+                    let Ok(batch) = batch_of(&u, payload) else { continue };
                     match keeper.apply(&batch) {
                         Ok(Some(p)) => assert_eq!(p.rows.len(), partition_bytes(p.table)),
                         Ok(None) => {}

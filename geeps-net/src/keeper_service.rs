@@ -624,35 +624,15 @@ impl KeeperService {
     /// as they are (it adds them widened, checking their length first).
     pub(crate) fn apply(&self, rank: usize, u: crate::wire::UpdateHeader, payload: Bytes) {
         let wire_bytes = payload.len();
-        let encoding = match u.encoding {
-            ENCODING_F32 => Ok(DeltaEncoding::F32),
-            ENCODING_BF16 if u.has_deltas => Ok(DeltaEncoding::Bf16),
-            ENCODING_BF16 => Err("batch without deltas says its deltas are bf16".to_string()),
-            other => Err(format!(
-                "deltas in unknown encoding {other} (this keeper reads {ENCODING_F32} = f32, {ENCODING_BF16} = bf16); run the same geeps version on every rank"
-            )),
-        };
         let mut st = self.state.lock();
         st.peers[rank].bytes_in += wire_bytes as u64;
         let result = if u.worker as usize != rank {
             Err(format!("connection of rank {rank} sent a batch of worker {}", u.worker))
-        } else if !u.has_deltas && wire_bytes != 0 {
-            Err("batch without deltas carries a payload".into())
         } else {
-            match (encoding, st.keeper.as_mut()) {
+            match (batch_of(&u, payload), st.keeper.as_mut()) {
                 (Err(message), _) => Err(message),
                 (Ok(_), None) => Err("no tables declared".into()),
-                (Ok(encoding), Some(k)) => {
-                    let batch = UpdateBatch {
-                        table: u.table,
-                        partition: u.partition,
-                        worker: u.worker,
-                        clock: u.clock,
-                        deltas: u.has_deltas.then_some(payload),
-                        encoding,
-                    };
-                    k.apply(&batch).map_err(|e| e.to_string())
-                }
+                (Ok(batch), Some(k)) => k.apply(&batch).map_err(|e| e.to_string()),
             }
         };
         match result {
@@ -667,4 +647,32 @@ impl KeeperService {
             }
         }
     }
+}
+
+/// The batch an update frame carries: its deltas present only when the
+/// header says so, in the encoding it names. A payload on a batch without
+/// deltas, bf16 without deltas, or an unknown encoding is refused (the
+/// keeper then checks the length against the partition).
+pub(crate) fn batch_of(u: &crate::wire::UpdateHeader, payload: Bytes) -> Result<UpdateBatch, String> {
+    let encoding = match u.encoding {
+        ENCODING_F32 => DeltaEncoding::F32,
+        ENCODING_BF16 if u.has_deltas => DeltaEncoding::Bf16,
+        ENCODING_BF16 => return Err("batch without deltas says its deltas are bf16".to_string()),
+        other => {
+            return Err(format!(
+                "deltas in unknown encoding {other} (this keeper reads {ENCODING_F32} = f32, {ENCODING_BF16} = bf16); run the same geeps version on every rank"
+            ))
+        }
+    };
+    if !u.has_deltas && !payload.is_empty() {
+        return Err("batch without deltas carries a payload".into());
+    }
+    Ok(UpdateBatch {
+        table: u.table,
+        partition: u.partition,
+        worker: u.worker,
+        clock: u.clock,
+        deltas: u.has_deltas.then_some(payload),
+        encoding,
+    })
 }
