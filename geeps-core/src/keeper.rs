@@ -152,10 +152,10 @@ impl KeeperShard {
     }
 
     /// Applies every held batch of `table` whose turn has come. Returns the
-    /// publication if the data age advanced, taken once the batches that
-    /// were waiting for that moment went in. Under BSP no batch of the new
-    /// age's clock can exist yet (a worker updates at clock `c` only after
-    /// reading age `c`), so it holds exactly the clocks below the age.
+    /// publication if the data age advanced, taken at the moment it did:
+    /// it holds exactly the clocks below its age, even where a worker that
+    /// does not read (so is not held back by BSP) has already sent batches
+    /// of the new age's clock and they go in right after.
     fn apply_in_turn(&mut self, table: u32) -> Result<Option<Publish>> {
         let shard = self.shard as u32;
         let t = &mut self.tables[table as usize];
@@ -170,13 +170,13 @@ impl KeeperShard {
             if let Some((deltas, encoding)) = &deltas {
                 add_deltas(t, deltas, *encoding)?;
             }
-            advanced |= t.clock.tick(worker, clock)?.is_some();
+            if t.clock.tick(worker, clock)?.is_some() {
+                // Shares the rows: a batch of the next clock going in now copies them first.
+                t.at_age = publication_of(t, table, shard);
+                advanced = true;
+            }
         }
-        if !advanced {
-            return Ok(None);
-        }
-        t.at_age = publication_of(t, table, shard);
-        Ok(Some(t.at_age.clone()))
+        Ok(advanced.then(|| t.at_age.clone()))
     }
 
     /// Marks a worker as departed in every table; returns the publications of
@@ -449,6 +449,26 @@ mod tests {
         assert_eq!(k.tables[0].order.held(), (1, 4));
         assert!(k.apply(&b(0, 1)).unwrap().is_some());
         assert_eq!(k.rows(0).unwrap(), bytes_from_floats(&[6.0]));
+    }
+
+    #[test]
+    fn a_publication_holds_no_batch_of_its_own_clock_from_a_worker_running_ahead() {
+        // Shard 1 of 2 takes worker 1 first. Worker 1 never reads, so it sends
+        // clocks 0 and 1 before worker 0's clock 0 arrives.
+        let specs = vec![TableSpec { name: "w".into(), kind: TableKind::Parameter, rows: 2 }];
+        let mut k = KeeperShard::new(1, 2, 2, 1, &specs);
+        let b = |worker: u32, clock: u64, v: f32| UpdateBatch { partition: 1, ..batch(worker, clock, Some(vec![v])) };
+        assert!(k.apply(&b(1, 0, 1.0)).unwrap().is_none());
+        assert!(k.apply(&b(1, 1, 10.0)).unwrap().is_none());
+        // Worker 0's clock 0 completes age 1; worker 1's clock 1 (next in turn) goes in too.
+        let p = k.apply(&b(0, 0, 2.0)).unwrap().unwrap();
+        assert_eq!((p.age, p.included.clone()), (1, vec![1, 1]));
+        assert_eq!(p.rows, bytes_from_floats(&[3.0]), "age 1 is clock 0's batches only");
+        assert_eq!(k.publication(0), p);
+        assert_eq!(k.rows(0).unwrap(), bytes_from_floats(&[13.0]));
+        // Worker 0's clock 1 completes age 2.
+        let p = k.apply(&b(0, 1, 20.0)).unwrap().unwrap();
+        assert_eq!((p.age, p.rows), (2, bytes_from_floats(&[33.0])));
     }
 
     #[test]
