@@ -1,12 +1,8 @@
 //! The order in which a keeper shard applies one table's update batches:
-//! clock-major, rank-minor from the shard's own rank on — the batch of
-//! (clock c, worker w) goes in only after every batch of an earlier clock,
-//! and of clock c from a worker before w in the shard's rotation (shard s
-//! takes worker s first, then s+1, ..., wrapping round) — so a table's float
-//! sums, and every publication, come out bit for bit the same whatever order
-//! the batches arrive in. The rotation matches the order workers send in
-//! (each worker sends to its own shard, then shard rank-1, rank-2, ...): at
-//! every step each keeper takes one worker's batch, in its turn. Batches that arrive before
+//! clock-major, rank-minor — the batch of (clock c, worker w) goes in only
+//! after every batch of an earlier clock, and of clock c from a lower rank —
+//! so a table's float sums, and every publication, come out bit for bit the
+//! same whatever order the batches arrive in. Batches that arrive before
 //! their turn are held. Under BSP at most one clock of batches is ever held;
 //! looser consistency can run further ahead, and past a bound the table
 //! falls back to applying on arrival (logged once: bitwise reproducibility
@@ -32,25 +28,15 @@ pub(crate) struct ApplyOrder {
     limit: usize,
     /// Each worker's next clock to arrive.
     arrived: Vec<u64>,
-    /// The worker whose batch of a clock goes in first.
-    first: usize,
     /// False once the limit was passed: batches apply as they arrive.
     ordered: bool,
 }
 
 impl ApplyOrder {
-    /// For `workers` workers, a clock's batches going in from worker
-    /// `first` on (wrapping round); `limit` bytes may be held before the
-    /// table gives up ordering.
-    pub(crate) fn new(workers: usize, first: usize, limit: usize) -> Self {
-        let first = first % workers.max(1);
-        ApplyOrder { held: BTreeMap::new(), held_bytes: 0, limit, arrived: vec![0; workers], first, ordered: true }
-    }
-
-    /// Where `worker` comes in a clock's rotation.
-    fn turn_of(&self, worker: usize) -> usize {
-        let n = self.arrived.len();
-        (worker + n - self.first) % n
+    /// For `workers` workers; `limit` bytes may be held before the table
+    /// gives up ordering.
+    pub(crate) fn new(workers: usize, limit: usize) -> Self {
+        ApplyOrder { held: BTreeMap::new(), held_bytes: 0, limit, arrived: vec![0; workers], ordered: true }
     }
 
     /// Whether batches still go in in order.
@@ -76,9 +62,9 @@ impl ApplyOrder {
         Ok(())
     }
 
-    /// Takes the next batch to apply, if it has arrived: the first in turn
-    /// (lowest clock, then the rotation) among `candidates` (each worker's
-    /// next clock to apply, for the workers that may still send one) when ordered, or
+    /// Takes the next batch to apply, if it has arrived: the lowest
+    /// (clock, worker) among `candidates` (each worker's next clock to
+    /// apply, for the workers that may still send one) when ordered, or
     /// simply the oldest held batch when not.
     pub(crate) fn next(
         &mut self,
@@ -95,7 +81,7 @@ impl ApplyOrder {
             );
         }
         let key = if self.ordered {
-            let turn = candidates.min_by_key(|&(clock, worker)| (clock, self.turn_of(worker)))?;
+            let turn = candidates.min()?;
             self.held.contains_key(&turn).then_some(turn)?
         } else {
             // Any held batch whose worker has no earlier one held; per worker

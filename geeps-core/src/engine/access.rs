@@ -580,17 +580,13 @@ pub(crate) fn save_local(
     Ok(())
 }
 
-/// Ends the current clock of `table`: takes each partition's deltas, in
-/// the order they are to be pushed: partition rank-1, rank-2, ... (wrapping
-/// round), this rank's own last. At each step every keeper then receives
-/// from one worker, the one its apply order takes next (`apply_order.rs`),
-/// and the sum of this rank's own shard (in process, where a transport
-/// hosts it) runs while the others are on the wire.
+/// Ends the current clock of `table`: takes each partition's deltas.
 pub(crate) fn end_clock(sh: &Shared, table: usize, clock: u64) -> Vec<UpdateBatch> {
     let Some(parts) = sh.stores.params[table].as_ref() else { return Vec::new() };
-    push_order(sh.rank, parts.len())
-        .map(|part| {
-            let p = &parts[part];
+    parts
+        .iter()
+        .enumerate()
+        .map(|(part, p)| {
             let mut st = p.state.lock();
             let deltas = if st.dirty {
                 let bytes = match st.borrowed.take() {
@@ -623,12 +619,6 @@ pub(crate) fn end_clock(sh: &Shared, table: usize, clock: u64) -> Vec<UpdateBatc
             }
         })
         .collect()
-}
-
-/// The partitions of a table of `parts` in the order rank `rank` pushes
-/// them: `rank-1`, `rank-2`, ... wrapping round, `rank`'s own last.
-fn push_order(rank: usize, parts: usize) -> impl Iterator<Item = usize> {
-    (1..=parts).map(move |step| (rank + parts - step % parts) % parts)
 }
 
 /// Merges published rows into the cache and advances its data age.
@@ -758,36 +748,4 @@ fn settle_publication(
     let written = write_cache(sh, p, &mut st.host, &values, stream, staging);
     st.scratch = values;
     written
-}
-
-#[cfg(test)]
-mod tests {
-    use super::push_order;
-
-    #[test]
-    fn each_step_of_the_push_order_reaches_every_keeper_once() {
-        for parts in 1..7 {
-            let orders: Vec<Vec<usize>> = (0..parts).map(|rank| push_order(rank, parts).collect()).collect();
-            for (rank, order) in orders.iter().enumerate() {
-                let mut sorted = order.clone();
-                sorted.sort_unstable();
-                assert_eq!(sorted, (0..parts).collect::<Vec<_>>(), "rank {rank} pushes every partition once");
-                assert_eq!(order.last(), Some(&rank), "its own last");
-            }
-            for step in 0..parts {
-                let mut targets: Vec<usize> = orders.iter().map(|o| o[step]).collect();
-                targets.sort_unstable();
-                assert_eq!(targets, (0..parts).collect::<Vec<_>>(), "step {step}: one batch per keeper");
-            }
-            // Keeper k hears from k+1 first, then k+2: the order it applies in after its own.
-            for k in 0..parts {
-                let senders: Vec<usize> =
-                    (0..parts).map(|step| (0..parts).find(|&r| orders[r][step] == k).unwrap()).collect();
-                let want: Vec<usize> = (1..=parts).map(|i| (k + i) % parts).collect();
-                assert_eq!(senders, want, "keeper {k}");
-            }
-        }
-        // More workers than partitions still push each partition once.
-        assert_eq!(push_order(5, 3).collect::<Vec<_>>(), vec![1, 0, 2]);
-    }
 }
