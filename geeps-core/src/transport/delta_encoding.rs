@@ -4,7 +4,7 @@
 //! It owns the per-value sums; it never holds rows or decides when to add.
 
 use crate::error::{Error, Result};
-use crate::transport::{add_bytes, floats_view};
+use crate::transport::{add_bytes, floats_view, le_view};
 
 /// The layout of an [`UpdateBatch`](crate::transport::UpdateBatch)'s deltas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -40,7 +40,7 @@ pub(crate) fn add_deltas(values: &mut [f32], bytes: &[u8], encoding: DeltaEncodi
     match encoding {
         DeltaEncoding::F32 => add_bytes(values, bytes),
         DeltaEncoding::Bf16 => {
-            match bf16_view(bytes) {
+            match le_view::<u16>(bytes) {
                 Some(d) => values.iter_mut().zip(d).for_each(|(v, d)| *v += widen(*d)),
                 None => values
                     .iter_mut()
@@ -62,7 +62,7 @@ pub(crate) fn sum_into(out: &mut [f32], base: &[f32], bytes: &[u8], encoding: De
                 .zip(bytes.chunks_exact(4))
                 .for_each(|((o, b), c)| *o = *b + f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
         },
-        DeltaEncoding::Bf16 => match bf16_view(bytes) {
+        DeltaEncoding::Bf16 => match le_view::<u16>(bytes) {
             Some(d) => pairs.zip(d).for_each(|((o, b), d)| *o = *b + widen(*d)),
             None => pairs
                 .zip(bytes.chunks_exact(2))
@@ -75,16 +75,6 @@ pub(crate) fn sum_into(out: &mut [f32], base: &[f32], bytes: &[u8], encoding: De
 #[inline(always)]
 fn widen(bits: u16) -> f32 {
     f32::from_bits(u32::from(bits) << 16)
-}
-
-/// bf16 bits viewed in place, where the host is little-endian and the bytes
-/// are 2-aligned (a payload right after its frame header may not be).
-fn bf16_view(bytes: &[u8]) -> Option<&[u16]> {
-    if cfg!(target_endian = "little") {
-        bytemuck::try_cast_slice(bytes).ok()
-    } else {
-        None
-    }
 }
 
 #[cfg(test)]

@@ -149,6 +149,12 @@ pub(crate) fn floats_from_bytes(bytes: &[u8], out: &mut [f32]) -> Result<()> {
 /// is little-endian and the bytes are aligned (payloads read into their own
 /// buffer and vectors of floats always are).
 pub(crate) fn floats_view(bytes: &[u8]) -> Option<&[f32]> {
+    le_view(bytes)
+}
+
+/// Dense little-endian bytes viewed as words of `T` without copying, where
+/// the host is little-endian and the bytes are aligned for `T`.
+pub(crate) fn le_view<T: bytemuck::Pod>(bytes: &[u8]) -> Option<&[T]> {
     if cfg!(target_endian = "little") {
         bytemuck::try_cast_slice(bytes).ok()
     } else {
