@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::apply_order::ApplyOrder;
+use crate::apply_order::{ApplyOrder, Deltas};
 use crate::error::{Error, Result};
 use crate::table::{partition_range, TableKind, TableSpec};
-use crate::transport::{self, bytes_from_shared, check_deltas, sum_into, DeltaEncoding, Publish, UpdateBatch};
+use crate::transport::{self, bytes_from_shared, check_deltas, DeltaEncoding, Publish, UpdateBatch};
 use crate::vector_clock::VectorClock;
 
 struct ShardTable {
@@ -29,6 +29,10 @@ struct ShardTable {
     parameter: bool,
     /// Which batch goes in next; holds those that came early.
     order: ApplyOrder,
+    /// Batches whose turn came, ticked in the clock but not yet added: they
+    /// go in together (one pass over the rows) when the age advances or
+    /// [`GROUP`] of them wait, so no publication ever lacks one.
+    pending: Vec<Deltas>,
     /// The table as of its data age (taken when the age last advanced):
     /// what a worker joining late, or reading now, must get — never the
     /// batches of the next clock that went in since.
@@ -47,20 +51,33 @@ fn publication_of(t: &ShardTable, table: u32, partition: u32) -> Publish {
     }
 }
 
-/// Adds one batch's deltas to a table's rows. While a publication still
+/// Batches added in one pass at most (before the age advances): more save
+/// memory traffic (the rows cross once for all of them), fewer leave less
+/// to add after the clock's last batch came.
+const GROUP: usize = 2;
+
+fn views(deltas: &[Deltas]) -> Vec<(&[u8], DeltaEncoding)> {
+    deltas.iter().map(|(b, e)| (&b[..], *e)).collect()
+}
+
+/// Adds the table's pending batches to its rows, in their turn's order, in
+/// one pass over the rows however many there are. While a publication still
 /// holds the rows, the sum is written to another buffer in the same pass
 /// (old rows + deltas), never copied first and added after.
-fn add_deltas(t: &mut ShardTable, deltas: &[u8], encoding: DeltaEncoding) -> Result<()> {
-    if let Some(rows) = Arc::get_mut(&mut t.data) {
-        return transport::add_deltas(rows, deltas, encoding);
+fn add_pending(t: &mut ShardTable) {
+    if t.pending.is_empty() {
+        return;
     }
-    check_deltas(deltas, encoding, t.data.len())?;
+    let pending = std::mem::take(&mut t.pending);
+    let views = views(&pending);
+    if let Some(rows) = Arc::get_mut(&mut t.data) {
+        return transport::add_all(rows, None, &views);
+    }
     let len = t.data.len();
     let spare = t.spare.take().and_then(|s| Arc::try_unwrap(s).ok()).filter(|v| v.len() == len);
     let mut next = spare.unwrap_or_else(|| vec![0.0; len]);
-    sum_into(&mut next, &t.data, deltas, encoding);
+    transport::add_all(&mut next, Some(&t.data), &views);
     t.spare = Some(std::mem::replace(&mut t.data, Arc::new(next)));
-    Ok(())
 }
 
 /// How many clocks of every worker's batches a table may hold for the
@@ -95,7 +112,15 @@ impl KeeperShard {
                     included: clock.entries().to_vec(),
                     rows: bytes_from_shared(data.clone()),
                 };
-                ShardTable { data, spare: None, clock, parameter, order: ApplyOrder::new(num_workers, limit), at_age }
+                ShardTable {
+                    data,
+                    spare: None,
+                    clock,
+                    parameter,
+                    order: ApplyOrder::new(num_workers, limit),
+                    pending: Vec::new(),
+                    at_age,
+                }
             })
             .collect();
         KeeperShard { shard, row_width, tables }
@@ -119,6 +144,29 @@ impl KeeperShard {
     /// rank-minor), at once if it is next. Returns the publication if the
     /// table's data age advanced. A rejected batch changes nothing.
     pub fn apply(&mut self, batch: &UpdateBatch) -> Result<Option<Publish>> {
+        self.apply_many(std::slice::from_ref(batch)).pop().unwrap_or(Ok(None))
+    }
+
+    /// Takes several batches at once (those that came while the keeper was
+    /// busy), as [`apply`](Self::apply) would one after another, with the
+    /// same bits: the batches whose turn has come go into each table's rows
+    /// in one pass instead of one pass each. One result per batch: a
+    /// refused batch's error (it changes nothing), and each table's
+    /// publication, if its age advanced, with the last batch accepted for it.
+    pub fn apply_many(&mut self, batches: &[UpdateBatch]) -> Vec<Result<Option<Publish>>> {
+        let mut results: Vec<Result<Option<Publish>>> = batches.iter().map(|b| self.arrive(b).map(|()| None)).collect();
+        let mut applied: Vec<u32> = Vec::new();
+        for (batch, result) in batches.iter().zip(results.iter_mut()).rev() {
+            if result.is_ok() && !applied.contains(&batch.table) {
+                applied.push(batch.table);
+                *result = self.apply_in_turn(batch.table);
+            }
+        }
+        results
+    }
+
+    /// Checks a batch and holds it for its turn; a refused one changes nothing.
+    fn arrive(&mut self, batch: &UpdateBatch) -> Result<()> {
         let shard = self.shard;
         let t = self.table_mut(batch.table, batch.partition)?;
         let worker = batch.worker as usize;
@@ -140,8 +188,7 @@ impl KeeperShard {
         t.order.arrive(worker, batch.clock, deltas).map_err(|e| match e {
             Error::Mismatch(m) => Error::Mismatch(format!("keeper {shard}, table {}: {m}", batch.table)),
             other => other,
-        })?;
-        self.apply_in_turn(batch.table)
+        })
     }
 
     /// Applies every held batch of `table` whose turn has come. Returns the
@@ -153,6 +200,7 @@ impl KeeperShard {
         let shard = self.shard as u32;
         let t = &mut self.tables[table as usize];
         let mut advanced = false;
+        let mut ticked = Ok(());
         loop {
             // Each worker that may still send (or has batches held) is next at its clock.
             let candidates: Vec<(u64, usize)> = (0..t.clock.entries().len())
@@ -160,11 +208,19 @@ impl KeeperShard {
                 .map(|w| (t.clock.entries()[w], w))
                 .collect();
             let Some((clock, worker, deltas)) = t.order.next(candidates.into_iter()) else { break };
-            if let Some((deltas, encoding)) = &deltas {
-                add_deltas(t, deltas, *encoding)?;
+            t.pending.extend(deltas);
+            match t.clock.tick(worker, clock) {
+                Ok(age) => advanced |= age.is_some(),
+                Err(e) => {
+                    ticked = Err(e);
+                    break;
+                }
             }
-            advanced |= t.clock.tick(worker, clock)?.is_some();
         }
+        if advanced || ticked.is_err() || t.pending.len() >= GROUP {
+            add_pending(t);
+        }
+        ticked?;
         if !advanced {
             return Ok(None);
         }
@@ -186,6 +242,7 @@ impl KeeperShard {
             // next clock's held batches go in) and again as they do.
             let mut latest = None;
             if t.clock.depart(worker).is_some() {
+                add_pending(t);
                 t.at_age = publication_of(t, i, shard);
                 latest = Some(t.at_age.clone());
             }
@@ -229,8 +286,17 @@ impl KeeperShard {
     }
 
     /// Dense rows of a table's partition (for checkpoints and tests).
+    /// Dense rows of a table's partition (for checkpoints and tests), with
+    /// every batch whose turn has come, including those waiting to go in
+    /// with the next ones (added into a copy here).
     pub fn rows(&self, table: u32) -> Option<Bytes> {
-        self.tables.get(table as usize).filter(|t| t.parameter).map(|t| bytes_from_shared(t.data.clone()))
+        let t = self.tables.get(table as usize).filter(|t| t.parameter)?;
+        if t.pending.is_empty() {
+            return Some(bytes_from_shared(t.data.clone()));
+        }
+        let mut rows = vec![0.0; t.data.len()];
+        transport::add_all(&mut rows, Some(&t.data), &views(&t.pending));
+        Some(bytes_from_shared(Arc::new(rows)))
     }
 }
 
@@ -477,5 +543,44 @@ mod tests {
         let pubs = k.depart(1);
         assert_eq!(pubs.len(), 1);
         assert_eq!(pubs[0].age, 1);
+    }
+
+    #[test]
+    fn batches_in_turn_go_in_together_and_every_publication_has_them() {
+        let mut k = KeeperShard::new(0, 1, 4, 1, &specs());
+        // The first batch in turn waits for a second to go in with it.
+        assert!(k.apply(&batch(0, 0, Some(vec![1.0; 4]))).unwrap().is_none());
+        assert_eq!(k.tables[0].pending.len(), 1);
+        assert_eq!(k.tables[0].data.as_slice(), [0.0; 4]);
+        // Read back, the rows have it all the same.
+        assert_eq!(k.rows(0).unwrap(), bytes_from_floats(&[1.0; 4]));
+        k.apply(&batch(1, 0, Some(vec![2.0; 4]))).unwrap();
+        assert!(k.tables[0].pending.is_empty());
+        assert_eq!(k.tables[0].data.as_slice(), [3.0; 4]);
+        // Several at once: the early ones are held, then all go in when their turn comes.
+        let results = k.apply_many(&[
+            batch(3, 0, Some(vec![8.0; 4])),
+            batch(1, 1, Some(vec![100.0; 4])),
+            batch(2, 0, Some(vec![4.0; 4])),
+            batch(2, 0, None),
+        ]);
+        assert!(results[0].as_ref().unwrap().is_none());
+        assert!(results[3].is_err(), "a duplicate is refused, the rest stand");
+        // The age advanced: its publication goes with the last batch accepted,
+        // and holds clock 0 only (worker 1's clock 1 waits for worker 0's).
+        let p = results[2].as_ref().unwrap().as_ref().unwrap();
+        assert_eq!((p.age, p.included.clone()), (1, vec![1, 1, 1, 1]));
+        assert_eq!(p.rows, bytes_from_floats(&[15.0; 4]));
+        assert_eq!(k.tables[0].order.held(), (1, 16));
+    }
+
+    #[test]
+    fn a_departure_that_advances_the_age_publishes_the_batches_waiting_to_go_in() {
+        let mut k = KeeperShard::new(0, 1, 2, 1, &specs());
+        assert!(k.apply(&batch(0, 0, Some(vec![1.5; 4]))).unwrap().is_none());
+        assert_eq!(k.tables[0].pending.len(), 1);
+        let pubs = k.depart(1);
+        assert_eq!(pubs.len(), 1);
+        assert_eq!((pubs[0].age, pubs[0].rows.clone()), (1, bytes_from_floats(&[1.5; 4])));
     }
 }

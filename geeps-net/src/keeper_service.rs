@@ -123,6 +123,11 @@ pub(crate) struct KeeperService {
     shm_batches: AtomicU64,
     /// This host's identity, compared with a worker's to offer shared memory.
     host: Arc<String>,
+    /// Update frames waiting for the keeper, with the rank whose connection
+    /// brought each: whoever holds the keeper next takes them all, so those
+    /// that came while it was busy go in together (one pass over the rows).
+    /// Never locked before `state` is released, only while holding it or alone.
+    waiting: Mutex<Vec<(usize, crate::wire::UpdateHeader, Bytes)>>,
 }
 
 pub(crate) fn table_decls(tables: &[TableSpec]) -> Vec<TableDecl> {
@@ -184,6 +189,7 @@ impl KeeperService {
             socket_batches: AtomicU64::new(0),
             shm_batches: AtomicU64::new(0),
             host: Arc::new(crate::shm_segment::host_identity()),
+            waiting: Mutex::new(Vec::new()),
         })
     }
 
@@ -622,29 +628,58 @@ impl KeeperService {
     /// Applies a batch that came from `rank`'s connection (or, in process,
     /// from the attached worker, in push order). bf16 deltas go to the keeper
     /// as they are (it adds them widened, checking their length first).
+    /// Returns once the batch went in (by this caller or by another that took
+    /// it with its own), so a connection's frames still go in in order.
     pub(crate) fn apply(&self, rank: usize, u: crate::wire::UpdateHeader, payload: Bytes) {
-        let wire_bytes = payload.len();
-        let mut st = self.state.lock();
-        st.peers[rank].bytes_in += wire_bytes as u64;
-        let result = if u.worker as usize != rank {
-            Err(format!("connection of rank {rank} sent a batch of worker {}", u.worker))
-        } else {
-            match (batch_of(&u, payload), st.keeper.as_mut()) {
-                (Err(message), _) => Err(message),
-                (Ok(_), None) => Err("no tables declared".into()),
-                (Ok(batch), Some(k)) => k.apply(&batch).map_err(|e| e.to_string()),
+        self.waiting.lock().push((rank, u, payload));
+        loop {
+            // Holding the keeper means whoever took this batch before has applied it.
+            let mut st = self.state.lock();
+            let waiting = std::mem::take(&mut *self.waiting.lock());
+            if waiting.is_empty() {
+                return;
             }
-        };
-        match result {
-            Ok(Some(p)) => self.publish(&st, &p),
-            Ok(None) => {}
-            Err(message) => {
-                tracing::warn!(shard = self.shard, rank, table = u.table, clock = u.clock, %message, "update batch rejected");
-                if let Some(q) = &st.peers[rank].queue {
-                    let f = Failure { kind: 0, rank: self.shard as u32, address: String::new(), message };
-                    let _ = q.send(Outgoing::new(Body::Failure(f), None));
+            self.apply_waiting(&mut st, waiting);
+        }
+    }
+
+    fn apply_waiting(&self, st: &mut State, waiting: Vec<(usize, crate::wire::UpdateHeader, Bytes)>) {
+        let mut batches = Vec::with_capacity(waiting.len());
+        let mut senders = Vec::with_capacity(waiting.len());
+        for (rank, u, payload) in waiting {
+            st.peers[rank].bytes_in += payload.len() as u64;
+            let batch = if u.worker as usize != rank {
+                Err(format!("connection of rank {rank} sent a batch of worker {}", u.worker))
+            } else if st.keeper.is_none() {
+                Err("no tables declared".into())
+            } else {
+                batch_of(&u, payload)
+            };
+            match batch {
+                Ok(b) => {
+                    batches.push(b);
+                    senders.push((rank, u));
                 }
+                Err(message) => self.refuse(st, rank, &u, message),
             }
+        }
+        let Some(k) = st.keeper.as_mut() else { return };
+        let results = k.apply_many(&batches);
+        for ((rank, u), result) in senders.iter().zip(results) {
+            match result {
+                Ok(Some(p)) => self.publish(st, &p),
+                Ok(None) => {}
+                Err(e) => self.refuse(st, *rank, u, e.to_string()),
+            }
+        }
+    }
+
+    /// Tells `rank` its batch was refused (and logs why).
+    fn refuse(&self, st: &State, rank: usize, u: &crate::wire::UpdateHeader, message: String) {
+        tracing::warn!(shard = self.shard, rank, table = u.table, clock = u.clock, %message, "update batch rejected");
+        if let Some(q) = &st.peers[rank].queue {
+            let f = Failure { kind: 0, rank: self.shard as u32, address: String::new(), message };
+            let _ = q.send(Outgoing::new(Body::Failure(f), None));
         }
     }
 }
@@ -675,4 +710,54 @@ pub(crate) fn batch_of(u: &crate::wire::UpdateHeader, payload: Bytes) -> Result<
         deltas: u.has_deltas.then_some(payload),
         encoding,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{UpdateHeader, ENCODING_F32};
+    use geeps_core::{TableKind, TableSpec};
+
+    fn floats(bytes: &Bytes) -> Vec<f32> {
+        bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    }
+
+    #[test]
+    fn batches_from_many_connections_at_once_all_go_in_before_apply_returns() {
+        const WORKERS: usize = 4;
+        const CLOCKS: u64 = 40;
+        let rows = 8192usize;
+        let service = KeeperService::new(0, WORKERS, NetOptions::default(), None);
+        let spec = TableSpec { name: "w".into(), kind: TableKind::Parameter, rows: rows as u32 };
+        service.state.lock().keeper = Some(KeeperShard::new(0, 1, WORKERS, 1, &[spec]));
+        std::thread::scope(|s| {
+            for w in 0..WORKERS {
+                let service = &service;
+                s.spawn(move || {
+                    for clock in 0..CLOCKS {
+                        let u = UpdateHeader {
+                            table: 0,
+                            partition: 0,
+                            worker: w as u32,
+                            clock,
+                            has_deltas: true,
+                            encoding: ENCODING_F32,
+                        };
+                        let deltas: Vec<u8> = (0..rows).flat_map(|_| (w as f32 + 1.0).to_le_bytes()).collect();
+                        service.apply(w, u, Bytes::from(deltas));
+                        // Applied (or waiting in turn) by the time apply returns.
+                        let arrived = service.state.lock().keeper.as_ref().unwrap().worker_clocks(0).unwrap();
+                        assert!(arrived[w] > clock, "worker {w} clock {clock} not taken: {arrived:?}");
+                    }
+                });
+            }
+        });
+        let st = service.state.lock();
+        let k = st.keeper.as_ref().unwrap();
+        // 1 + 2 + 3 + 4 per clock: exact in f32 whatever the order.
+        let want = (WORKERS * (WORKERS + 1) / 2) as f32 * CLOCKS as f32;
+        assert!(floats(&k.rows(0).unwrap()).iter().all(|&v| v == want));
+        assert_eq!(k.publication(0).age, CLOCKS);
+        assert!(service.waiting.lock().is_empty());
+    }
 }

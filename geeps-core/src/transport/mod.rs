@@ -12,7 +12,7 @@ mod landing;
 
 pub use crate::keeper::KeeperShard;
 pub use delta_encoding::DeltaEncoding;
-pub(crate) use delta_encoding::{add_deltas, check_deltas, sum_into};
+pub(crate) use delta_encoding::{add_all, check_deltas};
 pub use in_process::InProcessCluster;
 pub use landing::{Landing, LandingSlot};
 
