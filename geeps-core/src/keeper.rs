@@ -285,7 +285,6 @@ impl KeeperShard {
         self.row_width
     }
 
-    /// Dense rows of a table's partition (for checkpoints and tests).
     /// Dense rows of a table's partition (for checkpoints and tests), with
     /// every batch whose turn has come, including those waiting to go in
     /// with the next ones (added into a copy here).
