@@ -126,7 +126,7 @@ pub(crate) struct KeeperService {
     /// Update frames waiting for the keeper, with the rank whose connection
     /// brought each: whoever holds the keeper next takes them all, so those
     /// that came while it was busy go in together (one pass over the rows).
-    /// Never locked before `state` is released, only while holding it or alone.
+    /// Locked alone or while holding `state`, never the other way round.
     waiting: Mutex<Vec<(usize, crate::wire::UpdateHeader, Bytes)>>,
 }
 
