@@ -89,7 +89,7 @@ pub(crate) fn add_all<'a>(values: &mut [f32], base: Option<&[f32]>, deltas: &[(&
 }
 
 /// `values += deltas`, the length already checked.
-fn add_unchecked(values: &mut [f32], bytes: &[u8], encoding: DeltaEncoding) {
+pub(crate) fn add_unchecked(values: &mut [f32], bytes: &[u8], encoding: DeltaEncoding) {
     match encoding {
         DeltaEncoding::F32 => match floats_view(bytes) {
             Some(d) => values.iter_mut().zip(d).for_each(|(v, d)| *v += *d),

@@ -165,13 +165,7 @@ pub(crate) fn le_view<T: bytemuck::Pod>(bytes: &[u8]) -> Option<&[T]> {
 /// Adds dense little-endian deltas to `values`.
 pub(crate) fn add_bytes(values: &mut [f32], bytes: &[u8]) -> Result<()> {
     check_payload(bytes, values.len())?;
-    match floats_view(bytes) {
-        Some(deltas) => values.iter_mut().zip(deltas).for_each(|(v, d)| *v += *d),
-        None => values
-            .iter_mut()
-            .zip(bytes.chunks_exact(4))
-            .for_each(|(v, c)| *v += f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-    }
+    delta_encoding::add_unchecked(values, bytes, DeltaEncoding::F32);
     Ok(())
 }
 
