@@ -18,12 +18,19 @@ pub enum DeltaEncoding {
     Bf16,
 }
 
+impl DeltaEncoding {
+    /// Its name in messages, and the bytes of one value.
+    fn layout(self) -> (&'static str, usize) {
+        match self {
+            DeltaEncoding::F32 => ("f32", 4),
+            DeltaEncoding::Bf16 => ("bf16", 2),
+        }
+    }
+}
+
 /// Refuses deltas that do not hold exactly `floats` values.
 pub(crate) fn check_deltas(bytes: &[u8], encoding: DeltaEncoding, floats: usize) -> Result<()> {
-    let (name, each) = match encoding {
-        DeltaEncoding::F32 => ("f32", 4),
-        DeltaEncoding::Bf16 => ("bf16", 2),
-    };
+    let (name, each) = encoding.layout();
     if bytes.len() != floats * each {
         return Err(Error::Mismatch(format!(
             "{name} deltas of {} bytes for a partition of {floats} floats: expected {} ({each} bytes each)",
@@ -32,25 +39,6 @@ pub(crate) fn check_deltas(bytes: &[u8], encoding: DeltaEncoding, floats: usize)
         )));
     }
     Ok(())
-}
-
-/// `out = base + deltas`, in one pass (lengths checked by the caller).
-fn sum_into(out: &mut [f32], base: &[f32], bytes: &[u8], encoding: DeltaEncoding) {
-    let pairs = out.iter_mut().zip(base);
-    match encoding {
-        DeltaEncoding::F32 => match floats_view(bytes) {
-            Some(d) => pairs.zip(d).for_each(|((o, b), d)| *o = *b + *d),
-            None => pairs
-                .zip(bytes.chunks_exact(4))
-                .for_each(|((o, b), c)| *o = *b + f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-        },
-        DeltaEncoding::Bf16 => match le_view::<u16>(bytes) {
-            Some(d) => pairs.zip(d).for_each(|((o, b), d)| *o = *b + widen(*d)),
-            None => pairs
-                .zip(bytes.chunks_exact(2))
-                .for_each(|((o, b), c)| *o = *b + widen(u16::from_le_bytes([c[0], c[1]]))),
-        },
-    }
 }
 
 /// Values per block of [`add_all`]: the block (16 KiB) stays in L1 while
@@ -62,28 +50,16 @@ const BLOCK: usize = 4096;
 /// when `None`. Done block by block, so the rows cross memory once for any
 /// number of batches instead of once per batch. Lengths are checked by the
 /// caller ([`check_deltas`]).
-pub(crate) fn add_all<'a>(values: &mut [f32], base: Option<&[f32]>, deltas: &[(&'a [u8], DeltaEncoding)]) {
-    let width = |e: DeltaEncoding| match e {
-        DeltaEncoding::F32 => 4,
-        DeltaEncoding::Bf16 => 2,
-    };
+pub(crate) fn add_all(values: &mut [f32], base: Option<&[f32]>, deltas: &[(&[u8], DeltaEncoding)]) {
     for (block, out) in values.chunks_mut(BLOCK).enumerate() {
         let range = block * BLOCK..block * BLOCK + out.len();
-        let part = |&(bytes, e): &(&'a [u8], DeltaEncoding)| (&bytes[range.start * width(e)..range.end * width(e)], e);
-        let mut rest = deltas.iter();
         if let Some(base) = base {
-            let base = &base[range.clone()];
-            match rest.next() {
-                Some(first) => {
-                    let (d, e) = part(first);
-                    sum_into(out, base, d, e);
-                }
-                None => out.copy_from_slice(base),
-            }
+            // Into L1 first: the block's sums then run in place.
+            out.copy_from_slice(&base[range.clone()]);
         }
-        for d in rest {
-            let (d, e) = part(d);
-            add_unchecked(out, d, e);
+        for &(bytes, e) in deltas {
+            let each = e.layout().1;
+            add_unchecked(out, &bytes[range.start * each..range.end * each], e);
         }
     }
 }
@@ -145,9 +121,6 @@ mod tests {
             let mut values = base;
             add_all(&mut values, None, &[(payload, DeltaEncoding::Bf16)]);
             assert_eq!(values.to_vec(), want);
-            let mut out = [0f32; 6];
-            sum_into(&mut out, &base, payload, DeltaEncoding::Bf16);
-            assert_eq!(out.to_vec(), want);
             let mut out = [0f32; 6];
             add_all(&mut out, Some(&base), &[(payload, DeltaEncoding::Bf16)]);
             assert_eq!(out.to_vec(), want);
