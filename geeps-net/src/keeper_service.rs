@@ -280,6 +280,19 @@ impl KeeperService {
             return Err(format!("rank {rank} is already connected (two processes with the same rank?)"));
         }
         table_specs(&h.tables)?;
+        // A partition crosses as one frame each way: one over the limit could
+        // never be published, and would only take the keeper's memory.
+        let limit = self.opts.max_message_bytes;
+        for d in h.tables.iter().filter(|d| d.kind == 0) {
+            let bytes = u64::from(d.rows).div_ceil(self.world as u64).saturating_mul(u64::from(h.row_width) * 4);
+            if bytes > limit {
+                return Err(format!(
+                    "table `{}`: a partition of up to {bytes} bytes ({} rows of {} floats over {} ranks) is over \
+                     max_message_bytes ({limit}); raise it on every rank, or spread the table over more ranks",
+                    d.name, d.rows, h.row_width, self.world
+                ));
+            }
+        }
         match &st.declared {
             None => st.declared = Some((h.row_width, h.tables.clone())),
             Some((w, _)) if *w != h.row_width => {
@@ -720,6 +733,32 @@ mod tests {
 
     fn floats(bytes: &Bytes) -> Vec<f32> {
         bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    }
+
+    #[test]
+    fn a_partition_over_the_message_limit_is_refused_at_hello_and_allocates_nothing() {
+        let service = KeeperService::new(0, 2, NetOptions::default().with_max_message_bytes(1 << 20), None);
+        let hello = |rows: u32, row_width: u32, kind: u32| Hello {
+            protocol: PROTOCOL_VERSION,
+            rank: 0,
+            world: 2,
+            row_width,
+            tables: vec![TableDecl { name: "w".into(), kind, rows }],
+            ..Default::default()
+        };
+        let mut st = service.state.lock();
+        // 2^20 bytes per partition at most: 2048 rows of 128 floats each is exactly that.
+        let e = service.check_config(&mut st, &hello(4097, 128, 0)).unwrap_err();
+        assert!(e.contains("table `w`: a partition of up to 1049088 bytes"), "{e}");
+        assert!(e.contains("max_message_bytes (1048576)"), "{e}");
+        let e = service.check_config(&mut st, &hello(u32::MAX, u32::MAX, 0)).unwrap_err();
+        assert!(e.contains("raise it on every rank"), "{e}");
+        assert!(st.declared.is_none() && st.keeper.is_none());
+        // Local tables stay on their worker: no limit here.
+        service.check_config(&mut st, &hello(u32::MAX, 128, 1)).unwrap();
+        drop(st);
+        let service = KeeperService::new(0, 2, NetOptions::default().with_max_message_bytes(1 << 20), None);
+        service.check_config(&mut service.state.lock(), &hello(4096, 128, 0)).unwrap();
     }
 
     #[test]
