@@ -11,8 +11,9 @@ use bytes::Bytes;
 
 use crate::apply_order::{ApplyOrder, Deltas};
 use crate::error::{Error, Result};
+use crate::keeper_rows::KeeperRows;
 use crate::table::{partition_range, TableKind, TableSpec};
-use crate::transport::{self, bytes_from_shared, check_deltas, DeltaEncoding, Publish, UpdateBatch};
+use crate::transport::{self, bytes_from_shared, check_deltas, DeltaEncoding, Landing, Publish, UpdateBatch};
 use crate::vector_clock::VectorClock;
 
 struct ShardTable {
@@ -20,11 +21,11 @@ struct ShardTable {
     /// Shared with the publications still being sent: the next apply copies
     /// only if one of them is still held (copy on write), so publishing never
     /// copies the partition.
-    data: Arc<Vec<f32>>,
+    data: KeeperRows,
     /// The rows before the last copy on write, reused for the next one once
     /// no publication holds them: a keeper publishing every clock alternates
     /// between two buffers instead of allocating (and faulting in) one per clock.
-    spare: Option<Arc<Vec<f32>>>,
+    spare: Option<KeeperRows>,
     clock: VectorClock,
     parameter: bool,
     /// Which batch goes in next; holds those that came early.
@@ -42,13 +43,7 @@ struct ShardTable {
 /// A table's rows and clocks as they are now; the rows shared, not copied
 /// (the next apply copies them while a publication holds them).
 fn publication_of(t: &ShardTable, table: u32, partition: u32) -> Publish {
-    Publish {
-        table,
-        partition,
-        age: t.clock.min(),
-        included: t.clock.entries().to_vec(),
-        rows: bytes_from_shared(t.data.clone()),
-    }
+    Publish { table, partition, age: t.clock.min(), included: t.clock.entries().to_vec(), rows: t.data.to_bytes() }
 }
 
 /// Batches added in one pass at most (before the age advances): more save
@@ -60,24 +55,53 @@ fn views(deltas: &[Deltas]) -> Vec<(&[u8], DeltaEncoding)> {
     deltas.iter().map(|(b, e)| (&b[..], *e)).collect()
 }
 
+/// Where a table's next rows are written (see [`add_pending`]).
+struct Destination<'a> {
+    landing: Option<&'a Landing>,
+    table: u32,
+    partition: u32,
+    /// The data age the rows will most likely be published at (the landing
+    /// groups partitions by it; a wrong guess costs the worker a gather).
+    age: u64,
+}
+
 /// Adds the table's pending batches to its rows, in their turn's order, in
 /// one pass over the rows however many there are. While a publication still
-/// holds the rows, the sum is written to another buffer in the same pass
-/// (old rows + deltas), never copied first and added after.
-fn add_pending(t: &mut ShardTable) {
+/// holds the rows, the sum is written to other rows in the same pass (old
+/// rows + deltas), never copied first and added after: into the landing of
+/// this process's worker where there is one with room, else a spare.
+fn add_pending(t: &mut ShardTable, to: Destination) {
     if t.pending.is_empty() {
         return;
     }
     let pending = std::mem::take(&mut t.pending);
     let views = views(&pending);
-    if let Some(rows) = Arc::get_mut(&mut t.data) {
+    if let Some(rows) = t.data.get_mut() {
         return transport::add_all(rows, None, &views);
     }
     let len = t.data.len();
-    let spare = t.spare.take().and_then(|s| Arc::try_unwrap(s).ok()).filter(|v| v.len() == len);
-    let mut next = spare.unwrap_or_else(|| vec![0.0; len]);
-    transport::add_all(&mut next, Some(&t.data), &views);
-    t.spare = Some(std::mem::replace(&mut t.data, Arc::new(next)));
+    let mut landed = to
+        .landing
+        .and_then(|l| l.slot(to.table, to.partition, to.age, len * 4))
+        .and_then(KeeperRows::landed)
+        .filter(|r| r.len() == len);
+    match landed.as_mut().and_then(KeeperRows::get_mut) {
+        Some(written) => transport::add_all(written, Some(t.data.floats()), &views),
+        None => landed = None,
+    }
+    let next = landed.unwrap_or_else(|| {
+        let spare = t.spare.take().and_then(KeeperRows::into_owned).filter(|v| v.len() == len);
+        let mut rows = spare.unwrap_or_else(|| vec![0.0; len]);
+        transport::add_all(&mut rows, Some(t.data.floats()), &views);
+        KeeperRows::Owned(Arc::new(rows))
+    });
+    let before = std::mem::replace(&mut t.data, next);
+    // Rows in the landing need no spare of the keeper's own (the landing recycles its buffers).
+    if matches!(t.data, KeeperRows::Landed(_)) {
+        t.spare = None;
+    } else if matches!(before, KeeperRows::Owned(_)) {
+        t.spare = Some(before);
+    }
 }
 
 /// How many clocks of every worker's batches a table may hold for the
@@ -91,6 +115,9 @@ pub struct KeeperShard {
     shard: usize,
     row_width: usize,
     tables: Vec<ShardTable>,
+    /// The landing of the worker in this process, if it has one: new rows
+    /// are written there (see [`KeeperShard::publish_into`]).
+    landing: Option<Landing>,
 }
 
 impl KeeperShard {
@@ -103,14 +130,14 @@ impl KeeperShard {
                 let parameter = t.kind == TableKind::Parameter;
                 let rows = if parameter { partition_range(t.rows, num_shards, shard).len() } else { 0 };
                 let limit = HELD_CLOCKS * num_workers * rows * row_width * 4;
-                let data = Arc::new(vec![0.0; rows * row_width]);
+                let data = KeeperRows::zeros(rows * row_width);
                 let clock = VectorClock::new(num_workers);
                 let at_age = Publish {
                     table: i as u32,
                     partition: shard as u32,
                     age: clock.min(),
                     included: clock.entries().to_vec(),
-                    rows: bytes_from_shared(data.clone()),
+                    rows: data.to_bytes(),
                 };
                 ShardTable {
                     data,
@@ -123,7 +150,17 @@ impl KeeperShard {
                 }
             })
             .collect();
-        KeeperShard { shard, row_width, tables }
+        KeeperShard { shard, row_width, tables, landing: None }
+    }
+
+    /// Writes the rows of later publications into `landing`, the landing of
+    /// the worker in this same process (partition `shard` of each table at
+    /// the age it is published at), so that worker reads this shard's rows
+    /// where the keeper left them instead of copying each publication into
+    /// its landing. The rows are the same bits; a landing with no room left
+    /// (or a table that does not land) leaves them in the keeper's own memory.
+    pub fn publish_into(&mut self, landing: Landing) {
+        self.landing = Some(landing);
     }
 
     fn table_mut(&mut self, table: u32, partition: u32) -> Result<&mut ShardTable> {
@@ -198,6 +235,7 @@ impl KeeperShard {
     /// reading age `c`), so it holds exactly the clocks below the age.
     fn apply_in_turn(&mut self, table: u32) -> Result<Option<Publish>> {
         let shard = self.shard as u32;
+        let landing = self.landing.as_ref();
         let t = &mut self.tables[table as usize];
         let mut advanced = false;
         let mut ticked = Ok(());
@@ -218,7 +256,9 @@ impl KeeperShard {
             }
         }
         if advanced || ticked.is_err() || t.pending.len() >= GROUP {
-            add_pending(t);
+            // Rows written before the age advances are published at the next age at the earliest.
+            let age = t.clock.min() + u64::from(!advanced);
+            add_pending(t, Destination { landing, table, partition: shard, age });
         }
         ticked?;
         if !advanced {
@@ -242,7 +282,8 @@ impl KeeperShard {
             // next clock's held batches go in) and again as they do.
             let mut latest = None;
             if t.clock.depart(worker).is_some() {
-                add_pending(t);
+                let to = Destination { landing: self.landing.as_ref(), table: i, partition: shard, age: t.clock.min() };
+                add_pending(t, to);
                 t.at_age = publication_of(t, i, shard);
                 latest = Some(t.at_age.clone());
             }
@@ -291,10 +332,10 @@ impl KeeperShard {
     pub fn rows(&self, table: u32) -> Option<Bytes> {
         let t = self.tables.get(table as usize).filter(|t| t.parameter)?;
         if t.pending.is_empty() {
-            return Some(bytes_from_shared(t.data.clone()));
+            return Some(t.data.to_bytes());
         }
         let mut rows = vec![0.0; t.data.len()];
-        transport::add_all(&mut rows, Some(&t.data), &views(&t.pending));
+        transport::add_all(&mut rows, Some(t.data.floats()), &views(&t.pending));
         Some(bytes_from_shared(Arc::new(rows)))
     }
 }
@@ -550,12 +591,12 @@ mod tests {
         // The first batch in turn waits for a second to go in with it.
         assert!(k.apply(&batch(0, 0, Some(vec![1.0; 4]))).unwrap().is_none());
         assert_eq!(k.tables[0].pending.len(), 1);
-        assert_eq!(k.tables[0].data.as_slice(), [0.0; 4]);
+        assert_eq!(k.tables[0].data.floats(), [0.0; 4]);
         // Read back, the rows have it all the same.
         assert_eq!(k.rows(0).unwrap(), bytes_from_floats(&[1.0; 4]));
         k.apply(&batch(1, 0, Some(vec![2.0; 4]))).unwrap();
         assert!(k.tables[0].pending.is_empty());
-        assert_eq!(k.tables[0].data.as_slice(), [3.0; 4]);
+        assert_eq!(k.tables[0].data.floats(), [3.0; 4]);
         // Several at once: the early ones are held, then all go in when their turn comes.
         let results = k.apply_many(&[
             batch(3, 0, Some(vec![8.0; 4])),
@@ -571,6 +612,42 @@ mod tests {
         assert_eq!((p.age, p.included.clone()), (1, vec![1, 1, 1, 1]));
         assert_eq!(p.rows, bytes_from_floats(&[15.0; 4]));
         assert_eq!(k.tables[0].order.held(), (1, 16));
+    }
+
+    #[test]
+    fn rows_written_into_the_worker_landing_have_the_same_bits_and_fall_back_when_it_is_full() {
+        let specs = specs();
+        let landing = crate::transport::Landing::new(&specs, 2, 1);
+        let (mut plain, mut landed) = (KeeperShard::new(1, 2, 2, 1, &specs), KeeperShard::new(1, 2, 2, 1, &specs));
+        landed.publish_into(landing.clone());
+        let at = |worker: u32, clock: u64, d: f32| UpdateBatch {
+            partition: 1,
+            ..batch(worker, clock, Some(vec![d / 3.0, -d / 7.0]))
+        };
+        let mut held = Vec::new();
+        let mut in_place = Vec::new();
+        for clock in 0..8u64 {
+            let mut last = (None, None);
+            for worker in 0..2 {
+                let b = at(worker, clock, (clock * 2 + u64::from(worker) + 1) as f32);
+                last = (plain.apply(&b).unwrap(), landed.apply(&b).unwrap());
+            }
+            let (Some(p), Some(l)) = last else { panic!("clock {clock}: the age did not advance") };
+            assert_eq!((l.age, &l.rows), (p.age, &p.rows), "clock {clock}: the same publication");
+            assert_eq!(landed.rows(0).unwrap(), p.rows);
+            in_place.push(landing.contiguous(0, 1, &[&l.rows]));
+            // Clocks 2..5 keep their publications: the landing's buffers run out.
+            if (2..5).contains(&clock) {
+                held.push(l);
+            }
+            if clock == 5 {
+                held.clear();
+            }
+        }
+        // Clock 4 takes the third buffer; with the rows of clocks 2, 3 and 4
+        // held, clock 5 finds none and stays in the keeper's memory; the
+        // landing has room again from clock 6.
+        assert_eq!(in_place, [true, true, true, true, true, false, true, true]);
     }
 
     #[test]

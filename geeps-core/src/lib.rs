@@ -20,6 +20,7 @@ mod geeps;
 mod handover;
 mod index;
 mod keeper;
+mod keeper_rows;
 mod planner;
 mod range_max;
 mod recorder;

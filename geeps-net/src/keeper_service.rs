@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use geeps_core::transport::KeeperShard;
-use geeps_core::transport::{DeltaEncoding, Inbound, Inbox, Publish, UpdateBatch};
+use geeps_core::transport::{DeltaEncoding, Inbound, Inbox, Landing, Publish, UpdateBatch};
 use geeps_core::{TableKind, TableSpec};
 use parking_lot::Mutex;
 use tokio::io::BufReader;
@@ -107,6 +107,9 @@ struct State {
     checkpoint_requests: u64,
     /// The rank and inbox of this process's own worker, once attached.
     local: Option<(usize, Inbox)>,
+    /// Where this process's own worker lands publications, once it runs:
+    /// the keeper writes its rows there (`KeeperShard::publish_into`).
+    landing: Option<Landing>,
 }
 
 pub(crate) struct KeeperService {
@@ -184,6 +187,7 @@ impl KeeperService {
                 draining: false,
                 checkpoint_requests: 0,
                 local: None,
+                landing: None,
             }),
             changed: Notify::new(),
             socket_batches: AtomicU64::new(0),
@@ -319,6 +323,16 @@ impl KeeperService {
     /// connected (joined over its socket, not left, not lost).
     pub(crate) fn attach_local(&self, rank: usize, inbox: Inbox) {
         self.state.lock().local = Some((rank, inbox));
+    }
+
+    /// This process's own worker lands its publications in `landing`: the
+    /// keeper writes its rows there, so that worker reads them in place.
+    pub(crate) fn attach_landing(&self, landing: Landing) {
+        let mut st = self.state.lock();
+        if let Some(k) = &mut st.keeper {
+            k.publish_into(landing.clone());
+        }
+        st.landing = Some(landing);
     }
 
     /// Sends `p` to every connected worker: the attached one in process.
@@ -458,13 +472,12 @@ impl KeeperService {
                 Ok(()) => {
                     if st.keeper.is_none() {
                         let specs = table_specs(&hello.tables).unwrap_or_default();
-                        st.keeper = Some(KeeperShard::new(
-                            self.shard,
-                            self.world,
-                            self.world,
-                            hello.row_width as usize,
-                            &specs,
-                        ));
+                        let mut keeper =
+                            KeeperShard::new(self.shard, self.world, self.world, hello.row_width as usize, &specs);
+                        if let Some(landing) = &st.landing {
+                            keeper.publish_into(landing.clone());
+                        }
+                        st.keeper = Some(keeper);
                     }
                     // The welcome goes first, straight on the socket (below);
                     // everything queued now follows it on the connection's transport.

@@ -490,7 +490,11 @@ impl Transport for NetTransport {
 
     fn attach_landing(&self, landing: Landing) {
         // One instance per transport: the first offer stands.
-        let _ = self.landing.set(landing);
+        if self.landing.set(landing.clone()).is_ok() {
+            if let Some(keeper) = &self.local_keeper {
+                keeper.attach_landing(landing);
+            }
+        }
     }
 
     fn attach_stats(&self, stats: StatsSource) {

@@ -47,14 +47,14 @@ device_test!(bsp_over_tcp_sees_every_update, |backend| {
 /// Host device only (reads are served in place where the host addresses
 /// device memory): over TCP and over shared memory, the keepers'
 /// publications are read straight into the table-wide buffers whole-table
-/// reads are handed, so the only publication a worker copies is its own
-/// keeper's, reached in process.
+/// reads are handed, and the keeper of the worker's own process writes its
+/// rows there itself, so a worker copies no publication once it runs.
 #[test]
 fn publications_land_where_whole_table_reads_find_them() {
     const WORLD: usize = 3;
     const ROWS: u32 = 60;
     const WIDTH: usize = 8;
-    const CLOCKS: u32 = 10;
+    const CLOCKS: u32 = 20;
     for shared_memory in [false, true] {
         let options = common::options().with_shared_memory(shared_memory);
         let results = common::run_ranks_with(WORLD, options, move |rank, cluster| {
@@ -84,12 +84,13 @@ fn publications_land_where_whole_table_reads_find_them() {
             let how = if shared_memory { "shared memory" } else { "TCP" };
             // Reads before the landing filled up may be gathered.
             assert!(s.reads_in_place >= u64::from(CLOCKS) / 2, "{how}, rank {rank}: {s}");
-            // Landed, a worker copies one partition's publication per data
-            // age (its own keeper's), and a few more around the start (those
-            // read before the instance offered its landing); copying every
-            // publication is three partitions an age.
+            // Landed, a worker copies only the few publications that came
+            // before the instance offered its landing or found every
+            // landing buffer held (0 to 5 partitions in 72 rank-runs);
+            // copying its own keeper's every age is a partition an age,
+            // copying every publication three.
             assert!(
-                s.bytes_host_to_device <= u64::from(CLOCKS + 1) * 2 * partition_bytes,
+                s.bytes_host_to_device <= u64::from(CLOCKS) / 2 * partition_bytes,
                 "{how}, rank {rank}: {} bytes copied, {partition_bytes} a partition: {s}",
                 s.bytes_host_to_device
             );
