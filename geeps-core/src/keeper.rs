@@ -636,7 +636,7 @@ mod tests {
             assert_eq!((l.age, &l.rows), (p.age, &p.rows), "clock {clock}: the same publication");
             assert_eq!(landed.rows(0).unwrap(), p.rows);
             in_place.push(landing.contiguous(0, 1, &[&l.rows]));
-            // Clocks 2..5 keep their publications: the landing's buffers run out.
+            // The publications of clocks 2, 3 and 4 are kept: the landing's buffers run out.
             if (2..5).contains(&clock) {
                 held.push(l);
             }
