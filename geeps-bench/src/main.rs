@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! geeps-bench all [--quick] [--out results]   # every figure
-//! geeps-bench stall|memory|large|transport|sync|scaling [--quick] [--out results]
+//! geeps-bench stall|memory|large|transport|sync|scaling [--quick] [--repeats N] [--out results]
 //! geeps-bench plot [--out results]            # redraw the PNGs from the JSON
 //! geeps-bench check [--out results]           # validate JSON and PNGs
 //! geeps-bench tables [--out results]          # the figures as Markdown tables
@@ -94,6 +94,10 @@ struct RunArgs {
     /// mini-batch on the paper's GPU, 355 ms).
     #[arg(long)]
     compute_ms: Option<f64>,
+    /// Runs of every configuration, interleaved; each figure is their median
+    /// (default 3, 1 with --quick). More narrow the spread on a shared machine.
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100))]
+    repeats: Option<usize>,
 }
 
 #[derive(Args, Clone)]
@@ -193,11 +197,11 @@ fn large(s: &Settings, c: &Calibration, paths: &Paths) -> Result<()> {
 
 type Figure = fn(&Settings, &Calibration, &Paths) -> Result<()>;
 
-fn run_figures(args: &RunArgs, figures: &[Figure]) -> Result<()> {
+/// The run's settings: the defaults (full or quick) with what the command line overrides.
+fn settings_of(args: &RunArgs) -> Result<Settings> {
     if let Some(h) = args.host_factor.filter(|h| !(h.is_finite() && *h > 0.0)) {
         return Err(BenchError::msg(format!("--host-factor {h}: give a positive number")));
     }
-    let start = Instant::now();
     let mut s = Settings {
         filter: args.filter.clone(),
         host_factor: args.host_factor,
@@ -209,12 +213,21 @@ fn run_figures(args: &RunArgs, figures: &[Figure]) -> Result<()> {
         }
         s.sync.bytes = (mb * 1e6) as usize;
     }
+    if let Some(repeats) = args.repeats {
+        s.repeats = repeats;
+    }
     if let Some(ms) = args.compute_ms {
         if !(ms.is_finite() && ms > 0.0) {
             return Err(BenchError::msg(format!("--compute-ms {ms}: give a positive number of milliseconds")));
         }
         s.scaling_compute_ms = Some(ms);
     }
+    Ok(s)
+}
+
+fn run_figures(args: &RunArgs, figures: &[Figure]) -> Result<()> {
+    let s = settings_of(args)?;
+    let start = Instant::now();
     args.device.export();
     if let Some(caveat) = args.device.caveat() {
         println!("{caveat}");
@@ -284,5 +297,39 @@ fn main() -> ExitCode {
             eprintln!("geeps-bench: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_args(line: &[&str]) -> std::result::Result<RunArgs, String> {
+        let cli = Cli::try_parse_from([&["geeps-bench", "sync"], line].concat()).map_err(|e| e.to_string())?;
+        match cli.command {
+            Command::Sync(a) => Ok(a),
+            _ => Err("not the sync command".into()),
+        }
+    }
+
+    #[test]
+    fn repeats_default_per_mode_and_are_overridden_within_bounds() {
+        assert_eq!(settings_of(&run_args(&[]).unwrap()).unwrap().repeats, 3);
+        assert_eq!(settings_of(&run_args(&["--quick"]).unwrap()).unwrap().repeats, 1);
+        assert_eq!(settings_of(&run_args(&["--repeats", "7"]).unwrap()).unwrap().repeats, 7);
+        assert_eq!(settings_of(&run_args(&["--quick", "--repeats", "2"]).unwrap()).unwrap().repeats, 2);
+        for bad in ["0", "101", "three"] {
+            let e = run_args(&["--repeats", bad]).err().unwrap_or_default();
+            assert!(e.contains("--repeats"), "--repeats {bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn sizes_and_factors_out_of_range_are_refused_with_what_to_give() {
+        let e = |line: &[&str]| settings_of(&run_args(line).unwrap()).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e(&["--sync-mb", "0"]).contains("give a size of at least one 512-byte row"));
+        assert!(e(&["--host-factor=-1"]).contains("give a positive number"));
+        assert!(e(&["--compute-ms", "0"]).contains("give a positive number of milliseconds"));
+        assert_eq!(settings_of(&run_args(&["--sync-mb", "8"]).unwrap()).unwrap().sync.bytes, 8_000_000);
     }
 }
