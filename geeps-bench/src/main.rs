@@ -95,7 +95,7 @@ struct RunArgs {
     #[arg(long)]
     compute_ms: Option<f64>,
     /// Runs of every configuration, interleaved; each figure is their median
-    /// (default 3, 1 with --quick). More narrow the spread on a shared machine.
+    /// (default 3, 1 with --quick). More runs narrow the spread on a shared machine.
     #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100))]
     repeats: Option<usize>,
 }
