@@ -80,11 +80,9 @@ fn add_pending(t: &mut ShardTable, to: Destination) {
         return transport::add_all(rows, None, &views);
     }
     let len = t.data.len();
-    let mut landed = to
-        .landing
-        .and_then(|l| l.slot(to.table, to.partition, to.age, len * 4))
-        .and_then(KeeperRows::landed)
-        .filter(|r| r.len() == len);
+    // A slot is the partition's length or none at all (`Landing::slot`).
+    let mut landed =
+        to.landing.and_then(|l| l.slot(to.table, to.partition, to.age, len * 4)).and_then(KeeperRows::landed);
     match landed.as_mut().and_then(KeeperRows::get_mut) {
         Some(written) => transport::add_all(written, Some(t.data.floats()), &views),
         None => landed = None,
