@@ -49,7 +49,7 @@ step "PTX executed on the CPU, compared with the host device"
 # --workspace: the same feature set as .ci/run's test build, so nothing recompiles.
 cargo test --release --workspace --test ptx_interpreter
 
-# The whole CUDA path, run here on the emulated driver (tools/cuda-emu): a
+# The whole CUDA path, run here on the emulated driver (cuda-emu): a
 # separate device address space, a capacity, streams that really race,
 # page-locked copies that read their source when they run. Every device
 # suite runs on CudaDevice and may not skip it (GEEPS_REQUIRE_CUDA=1).

@@ -12,7 +12,7 @@ use std::ffi::{c_uint, c_void, CString};
 use cudarc::driver::result::{self, stream::StreamKind};
 use cudarc::driver::sys;
 
-const ROWS_PTX: &str = include_str!("../../../geeps-cuda/kernels/rows.ptx");
+const ROWS_PTX: &str = include_str!("../../geeps-cuda/kernels/rows.ptx");
 
 #[test]
 fn geeps_calls_through_cudarc_work_on_the_emulator() {

@@ -19,17 +19,17 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 const MODULES: [&str; 9] = [
-    include_str!("../../../examples/caffe/kernels/activations.ptx"),
-    include_str!("../../../examples/caffe/kernels/bias.ptx"),
-    include_str!("../../../examples/caffe/kernels/im2col.ptx"),
-    include_str!("../../../examples/caffe/kernels/pooling.ptx"),
-    include_str!("../../../examples/caffe/kernels/sgd.ptx"),
-    include_str!("../../../examples/caffe/kernels/transform.ptx"),
-    include_str!("../../../examples/caffe/kernels/eltwise.ptx"),
-    include_str!("../../../examples/caffe/kernels/scale.ptx"),
-    include_str!("../../../examples/caffe/kernels/prelu.ptx"),
+    include_str!("../../examples/caffe/kernels/activations.ptx"),
+    include_str!("../../examples/caffe/kernels/bias.ptx"),
+    include_str!("../../examples/caffe/kernels/im2col.ptx"),
+    include_str!("../../examples/caffe/kernels/pooling.ptx"),
+    include_str!("../../examples/caffe/kernels/sgd.ptx"),
+    include_str!("../../examples/caffe/kernels/transform.ptx"),
+    include_str!("../../examples/caffe/kernels/eltwise.ptx"),
+    include_str!("../../examples/caffe/kernels/scale.ptx"),
+    include_str!("../../examples/caffe/kernels/prelu.ptx"),
 ];
-const CONCAT: &str = include_str!("../../../examples/caffe/kernels/concat.ptx");
+const CONCAT: &str = include_str!("../../examples/caffe/kernels/concat.ptx");
 const ACT: usize = 0;
 const BIAS: usize = 1;
 const IM2COL: usize = 2;

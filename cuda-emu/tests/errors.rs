@@ -75,7 +75,7 @@ fn capacity_is_enforced_and_reported() {
     assert_eq!(free, 64 << 20);
 }
 
-const PTX: &str = include_str!("../../../geeps-cuda/kernels/rows.ptx");
+const PTX: &str = include_str!("../../geeps-cuda/kernels/rows.ptx");
 
 fn load(ptx: &str) -> *mut c_void {
     let mut m = null_mut();

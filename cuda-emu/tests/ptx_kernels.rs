@@ -12,12 +12,12 @@ use common::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-const ACTIVATIONS: &str = include_str!("../../../examples/caffe/kernels/activations.ptx");
-const BIAS: &str = include_str!("../../../examples/caffe/kernels/bias.ptx");
-const IM2COL: &str = include_str!("../../../examples/caffe/kernels/im2col.ptx");
-const POOLING: &str = include_str!("../../../examples/caffe/kernels/pooling.ptx");
-const SGD: &str = include_str!("../../../examples/caffe/kernels/sgd.ptx");
-const SOFTMAX: &str = include_str!("../../../examples/caffe/kernels/softmax_loss.ptx");
+const ACTIVATIONS: &str = include_str!("../../examples/caffe/kernels/activations.ptx");
+const BIAS: &str = include_str!("../../examples/caffe/kernels/bias.ptx");
+const IM2COL: &str = include_str!("../../examples/caffe/kernels/im2col.ptx");
+const POOLING: &str = include_str!("../../examples/caffe/kernels/pooling.ptx");
+const SGD: &str = include_str!("../../examples/caffe/kernels/sgd.ptx");
+const SOFTMAX: &str = include_str!("../../examples/caffe/kernels/softmax_loss.ptx");
 
 /// (blocks, threads per block) for `n` elements: too few threads, about enough, too many.
 fn geometries(n: usize) -> [(u32, u32); 3] {

@@ -4,7 +4,7 @@
 //! the end prints each kernel's bandwidth as a ratio of memcpy's (target:
 //! gather and scatter-add ≥ 0.8×).
 //!
-//! `cargo bench --bench kernels` (add `-- --quick` for a short run).
+//! `cargo bench -p geeps-bench --bench kernels` (add `-- --quick` for a short run).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -17,7 +17,7 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
-const ROWS_PTX: &str = include_str!("../../../geeps-cuda/kernels/rows.ptx");
+const ROWS_PTX: &str = include_str!("../../geeps-cuda/kernels/rows.ptx");
 const KERNELS: [&str; 3] = ["geeps_gather", "geeps_scatter_assign", "geeps_scatter_add"];
 const WIDTHS: [usize; 9] = [1, 3, 31, 32, 33, 128, 255, 257, 300];
 

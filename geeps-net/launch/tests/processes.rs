@@ -14,7 +14,7 @@ extern crate geeps_core as geeps;
 
 use geeps_testkit::consistency as consistency_case;
 #[allow(dead_code)]
-#[path = "../../examples/mlr/train.rs"]
+#[path = "../../../examples/mlr/train.rs"]
 mod train;
 
 use std::path::PathBuf;
@@ -29,7 +29,7 @@ use proptest::test_runner::TestRunner;
 const LAUNCH: &str = env!("CARGO_BIN_EXE_geeps-launch");
 
 fn data_dir() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/data"))
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/data"))
 }
 
 fn mlr_config(workers: usize) -> train::TrainConfig {

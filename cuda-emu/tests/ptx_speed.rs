@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use geeps_cuda_emu::ptx::{run, Geometry, Memory, Program};
 
-const IM2COL: &str = include_str!("../../../examples/caffe/kernels/im2col.ptx");
+const IM2COL: &str = include_str!("../../examples/caffe/kernels/im2col.ptx");
 
 #[test]
 #[ignore = "a measurement, not a check: run it by name"]
