@@ -8,13 +8,13 @@ use std::sync::atomic::AtomicU64;
 
 use crate::device::host::run_row_kernel;
 use crate::device::{DevicePtr, PinnedBuf, RowOp, RowPair, StreamId};
+use crate::engine::index::{AccessPlan, Target};
 use crate::engine::outgoing::OutgoingBuf;
+use crate::engine::store::{Inflight, ParamPartition, ParamState};
 use crate::engine::write_counts::WriteCounts;
 use crate::engine::{Acquired, Shared, WaitPolicy};
 use crate::error::{Error, Result};
-use crate::index::{AccessPlan, Target};
 use crate::stats::StatsCollector;
-use crate::store::{Inflight, ParamPartition, ParamState};
 use crate::table::Slack;
 use crate::transport::{add_bytes, floats_from_bytes, floats_view, DeltaEncoding, Publish, UpdateBatch};
 

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use crate::engine::access::{self, Fill, Staging};
 use crate::engine::{Prefetched, Shared, WaitPolicy};
 use crate::error::Error;
-use crate::recorder::OpKind;
+use crate::plan::recorder::OpKind;
 
 pub(crate) fn fill_of(kind: &OpKind) -> Option<Fill> {
     match kind {

@@ -6,10 +6,13 @@
 pub(crate) mod access;
 pub(crate) mod accumulators;
 pub(crate) mod allocator;
+pub(crate) mod buffer_pool;
+pub(crate) mod index;
 pub(crate) mod outgoing;
 pub(crate) mod puller;
 pub(crate) mod pusher;
 pub(crate) mod reclaimer;
+pub(crate) mod store;
 pub(crate) mod write_counts;
 
 use std::collections::{HashMap, VecDeque};
@@ -19,14 +22,14 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
-use crate::buffer_pool::{BufferPool, PoolBuf};
 use crate::config::Config;
 use crate::device::{Device, DevicePtr, StreamId};
+use crate::engine::buffer_pool::{BufferPool, PoolBuf};
+use crate::engine::index::AccessPlan;
+use crate::engine::store::Stores;
 use crate::error::{Error, Result};
-use crate::index::AccessPlan;
-use crate::recorder::{OpKind, RecordedOp};
+use crate::plan::recorder::{OpKind, RecordedOp};
 use crate::stats::StatsCollector;
-use crate::store::Stores;
 use crate::table::TableSpec;
 use crate::transport::Landing;
 use outgoing::OutgoingBuf;

@@ -12,9 +12,9 @@ use crossbeam_channel::{Receiver, Sender};
 
 use crate::device::StreamId;
 use crate::engine::access::{self, Staging};
+use crate::engine::index::AccessPlan;
 use crate::engine::{Acquired, Shared};
 use crate::error::Error;
-use crate::index::AccessPlan;
 use crate::transport::{Transport, UpdateBatch};
 
 pub(crate) enum Release {

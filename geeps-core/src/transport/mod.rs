@@ -10,7 +10,6 @@ mod delta_encoding;
 pub(crate) mod in_process;
 mod landing;
 
-pub use crate::keeper::KeeperShard;
 pub use delta_encoding::DeltaEncoding;
 pub(crate) use delta_encoding::{add_all, check_deltas};
 pub use in_process::InProcessCluster;

@@ -9,12 +9,12 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::apply_order::{ApplyOrder, Deltas};
 use crate::error::{Error, Result};
-use crate::keeper_rows::KeeperRows;
+use crate::keeper::apply_order::{ApplyOrder, Deltas};
+use crate::keeper::rows::KeeperRows;
+use crate::keeper::vector_clock::VectorClock;
 use crate::table::{partition_range, TableKind, TableSpec};
 use crate::transport::{self, bytes_from_shared, check_deltas, DeltaEncoding, Landing, Publish, UpdateBatch};
-use crate::vector_clock::VectorClock;
 
 struct ShardTable {
     /// Floats of this shard's partition (rows × width); empty for local tables.

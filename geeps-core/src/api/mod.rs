@@ -17,14 +17,14 @@ use parking_lot::Mutex;
 
 use crate::config::Config;
 use crate::device::Device;
+use crate::engine::index::AccessPlan;
 use crate::engine::puller::PullMsg;
 use crate::engine::reclaimer::{self, Release};
 use crate::engine::write_counts::WriteCounts;
 use crate::engine::{Acquired, Shared};
 use crate::error::{Error, Result};
-use crate::index::AccessPlan;
-use crate::planner::Plan;
-use crate::recorder::Recorder;
+use crate::plan::planner::Plan;
+use crate::plan::recorder::Recorder;
 use crate::stats::Stats;
 use crate::table::TableSpec;
 use crate::transport::Transport;

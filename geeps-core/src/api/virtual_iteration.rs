@@ -8,14 +8,14 @@ use crossbeam_channel::{unbounded, Receiver};
 
 use crate::device::Device;
 use crate::engine::allocator::{self};
+use crate::engine::index::{self, AccessPlan};
 use crate::engine::puller::{self, PullMsg};
 use crate::engine::reclaimer::{self, Pushers};
+use crate::engine::store::{Layout, LocalRegion, ParamPartition, Stores};
 use crate::engine::{pusher, Shared};
 use crate::error::{Error, Result};
-use crate::index::{self, AccessPlan};
-use crate::planner::{self, Plan};
-use crate::recorder::{Handle, OpKind, RecordedOp, Recorder};
-use crate::store::{Layout, LocalRegion, ParamPartition, Stores};
+use crate::plan::planner::{self, Plan};
+use crate::plan::recorder::{Handle, OpKind, RecordedOp, Recorder};
 use crate::table::{partition_range, RowKey, Slack, TableId, TableKind, TableSpec};
 use crate::transport::Landing;
 
@@ -227,7 +227,7 @@ impl Geeps {
         }
     }
 
-    pub(super) fn build_shared(&self, ops: Vec<crate::recorder::RecordedOp>) -> Result<(Arc<Shared>, Plan)> {
+    pub(super) fn build_shared(&self, ops: Vec<crate::plan::recorder::RecordedOp>) -> Result<(Arc<Shared>, Plan)> {
         let width = self.config.row_width;
         let budget = self.config.device_memory.min(self.device.info().capacity);
         let placement = planner::plan(&ops, &self.tables, width, budget)?;

@@ -15,7 +15,7 @@ use crate::device::Device;
 use crate::engine::puller::PullMsg;
 use crate::engine::write_counts::WriteCounts;
 use crate::error::{Error, Result};
-use crate::recorder::Recorder;
+use crate::plan::recorder::Recorder;
 use crate::table::{TableId, TableKind, TableSpec};
 use crate::transport::InProcessCluster;
 use crate::transport::{Inbound, Inbox, Transport};

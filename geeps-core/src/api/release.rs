@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::engine::access::{self};
+use crate::engine::index::AccessPlan;
 use crate::engine::reclaimer::Release;
 use crate::engine::{Acquired, Shared, WaitPolicy};
 use crate::error::{Error, Result};
-use crate::index::AccessPlan;
-use crate::recorder::OpKind;
+use crate::plan::recorder::OpKind;
 use crate::stats::CallKind;
 use crate::table::TableId;
 

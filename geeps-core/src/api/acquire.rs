@@ -9,11 +9,11 @@ use std::time::Instant;
 
 use crate::engine::access::{self, Fill, Staging};
 use crate::engine::allocator::fill_of;
+use crate::engine::index::{self, AccessPlan};
 use crate::engine::write_counts::WriteCounts;
 use crate::engine::{Acquired, Shared, WaitPolicy};
 use crate::error::{Error, Result};
-use crate::index::{self, AccessPlan};
-use crate::recorder::{Handle, OpKind};
+use crate::plan::recorder::{Handle, OpKind};
 use crate::stats::CallKind;
 use crate::table::{RowKey, Slack, TableKind};
 
@@ -186,7 +186,7 @@ impl Geeps {
         let mut why = Vec::new();
         if let (OpKind::Read { slack }, Some(plan)) = (&op.kind, &sh.plans[pos]) {
             for g in &plan.groups {
-                if let crate::index::Target::Param { table, part } = g.target {
+                if let crate::engine::index::Target::Param { table, part } = g.target {
                     let Some(required) = slack.required_age(clocks[table]) else { continue };
                     let p = &sh.stores.params[table].as_ref().map(|v| &v[part]);
                     if let Some(st) = p.and_then(|p| p.state.try_lock()) {
