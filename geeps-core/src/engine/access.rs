@@ -16,7 +16,9 @@ use crate::engine::{Acquired, Shared, WaitPolicy};
 use crate::error::{Error, Result};
 use crate::stats::StatsCollector;
 use crate::table::Slack;
-use crate::transport::{add_bytes, floats_from_bytes, floats_view, DeltaEncoding, Publish, UpdateBatch};
+use crate::transport::bytes::{floats_from_bytes, floats_view};
+use crate::transport::delta_encoding::add_bytes;
+use crate::transport::{DeltaEncoding, Publish, UpdateBatch};
 
 /// What an acquisition fills its buffer with.
 #[derive(Debug, Clone, Copy, PartialEq)]
