@@ -17,7 +17,8 @@ use crate::plan::recorder::{Handle, OpKind};
 use crate::stats::CallKind;
 use crate::table::{RowKey, Slack, TableKind};
 
-use super::{AppState, Geeps, Live, LiveKind, LocalBuffer, RawBuffer, ReadBuffer, UpdateBuffer};
+use crate::api::buffers::{LocalBuffer, RawBuffer, ReadBuffer, UpdateBuffer};
+use crate::api::instance::{AppState, Geeps, Live, LiveKind};
 
 impl Geeps {
     /// `read` by recorded handle: rows fresh enough for the recorded slack.

@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::api::Geeps;
+use crate::api::instance::Geeps;
 use crate::checkpoint::layout::{self, MANIFEST};
 use crate::checkpoint::manifest::{entry_of, verify, Manifest, TableEntry};
 use crate::device::DevicePtr;

@@ -16,7 +16,7 @@ use crate::plan::recorder::OpKind;
 use crate::stats::CallKind;
 use crate::table::TableId;
 
-use super::{AppState, Geeps, LiveKind};
+use crate::api::instance::{AppState, Geeps, LiveKind};
 
 /// How [`Geeps::release_raw`] releases a buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

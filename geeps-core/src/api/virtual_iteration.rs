@@ -19,7 +19,7 @@ use crate::plan::recorder::{Handle, OpKind, RecordedOp, Recorder};
 use crate::table::{partition_range, RowKey, Slack, TableId, TableKind, TableSpec};
 use crate::transport::Landing;
 
-use super::{Geeps, Lanes, Phase, Running};
+use crate::api::instance::{Geeps, Lanes, Phase, Running};
 
 impl Geeps {
     pub(super) fn record<R>(&self, call: &'static str, f: impl FnOnce(&mut Recorder) -> Result<R>) -> Result<R> {
