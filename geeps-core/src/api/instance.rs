@@ -14,11 +14,12 @@ use parking_lot::Mutex;
 
 use crate::config::Config;
 use crate::device::Device;
+use crate::engine::acquired::Acquired;
 use crate::engine::index::AccessPlan;
 use crate::engine::puller::PullMsg;
 use crate::engine::reclaimer::Release;
+use crate::engine::shared::Shared;
 use crate::engine::write_counts::WriteCounts;
-use crate::engine::{Acquired, Shared};
 use crate::error::{Error, Result};
 use crate::plan::planner::Plan;
 use crate::plan::recorder::Recorder;

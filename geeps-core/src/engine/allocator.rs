@@ -14,8 +14,10 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::engine::access::{self, Fill, Staging};
-use crate::engine::{Prefetched, Shared, WaitPolicy};
+use crate::engine::acquired::Prefetched;
+use crate::engine::fill::{self, Fill};
+use crate::engine::shared::{Shared, WaitPolicy};
+use crate::engine::staging::Staging;
 use crate::error::Error;
 use crate::plan::recorder::OpKind;
 
@@ -121,7 +123,7 @@ pub(crate) fn run(sh: Arc<Shared>) {
             }
         };
         let result =
-            access::acquire(&sh, fill, plan, &|t| clocks[t], &writes, WaitPolicy::BACKGROUND, &abort, &mut staging);
+            fill::acquire(&sh, fill, plan, &|t| clocks[t], &writes, WaitPolicy::BACKGROUND, &abort, &mut staging);
 
         let mut c = sh.control.lock();
         if c.epoch == epoch && !c.shutdown {
