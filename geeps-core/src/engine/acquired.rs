@@ -25,7 +25,7 @@ pub(crate) struct Acquired {
     /// counter this acquisition orders itself after).
     pub(crate) writes_seen: Vec<(usize, u64)>,
     /// A handed-over buffer holding a posted save the store does not have
-    /// yet (see `handover.rs`): it must be saved, never just discarded.
+    /// yet (see `plan/handover.rs`): it must be saved, never just discarded.
     pub(crate) carried: bool,
     /// For a read served in place: the kept publications its rows are in,
     /// held so their memory is neither freed nor reused while it is.

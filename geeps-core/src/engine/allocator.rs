@@ -6,7 +6,7 @@
 //! correctness. It never blocks the application: its waits have no deadline
 //! and are abandoned as soon as the application changes course.
 //!
-//! A hand-over target (see `handover.rs`) is queued as a place holder: the
+//! A hand-over target (see `plan/handover.rs`) is queued as a place holder: the
 //! application takes the buffer its own post at the source left, and the
 //! allocator goes on prefetching past it. The carried save is then predicted
 //! at the target's release.
