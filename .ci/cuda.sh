@@ -62,7 +62,7 @@ cargo build --release --workspace --lib --bins --tests
 step "device suites on CudaDevice under the emulated driver (native row kernels)"
 GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace --exclude geeps-cuda-emu \
   --test device_contract --test basics --test placement --test consistency \
-  --test handover --test release_lanes --test mlr --test errors --test network --test checkpoint
+  --test handover --test release_lanes --test mlr --test errors --test network --test checkpoint --test checkpoint_kill
 
 step "multi-process suites (geeps-launch) with every rank on CudaDevice"
 GEEPS_TEST_DEVICE=cuda GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace --test processes
