@@ -26,14 +26,14 @@ use tokio::io::BufReader;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit};
 
-use crate::auth::{token_matches, PendingGate};
-use crate::conn::{writer, Outgoing, Queue};
-use crate::frame::{read_frame_pooled, read_frame_within, write_frame, FrameError};
+use crate::conn::peer_stream::{self, ReadSide, WriteSide};
+use crate::conn::writer::{writer, Outgoing, Queue};
 use crate::options::NetOptions;
-use crate::peer_stream::{self, ReadSide, WriteSide};
-use crate::recv_pool::RecvPool;
-use crate::shm_segment::{Created, Segment};
-use crate::tls::Tls;
+use crate::security::auth::{token_matches, PendingGate};
+use crate::security::tls::Tls;
+use crate::shm::segment::{Created, Segment};
+use crate::wire::frame::{read_frame_pooled, read_frame_within, write_frame, FrameError};
+use crate::wire::recv_pool::RecvPool;
 use crate::wire::{
     Body, CheckpointRequest, Drain, Failure, Header, Hello, PublishHeader, Refused, TableDecl, Welcome, WorkerStatus,
     ENCODING_BF16, ENCODING_F32, PROTOCOL_VERSION,
@@ -192,7 +192,7 @@ impl KeeperService {
             changed: Notify::new(),
             socket_batches: AtomicU64::new(0),
             shm_batches: AtomicU64::new(0),
-            host: Arc::new(crate::shm_segment::host_identity()),
+            host: Arc::new(crate::shm::segment::host_identity()),
             waiting: Mutex::new(Vec::new()),
         })
     }

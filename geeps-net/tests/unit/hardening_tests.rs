@@ -17,7 +17,7 @@ use prost::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::frame::{read_frame, read_frame_within, write_frame, FrameError};
+use crate::wire::frame::{read_frame, read_frame_within, write_frame, FrameError};
 use crate::wire::{Body, Header, Hello, Ping, TableDecl, UpdateHeader, PROTOCOL_VERSION};
 use crate::{Addresses, ClusterSpec, NetCluster, NetOptions};
 

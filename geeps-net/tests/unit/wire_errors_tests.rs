@@ -11,7 +11,7 @@ use prost::Message;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use crate::frame::{read_frame, write_frame};
+use crate::wire::frame::{read_frame, write_frame};
 use crate::wire::{Body, Header, Hello, TableDecl, UpdateHeader, ENCODING_BF16, PROTOCOL_VERSION};
 use crate::{ClusterSpec, NetCluster, NetOptions};
 

@@ -20,12 +20,12 @@ use prost::Message;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpSocket};
 
-use crate::auth::token_matches;
-use crate::bf16_wire;
-use crate::frame::{read_frame, read_frame_within, write_frame, FrameError, MAX_HEADER_BYTES};
-use crate::keeper_service::{batch_of, KeeperService};
+use crate::keeper::{batch_of, KeeperService};
 use crate::options::NetOptions;
-use crate::recv_pool::RecvPool;
+use crate::security::auth::token_matches;
+use crate::wire::bf16 as bf16_wire;
+use crate::wire::frame::{read_frame, read_frame_within, write_frame, FrameError, MAX_HEADER_BYTES};
+use crate::wire::recv_pool::RecvPool;
 use crate::wire::{Body, Header, Register, ENCODING_BF16, ENCODING_F32, PROTOCOL_VERSION};
 
 /// Separates the byte streams of the connections in one input of the
@@ -337,7 +337,7 @@ pub fn rendezvous(data: &[u8]) {
                 let _ = conn.shutdown().await;
             });
             let rank = ((cfg >> 2) & 3) as usize % world;
-            let got = crate::rendezvous::register(
+            let got = crate::bootstrap::rendezvous::register(
                 &addr.to_string(),
                 rank,
                 world,
@@ -361,7 +361,7 @@ pub fn rendezvous(data: &[u8]) {
                 claimed[r] = true;
             }
         }
-        let served = tokio::spawn(crate::rendezvous::serve_with(listener, world, opts));
+        let served = tokio::spawn(crate::bootstrap::rendezvous::serve_with(listener, world, opts));
         let mut sessions = tokio::task::JoinSet::new();
         for s in streams {
             sessions.spawn(session(addr, s.to_vec()));
@@ -395,7 +395,7 @@ pub fn frame_bytes(header: Header, payload: &[u8]) -> Vec<u8> {
 /// Seed inputs for every target: valid sessions, registrations and frames,
 /// from which the fuzzer mutates. `(target, input)` pairs.
 pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
-    use crate::keeper_service::table_decls;
+    use crate::keeper::table_decls;
     use crate::wire::{Hello, Leave, Ping, PublishHeader, Refused, Roster, UpdateHeader, Welcome};
     let tables = vec![
         TableSpec { name: "w".into(), kind: TableKind::Parameter, rows: 5 },

@@ -27,16 +27,16 @@ use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::bf16_wire::{self, Residuals};
-use crate::conn::{writer, Outgoing, Queue};
-use crate::frame::{read_frame, read_frame_landing, write_frame, FrameError};
-use crate::keeper_service::KeeperService;
-use crate::keeper_service::{silence, table_decls};
+use crate::conn::peer_stream::{self, ReadSide, WriteSide};
+use crate::conn::writer::{writer, Outgoing, Queue};
+use crate::keeper::KeeperService;
+use crate::keeper::{silence, table_decls};
 use crate::options::{NetOptions, WireEncoding};
-use crate::peer_stream::{self, ReadSide, WriteSide};
-use crate::recv_pool::RecvPool;
-use crate::shm_segment::{host_identity, Segment};
-use crate::tls::Tls;
+use crate::security::tls::Tls;
+use crate::shm::segment::{host_identity, Segment};
+use crate::wire::bf16::{self as bf16_wire, Residuals};
+use crate::wire::frame::{read_frame, read_frame_landing, write_frame, FrameError};
+use crate::wire::recv_pool::RecvPool;
 use crate::wire::{
     Body, Header, Hello, Leave, ShmAttached, UpdateHeader, WorkerStatus, ENCODING_BF16, ENCODING_F32, PROTOCOL_VERSION,
 };
