@@ -8,6 +8,11 @@
 //! strings are documented as such), catches panics, and records the message
 //! of a failure in a thread-local string read by `geeps_last_error_message`.
 
+// Plain handle types, constants and geeps_version, declared first: cbindgen
+// emits items in source order, and the header lists these before the rest.
+mod handles;
+mod version;
+
 // Internals.
 mod cluster;
 mod held;
@@ -45,11 +50,6 @@ mod keyed_calls;
 mod report;
 
 mod logging;
-
-// Plain handle types, constants and geeps_version, declared last: cbindgen
-// emits items in source order, and the header lists these after the calls.
-mod handles;
-mod version;
 
 pub use buffers::GeepsBuffer;
 pub use cluster::GeepsCluster;
