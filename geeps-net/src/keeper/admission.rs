@@ -105,7 +105,7 @@ impl KeeperService {
             }
             st.keeper = Some(keeper);
         }
-        // The welcome goes first, straight on the socket (below);
+        // The welcome goes first, straight on the socket (`offers`);
         // everything queued now follows it on the connection's transport.
         if let Some(k) = &st.keeper {
             for p in k.all_publications() {
