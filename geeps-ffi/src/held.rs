@@ -8,8 +8,8 @@ use std::collections::HashMap;
 
 use geeps_core::{DevicePtr, ReleaseAs};
 
+use crate::handles::GeepsHandle;
 use crate::status::{Failure, FfiResult, GeepsStatus};
-use crate::GeepsHandle;
 
 /// The kind of buffer, which fixes how it may be released.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,10 +16,10 @@ use parking_lot::Mutex;
 
 use crate::cluster::RankClaim;
 use crate::config::Settings;
+use crate::handles::{GeepsHandle, GEEPS_INVALID_HANDLE};
 use crate::held::{Entry, Held, Key, Kind};
 use crate::registry::Registry;
 use crate::status::{Failure, FfiResult, GeepsStatus};
-use crate::{GeepsHandle, GEEPS_INVALID_HANDLE};
 
 /// One geeps instance: one worker of a data-parallel job. Opaque; create
 /// with `geeps_new`, free with `geeps_free`.

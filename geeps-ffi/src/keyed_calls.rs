@@ -6,12 +6,12 @@ use geeps_core::{Geeps, RawBuffer, ReleaseAs, Result as CoreResult};
 
 use crate::buffers::{hand_out, GeepsBuffer};
 use crate::guard::guard;
+use crate::handles::GeepsTable;
 use crate::held::{Key, Kind};
 use crate::instance::{GeepsInstance, INSTANCES};
 use crate::marshal::keys;
 use crate::status::{FfiResult, GeepsStatus};
 use crate::virtual_calls::slack;
-use crate::GeepsTable;
 
 fn acquire(
     ps: *mut GeepsInstance,

@@ -8,6 +8,11 @@
 //! strings are documented as such), catches panics, and records the message
 //! of a failure in a thread-local string read by `geeps_last_error_message`.
 
+// Plain handle types, constants and geeps_version, declared first: cbindgen
+// emits items in source order, and the header lists these before the rest.
+mod handles;
+mod version;
+
 // Internals.
 mod cluster;
 mod held;
@@ -49,30 +54,8 @@ mod logging;
 pub use buffers::GeepsBuffer;
 pub use cluster::GeepsCluster;
 pub use config::GeepsConfig;
+pub use handles::{GeepsHandle, GeepsTable, GEEPS_INVALID_HANDLE, GEEPS_SLACK_BSP, GEEPS_SLACK_UNBOUNDED};
 pub use instance::GeepsInstance;
 pub use net_options::GeepsNetOptions;
 pub use report::{GeepsCallKind, GeepsCallStats, GeepsPlan, GeepsStats};
 pub use status::GeepsStatus;
-
-/// A recorded call of one instance, as returned by the `geeps_virtual_*`
-/// acquisitions. Never 0 for a valid handle.
-pub type GeepsHandle = u64;
-
-/// A table of one instance, numbered from 0 in declaration order.
-pub type GeepsTable = u32;
-
-/// A handle value that no call ever returns.
-pub const GEEPS_INVALID_HANDLE: GeepsHandle = 0;
-
-/// Slack of a bulk-synchronous read: see every update of every earlier clock.
-pub const GEEPS_SLACK_BSP: u32 = 0;
-
-/// Slack of an asynchronous read: never wait for fresher data.
-pub const GEEPS_SLACK_UNBOUNDED: u32 = u32::MAX;
-
-/// The library's version, `MAJOR.MINOR.PATCH`, as a static NUL-terminated
-/// string. It does not return a status.
-#[no_mangle]
-pub extern "C" fn geeps_version() -> *const std::ffi::c_char {
-    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
-}

@@ -9,10 +9,10 @@ use geeps_core::TableKind;
 
 use crate::config::CONFIGS;
 use crate::guard::guard;
+use crate::handles::GeepsTable;
 use crate::instance::{GeepsInstance, INSTANCES};
 use crate::marshal::{clear_out, require, string, write_out};
 use crate::status::{FfiResult, GeepsStatus};
-use crate::GeepsTable;
 
 /// Creates an instance (one worker) from `config`, which is copied. Declare
 /// its tables next; it joins its cluster at its first virtual call (or at
@@ -22,7 +22,7 @@ use crate::GeepsTable;
 /// driver or GPU this fails with `GEEPS_STATUS_DEVICE` and the message says
 /// what is missing.
 #[no_mangle]
-pub extern "C" fn geeps_new(config: *const crate::GeepsConfig, out: *mut *mut GeepsInstance) -> GeepsStatus {
+pub extern "C" fn geeps_new(config: *const crate::config::GeepsConfig, out: *mut *mut GeepsInstance) -> GeepsStatus {
     guard(|| {
         clear_out(out);
         require(out, "out")?;

@@ -7,8 +7,8 @@ use std::ffi::{c_char, CStr};
 
 use geeps_core::{Handle, RowKey, TableId};
 
+use crate::handles::{GeepsHandle, GeepsTable};
 use crate::status::{Failure, FfiResult, GeepsStatus};
-use crate::{GeepsHandle, GeepsTable};
 
 /// Writes `value` through the out-parameter `out` (named `arg`).
 pub(crate) fn write_out<T>(out: *mut T, arg: &str, value: T) -> FfiResult {

@@ -95,6 +95,7 @@ mod tests {
         geeps_config_free, geeps_config_new, geeps_config_set_cluster, geeps_config_set_device_memory,
         geeps_config_set_row_width,
     };
+    use crate::instance::GeepsInstance;
     use crate::lifecycle::{
         geeps_finish_virtual_iteration, geeps_free, geeps_new, geeps_parameter_table, geeps_shutdown,
     };
@@ -106,7 +107,6 @@ mod tests {
         geeps_virtual_clock, geeps_virtual_post_read, geeps_virtual_pre_update, geeps_virtual_read,
         geeps_virtual_update,
     };
-    use crate::GeepsInstance;
 
     fn free_port_address() -> std::ffi::CString {
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();

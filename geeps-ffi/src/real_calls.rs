@@ -7,11 +7,11 @@ use geeps_core::{Geeps, RawBuffer, ReleaseAs, Result as CoreResult, TableId};
 
 use crate::buffers::{hand_out, GeepsBuffer};
 use crate::guard::guard;
+use crate::handles::{GeepsHandle, GeepsTable};
 use crate::held::{Key, Kind};
 use crate::instance::{GeepsInstance, INSTANCES};
 use crate::marshal::{handle_from_c, name_handle, require, write_out};
 use crate::status::{FfiResult, GeepsStatus};
-use crate::{GeepsHandle, GeepsTable};
 
 fn acquire(
     ps: *mut GeepsInstance,

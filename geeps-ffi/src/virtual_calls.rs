@@ -8,11 +8,11 @@ use geeps_core::{Slack, TableId};
 use geeps_core::{Geeps, Handle, Result as CoreResult, RowKey};
 
 use crate::guard::guard;
+use crate::handles::{GeepsHandle, GeepsTable, GEEPS_SLACK_UNBOUNDED};
 use crate::held::Kind;
 use crate::instance::{GeepsInstance, INSTANCES};
 use crate::marshal::{handle_from_c, handle_to_c, keys, name_handle, require, write_out};
 use crate::status::{FfiResult, GeepsStatus};
-use crate::{GeepsHandle, GeepsTable, GEEPS_SLACK_UNBOUNDED};
 
 /// Records an acquisition of `rows[0..n]` of `table` with `record`; `*out`
 /// gets its handle, which the instance remembers as of kind `kind`.

@@ -15,8 +15,12 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tonic::{Request, Response, Status};
 
-use crate::auth::token_matches;
-use crate::keeper_service::KeeperService;
+use crate::keeper::KeeperService;
+use crate::security::auth::token_matches;
+
+#[cfg(test)]
+#[path = "../tests/unit/admin_tests.rs"]
+mod admin_tests;
 
 #[allow(clippy::all, missing_docs, unreachable_pub)]
 pub(crate) mod proto {

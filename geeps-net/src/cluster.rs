@@ -13,12 +13,12 @@ use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 use tokio::sync::watch;
 
+use crate::bootstrap::rendezvous;
 use crate::bootstrap::{self, Addresses};
-use crate::keeper_service::KeeperService;
-use crate::net_transport::NetTransport;
+use crate::keeper::KeeperService;
 use crate::options::NetOptions;
-use crate::rendezvous;
-use crate::tls;
+use crate::security::tls;
+use crate::worker::NetTransport;
 
 /// Who this process is in the cluster and where everyone listens.
 ///

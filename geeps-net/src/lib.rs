@@ -16,48 +16,26 @@
 
 #[cfg(feature = "admin")]
 mod admin;
-#[cfg(all(test, feature = "admin"))]
-mod admin_tests;
-mod auth;
-#[cfg(test)]
-mod bf16_cluster_tests;
-mod bf16_wire;
-#[cfg(test)]
-mod bf16_wire_tests;
 mod bootstrap;
 mod cluster;
 mod conn;
-mod frame;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
+#[path = "../fuzz/fuzzing.rs"]
 pub mod fuzzing;
-#[cfg(test)]
-mod hardening_tests;
-mod hostlist;
-mod keeper_service;
-#[cfg(test)]
-mod local_shard_tests;
-mod net_transport;
+mod keeper;
 mod options;
-mod peer_stream;
-mod recv_pool;
-pub mod rendezvous;
-mod shm_ring;
-mod shm_segment;
-mod shm_stream;
+mod security;
+mod shm;
 #[cfg(test)]
-mod shm_tests;
-#[cfg(test)]
+#[path = "../tests/unit/test_rendezvous.rs"]
 mod test_rendezvous;
-mod tls;
-#[cfg(all(test, feature = "tls"))]
-mod tls_tests;
 mod wire;
-#[cfg(test)]
-mod wire_errors_tests;
+mod worker;
 
+pub use bootstrap::hostlist::{expand_hostlist, expand_tasks_per_node};
+pub use bootstrap::rendezvous;
 pub use bootstrap::{from_env as bootstrap_from_env, parse_hostfile, Addresses, Bootstrap, DEFAULT_PORT};
 pub use cluster::{ClusterSpec, NetCluster};
-pub use hostlist::{expand_hostlist, expand_tasks_per_node};
 pub use options::{NetOptions, WireEncoding};
-pub use tls::TlsFiles;
+pub use security::tls::TlsFiles;

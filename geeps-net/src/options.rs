@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use geeps_core::{Error, Result};
 
-use crate::tls::TlsFiles;
+use crate::security::tls::TlsFiles;
 
 /// How update deltas cross the network ([`NetOptions::wire`]). Publications
 /// (parameter values) are f32 either way, and a rank's updates to its own

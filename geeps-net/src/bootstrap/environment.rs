@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use geeps_core::{Error, Result};
 
-use crate::hostlist::{expand_hostlist, expand_tasks_per_node};
+use crate::bootstrap::hostlist::{expand_hostlist, expand_tasks_per_node};
 
 /// Default first port when ports are derived (Slurm).
 pub const DEFAULT_PORT: u16 = 29_600;

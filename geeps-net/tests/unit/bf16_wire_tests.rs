@@ -7,13 +7,13 @@
 use half::bf16;
 use proptest::prelude::*;
 
-use crate::bf16_wire;
+use crate::wire::bf16 as bf16_wire;
 
 /// The wire's rounding as a `half` value, to compare with `half`'s.
 fn to_bf16(x: f32) -> bf16 {
     bf16::from_bits(bf16_wire::to_bf16(x))
 }
-use crate::recv_pool::RecvPool;
+use crate::wire::recv_pool::RecvPool;
 
 fn encode(deltas: Option<&[u8]>, residual: &mut Vec<f32>) -> Result<Option<bytes::Bytes>, String> {
     bf16_wire::encode(deltas, residual, &RecvPool::new(1))

@@ -27,18 +27,19 @@ use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::bf16_wire::{self, Residuals};
-use crate::conn::{writer, Outgoing, Queue};
-use crate::frame::{read_frame, read_frame_landing, write_frame, FrameError};
-use crate::keeper_service::KeeperService;
-use crate::keeper_service::{silence, table_decls};
+use crate::conn::peer_stream::{self, ReadSide, WriteSide};
+use crate::conn::writer::{writer, Outgoing, Queue};
+use crate::keeper::silence;
+use crate::keeper::KeeperService;
 use crate::options::{NetOptions, WireEncoding};
-use crate::peer_stream::{self, ReadSide, WriteSide};
-use crate::recv_pool::RecvPool;
-use crate::shm_segment::{host_identity, Segment};
-use crate::tls::Tls;
+use crate::security::tls::Tls;
+use crate::shm::segment::{host_identity, Segment};
+use crate::wire::bf16::{self as bf16_wire, Residuals};
+use crate::wire::frame::{read_frame, read_frame_landing, write_frame, FrameError};
+use crate::wire::recv_pool::RecvPool;
 use crate::wire::{
-    Body, Header, Hello, Leave, ShmAttached, UpdateHeader, WorkerStatus, ENCODING_BF16, ENCODING_F32, PROTOCOL_VERSION,
+    table_decls, Body, Encoding, FailureKind, Header, Hello, Leave, ShmAttached, UpdateHeader, WorkerStatus,
+    PROTOCOL_VERSION,
 };
 
 /// What a batch or leave for one shard travels through.
@@ -319,10 +320,10 @@ async fn reader(
                 included: p.included,
                 rows,
             })),
-            (Header { body: Some(Body::Failure(f)), .. }, _) if f.kind == 1 => {
+            (Header { body: Some(Body::Failure(f)), .. }, _) if f.kind == u32::from(FailureKind::PeerLost) => {
                 break Error::PeerLost { rank: f.rank as usize, address: f.address, reason: f.message }
             }
-            (Header { body: Some(Body::Failure(f)), .. }, _) if f.kind == 2 => {
+            (Header { body: Some(Body::Failure(f)), .. }, _) if f.kind == u32::from(FailureKind::RefusedAtJoin) => {
                 break Error::Mismatch(format!(
                     "rank {} (connecting from {}) was refused at join by keeper {shard}: {}; the cluster cannot run without it",
                     f.rank, f.address, f.message
@@ -463,8 +464,8 @@ impl Transport for NetTransport {
             clock: batch.clock,
             has_deltas: batch.deltas.is_some(),
             encoding: match batch.encoding {
-                DeltaEncoding::F32 => ENCODING_F32,
-                DeltaEncoding::Bf16 => ENCODING_BF16,
+                DeltaEncoding::F32 => Encoding::F32.into(),
+                DeltaEncoding::Bf16 => Encoding::Bf16.into(),
                 other => return Err(Error::Mismatch(format!("deltas in {other:?}, which this wire cannot carry"))),
             },
         };
@@ -480,7 +481,7 @@ impl Transport for NetTransport {
             Error::Mismatch(format!("table {} partition {shard} clock {}: {m}", batch.table, batch.clock))
         })?;
         header.has_deltas = deltas.is_some();
-        header.encoding = if deltas.is_some() { ENCODING_BF16 } else { ENCODING_F32 };
+        header.encoding = if deltas.is_some() { Encoding::Bf16 } else { Encoding::F32 }.into();
         self.send(shard, header, deltas)
     }
 

@@ -28,8 +28,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::oneshot;
 
-use crate::shm_ring::{Consumer, Producer, Ring};
-use crate::shm_segment::Segment;
+use crate::shm::ring::{Consumer, Producer, Ring};
+use crate::shm::segment::Segment;
 
 /// Who is waiting on this end, and whether the peer is gone.
 #[derive(Default)]

@@ -64,7 +64,7 @@ pub(crate) fn loopback_rendezvous(world: usize, token: &str) -> String {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async move {
             let listener = tokio::net::TcpListener::from_std(std_listener).unwrap();
-            let _ = crate::rendezvous::serve(listener, world, token, Duration::from_secs(30)).await;
+            let _ = crate::bootstrap::rendezvous::serve(listener, world, token, Duration::from_secs(30)).await;
         })
     });
     addr

@@ -23,7 +23,7 @@ use std::io::{self, IoSlice};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use crate::shm_segment::{random_u64, Segment};
+use crate::shm::segment::{random_u64, Segment};
 
 const TAIL: usize = 0;
 const HEAD: usize = 128;

@@ -11,9 +11,9 @@ use tokio::io::BufReader;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
-use crate::auth::{token_matches, PendingGate};
-use crate::frame::{read_frame, read_frame_within, write_frame};
 use crate::options::NetOptions;
+use crate::security::auth::{token_matches, PendingGate};
+use crate::wire::frame::{read_frame, read_frame_within, write_frame};
 use crate::wire::{Body, Header, Refused, Register, Roster, PROTOCOL_VERSION};
 
 /// Serves one rendezvous of `world` ranks on `listener` with the default

@@ -8,8 +8,8 @@ use bytes::Bytes;
 use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
-use crate::frame::write_frame;
-use crate::peer_stream::WriteSide;
+use crate::conn::peer_stream::WriteSide;
+use crate::wire::frame::write_frame;
 use crate::wire::{Body, Header, Ping};
 
 /// A frame waiting to be written.
@@ -28,7 +28,7 @@ pub(crate) type Queue = UnboundedSender<Outgoing>;
 
 /// Writes one frame; its payload is kept alive for the writer (which may
 /// then hand it over by reference).
-async fn send(w: &mut BufWriter<WriteSide>, m: Outgoing) -> Result<(), crate::frame::FrameError> {
+async fn send(w: &mut BufWriter<WriteSide>, m: Outgoing) -> Result<(), crate::wire::frame::FrameError> {
     if let Some(p) = &m.payload {
         w.get_mut().keep_alive(p);
     }

@@ -9,6 +9,10 @@ use std::path::{Path, PathBuf};
 
 use geeps_core::{Error, Result};
 
+#[cfg(all(test, feature = "tls"))]
+#[path = "../../tests/unit/tls_tests.rs"]
+mod tls_tests;
+
 /// The files a rank needs for TLS, all PEM: its certificate chain, its
 /// private key, and the CA certificates that sign every rank's certificate.
 /// `GEEPS_TLS_CERT`, `GEEPS_TLS_KEY` and `GEEPS_TLS_CA` set them.
@@ -53,7 +57,7 @@ mod enabled {
     use tokio::net::TcpStream;
 
     use super::*;
-    use crate::peer_stream::{self, ReadSide, WriteSide};
+    use crate::conn::peer_stream::{self, ReadSide, WriteSide};
 
     fn certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
         let certs = CertificateDer::pem_file_iter(path)
@@ -167,7 +171,7 @@ impl Tls {
     pub(crate) async fn accept(
         &self,
         _: tokio::net::TcpStream,
-    ) -> std::io::Result<(crate::peer_stream::ReadSide, crate::peer_stream::WriteSide)> {
+    ) -> std::io::Result<(crate::conn::peer_stream::ReadSide, crate::conn::peer_stream::WriteSide)> {
         match *self {}
     }
 
@@ -175,7 +179,7 @@ impl Tls {
         &self,
         _: tokio::net::TcpStream,
         _: &str,
-    ) -> std::io::Result<(crate::peer_stream::ReadSide, crate::peer_stream::WriteSide)> {
+    ) -> std::io::Result<(crate::conn::peer_stream::ReadSide, crate::conn::peer_stream::WriteSide)> {
         match *self {}
     }
 }

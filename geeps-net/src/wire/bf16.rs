@@ -14,7 +14,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-use crate::recv_pool::RecvPool;
+use crate::wire::recv_pool::RecvPool;
+
+#[cfg(test)]
+#[path = "../../tests/unit/bf16_wire_tests.rs"]
+mod bf16_wire_tests;
 
 /// `x` rounded to the nearest bf16 (ties to even). A finite value that
 /// would round to infinity (beyond bf16's largest, just under f32's) stays

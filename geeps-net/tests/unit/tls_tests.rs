@@ -10,7 +10,7 @@ use geeps_core::{keys, Config, Error, Geeps, Slack};
 use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
 use tokio::io::AsyncWriteExt;
 
-use crate::frame::{read_frame, write_frame};
+use crate::wire::frame::{read_frame, write_frame};
 use crate::wire::{Body, Header, Hello, PROTOCOL_VERSION};
 use crate::{ClusterSpec, NetCluster, NetOptions, TlsFiles};
 

@@ -13,8 +13,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 
-use crate::shm_segment::Segment;
-use crate::shm_stream::{self, ShmRead, ShmWrite};
+use crate::shm::segment::Segment;
+use crate::shm::stream::{self as shm_stream, ShmRead, ShmWrite};
 
 #[cfg(feature = "tls")]
 type TlsStream = tokio_rustls::TlsStream<TcpStream>;

@@ -11,8 +11,8 @@ use prost::Message;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use crate::frame::{read_frame, write_frame};
-use crate::wire::{Body, Header, Hello, TableDecl, UpdateHeader, ENCODING_BF16, PROTOCOL_VERSION};
+use crate::wire::frame::{read_frame, write_frame};
+use crate::wire::{Body, DeclaredKind, Encoding, Header, Hello, TableDecl, UpdateHeader, PROTOCOL_VERSION};
 use crate::{ClusterSpec, NetCluster, NetOptions};
 
 fn hello(rank: u32, token: &str, rows: u32) -> Hello {
@@ -22,7 +22,7 @@ fn hello(rank: u32, token: &str, rows: u32) -> Hello {
         rank,
         world: 2,
         row_width: 4,
-        tables: vec![TableDecl { name: "w".into(), kind: 0, rows }],
+        tables: vec![TableDecl { name: "w".into(), kind: DeclaredKind::Parameter.into(), rows }],
         host: String::new(),
     }
 }
@@ -108,10 +108,10 @@ fn keeper_rejects_bad_input_and_keeps_serving() {
                 encoding,
             }))
         };
-        write_frame(&mut s, encoded(ENCODING_BF16, true), Some(&Bytes::from(vec![0; 15]))).await.unwrap();
+        write_frame(&mut s, encoded(Encoding::Bf16.into(), true), Some(&Bytes::from(vec![0; 15]))).await.unwrap();
         let m = next_failure(&mut s).await;
         assert!(m.contains("bf16 deltas of 15 bytes for a partition of 8 floats: expected 16 (2 bytes each)"), "{m}");
-        write_frame(&mut s, encoded(ENCODING_BF16, true), Some(&Bytes::from(vec![0; 32]))).await.unwrap();
+        write_frame(&mut s, encoded(Encoding::Bf16.into(), true), Some(&Bytes::from(vec![0; 32]))).await.unwrap();
         let m = next_failure(&mut s).await;
         assert!(
             m.contains("table 0 partition 0: bf16 deltas of 32 bytes for a partition of 8 floats: expected 16"),
@@ -120,7 +120,7 @@ fn keeper_rejects_bad_input_and_keeps_serving() {
         write_frame(&mut s, encoded(7, true), Some(&Bytes::from(vec![0; 16]))).await.unwrap();
         let m = next_failure(&mut s).await;
         assert!(m.contains("unknown encoding 7"), "{m}");
-        write_frame(&mut s, encoded(ENCODING_BF16, false), None).await.unwrap();
+        write_frame(&mut s, encoded(Encoding::Bf16.into(), false), None).await.unwrap();
         let m = next_failure(&mut s).await;
         assert!(m.contains("batch without deltas says its deltas are bf16"), "{m}");
 

@@ -20,13 +20,13 @@ use prost::Message;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpSocket};
 
-use crate::auth::token_matches;
-use crate::bf16_wire;
-use crate::frame::{read_frame, read_frame_within, write_frame, FrameError, MAX_HEADER_BYTES};
-use crate::keeper_service::{batch_of, KeeperService};
+use crate::keeper::{batch_of, KeeperService};
 use crate::options::NetOptions;
-use crate::recv_pool::RecvPool;
-use crate::wire::{Body, Header, Register, ENCODING_BF16, ENCODING_F32, PROTOCOL_VERSION};
+use crate::security::auth::token_matches;
+use crate::wire::bf16 as bf16_wire;
+use crate::wire::frame::{read_frame, read_frame_within, write_frame, FrameError, MAX_HEADER_BYTES};
+use crate::wire::recv_pool::RecvPool;
+use crate::wire::{Body, Encoding, FailureKind, Header, Register, PROTOCOL_VERSION};
 
 /// Separates the byte streams of the connections in one input of the
 /// [`keeper`] and [`rendezvous`] targets.
@@ -337,7 +337,7 @@ pub fn rendezvous(data: &[u8]) {
                 let _ = conn.shutdown().await;
             });
             let rank = ((cfg >> 2) & 3) as usize % world;
-            let got = crate::rendezvous::register(
+            let got = crate::bootstrap::rendezvous::register(
                 &addr.to_string(),
                 rank,
                 world,
@@ -361,7 +361,7 @@ pub fn rendezvous(data: &[u8]) {
                 claimed[r] = true;
             }
         }
-        let served = tokio::spawn(crate::rendezvous::serve_with(listener, world, opts));
+        let served = tokio::spawn(crate::bootstrap::rendezvous::serve_with(listener, world, opts));
         let mut sessions = tokio::task::JoinSet::new();
         for s in streams {
             sessions.spawn(session(addr, s.to_vec()));
@@ -384,7 +384,7 @@ pub fn rendezvous(data: &[u8]) {
 
 /// Frames as the worker side writes them, for seed inputs: `header` framed
 /// with `payload`.
-pub fn frame_bytes(header: Header, payload: &[u8]) -> Vec<u8> {
+pub(crate) fn frame_bytes(header: Header, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     let payload = Bytes::copy_from_slice(payload);
     let p = (!payload.is_empty()).then_some(&payload);
@@ -395,7 +395,7 @@ pub fn frame_bytes(header: Header, payload: &[u8]) -> Vec<u8> {
 /// Seed inputs for every target: valid sessions, registrations and frames,
 /// from which the fuzzer mutates. `(target, input)` pairs.
 pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
-    use crate::keeper_service::table_decls;
+    use crate::wire::table_decls;
     use crate::wire::{Hello, Leave, Ping, PublishHeader, Refused, Roster, UpdateHeader, Welcome};
     let tables = vec![
         TableSpec { name: "w".into(), kind: TableKind::Parameter, rows: 5 },
@@ -411,13 +411,19 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         host: String::new(),
     };
     let update = |worker: u32, partition: u32, clock: u64, deltas: Option<&[u8]>| {
-        let u =
-            UpdateHeader { table: 0, partition, worker, clock, has_deltas: deltas.is_some(), encoding: ENCODING_F32 };
+        let u = UpdateHeader {
+            table: 0,
+            partition,
+            worker,
+            clock,
+            has_deltas: deltas.is_some(),
+            encoding: Encoding::F32.into(),
+        };
         frame_bytes(Header::new(Body::Update(u)), deltas.unwrap_or(&[]))
     };
     // The same, with the deltas as bf16 (as a rank with the bf16 wire sends them).
     let update_bf16 = |worker: u32, partition: u32, clock: u64, deltas: &[u8]| {
-        let u = UpdateHeader { table: 0, partition, worker, clock, has_deltas: true, encoding: ENCODING_BF16 };
+        let u = UpdateHeader { table: 0, partition, worker, clock, has_deltas: true, encoding: Encoding::Bf16.into() };
         let encoded = bf16_wire::encode(Some(deltas), &mut Vec::new(), &RecvPool::new(0))
             .expect("whole floats")
             .unwrap_or_default();
@@ -434,11 +440,16 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
             worker: 1,
             clock: 3,
             has_deltas: true,
-            encoding: ENCODING_BF16,
+            encoding: Encoding::Bf16.into(),
         }),
         Body::Publish(PublishHeader { table: 0, partition: 1, age: 2, included: vec![2, 3] }),
         Body::Leave(Leave { rank: 1 }),
-        Body::Failure(crate::wire::Failure { kind: 1, rank: 1, address: "h:1".into(), message: "lost".into() }),
+        Body::Failure(crate::wire::Failure {
+            kind: FailureKind::PeerLost.into(),
+            rank: 1,
+            address: "h:1".into(),
+            message: "lost".into(),
+        }),
         Body::Ping(Ping {}),
         Body::Register(Register { protocol: 1, token: TOKEN.into(), rank: 0, world: 2, address: "h:2".into() }),
         Body::Roster(Roster { addresses: vec!["a:1".into(), "b:2".into()] }),

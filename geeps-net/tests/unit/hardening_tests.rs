@@ -17,8 +17,8 @@ use prost::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::frame::{read_frame, read_frame_within, write_frame, FrameError};
-use crate::wire::{Body, Header, Hello, Ping, TableDecl, UpdateHeader, PROTOCOL_VERSION};
+use crate::wire::frame::{read_frame, read_frame_within, write_frame, FrameError};
+use crate::wire::{Body, DeclaredKind, FailureKind, Header, Hello, Ping, TableDecl, UpdateHeader, PROTOCOL_VERSION};
 use crate::{Addresses, ClusterSpec, NetCluster, NetOptions};
 
 /// Records the largest allocation made on a thread while it is tracking.
@@ -83,7 +83,7 @@ fn hello(rank: u32, world: u32, token: &str) -> Hello {
         rank,
         world,
         row_width: 4,
-        tables: vec![TableDecl { name: "w".into(), kind: 0, rows: 4 }],
+        tables: vec![TableDecl { name: "w".into(), kind: DeclaredKind::Parameter.into(), rows: 4 }],
         host: String::new(),
     }
 }
@@ -291,7 +291,7 @@ fn a_silent_worker_is_named_with_its_host_and_how_long_it_was_silent() {
                 _ => continue,
             }
         };
-        assert_eq!((failure.kind, failure.rank), (1, 1), "{failure:?}");
+        assert_eq!((failure.kind, failure.rank), (FailureKind::PeerLost.into(), 1), "{failure:?}");
         assert!(failure.address.starts_with("127.0.0.1:"), "names the host: {failure:?}");
         assert!(
             failure.message.contains("silent for 0.") || failure.message.contains("silent for 1."),

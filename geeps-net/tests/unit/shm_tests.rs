@@ -14,12 +14,12 @@ use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::frame::{read_frame_pooled, write_frame, FrameError};
-use crate::recv_pool::RecvPool;
-use crate::shm_ring::{Consumer, Producer, Ring};
-use crate::shm_segment::{Segment, MIN_RING};
-use crate::shm_stream::{sides, ShmRead, ShmWrite};
+use crate::shm::ring::{Consumer, Producer, Ring};
+use crate::shm::segment::{Segment, MIN_RING};
+use crate::shm::stream::{sides, ShmRead, ShmWrite};
 use crate::test_rendezvous::{bsp_rank, BspRun};
+use crate::wire::frame::{read_frame_pooled, write_frame, FrameError};
+use crate::wire::recv_pool::RecvPool;
 use crate::wire::{Body, Header, Ping};
 use crate::NetOptions;
 

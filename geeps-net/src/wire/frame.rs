@@ -13,7 +13,7 @@ use geeps_core::transport::LandingSlot;
 use prost::Message;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::recv_pool::RecvPool;
+use crate::wire::recv_pool::RecvPool;
 use crate::wire::Header;
 
 /// Gives the slot a frame's payload is read into, if any (see `Landing`).

@@ -1,0 +1,51 @@
+//! Peers that are gone: the reason given for a silent peer, a worker lost
+//! without leaving, and this rank stopping before its worker joined. Each
+//! is told to every connected worker at once so nobody waits for a clock
+//! that will never come. It never closes a connection itself.
+
+use std::time::Instant;
+
+use super::service::KeeperService;
+use crate::conn::writer::Outgoing;
+use crate::options::NetOptions;
+use crate::wire::{Body, Failure, FailureKind};
+
+/// The lost-peer reason for a peer last heard from at `last_heard`.
+pub(crate) fn silence(last_heard: Instant, opts: &NetOptions) -> String {
+    format!(
+        "silent for {:.1} s (no data, no heartbeat; the limit is peer_timeout = {:.1} s, heartbeats every {:.1} s)",
+        last_heard.elapsed().as_secs_f64(),
+        opts.peer_timeout.as_secs_f64(),
+        opts.heartbeat.as_secs_f64()
+    )
+}
+
+impl KeeperService {
+    /// Tells every worker connected to this keeper that this rank is gone
+    /// (`PeerLost` naming it, with `reason`): its worker will never clock,
+    /// so nobody should wait for it.
+    pub(crate) fn abort(&self, address: &str, reason: &str) {
+        let st = self.state.lock();
+        let failure = Failure {
+            kind: FailureKind::PeerLost.into(),
+            rank: self.shard as u32,
+            address: address.to_string(),
+            message: reason.to_string(),
+        };
+        self.broadcast(&st, || Outgoing::new(Body::Failure(failure.clone()), None), None);
+    }
+
+    /// The worker of `rank` is gone without leaving (`reason`): everyone
+    /// blocked on it must fail, so every other worker hears it lost.
+    pub(super) fn lose(&self, rank: usize, reason: String) {
+        let mut st = self.state.lock();
+        st.peers[rank].lost = true;
+        st.peers[rank].queue = None;
+        let address = st.peers[rank].address.clone();
+        tracing::error!(shard = self.shard, rank, %address, %reason, "worker lost");
+        let failure = Failure { kind: FailureKind::PeerLost.into(), rank: rank as u32, address, message: reason };
+        self.broadcast(&st, || Outgoing::new(Body::Failure(failure.clone()), None), None);
+        drop(st);
+        self.changed.notify_waiters();
+    }
+}
