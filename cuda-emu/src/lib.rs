@@ -43,9 +43,12 @@ mod module;
 pub mod native_kernels;
 mod ops;
 mod pinned;
+mod primary;
+mod progress;
 pub mod ptx;
 pub mod result;
 mod stream;
+mod stream_table;
 
 pub use abi::*;
 pub use module::{parse as parse_ptx, Entry, Param};

@@ -12,8 +12,8 @@ use crate::blas::Gemm;
 use crate::launch::Launch;
 use crate::memory::Span;
 use crate::pinned::PinnedBlock;
+use crate::progress::Progress;
 use crate::result::CUresult;
-use crate::stream::Progress;
 
 /// Where a host-to-device copy reads.
 pub enum HostSource {
