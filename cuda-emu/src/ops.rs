@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use crate::blas::Gemm;
+use crate::engine;
 use crate::launch::Launch;
 use crate::memory::Span;
 use crate::pinned::PinnedBlock;
@@ -142,7 +143,7 @@ impl Op {
                     out.fill(value as u8);
                 }
             }
-            Op::Launch(launch) => launch.run()?,
+            Op::Launch(launch) => engine::run(*launch)?,
             Op::Gemm(gemm) => gemm.run(),
             Op::Wait { progress, seq } => progress.wait_for(seq),
         }

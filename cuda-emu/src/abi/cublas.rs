@@ -1,4 +1,4 @@
-//! The cuBLAS entry points caffe-geeps calls through cudarc (`cublas_v2.h`
+//! The cuBLAS entry points a program calls through cudarc (`cublas_v2.h`
 //! signatures and `cublasStatus_t` codes): handles bound to a stream,
 //! pointer and math modes, and single-precision GEMM, strided-batched GEMM
 //! and GEMV, enqueued on the handle's stream like any kernel. The same

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use super::guard::{guard, handle, key, put, refuse};
 use crate::config::{config, KernelMode};
-use crate::context;
 use crate::interpret::Interpreter;
 use crate::launch::Launch;
 use crate::module::{self, Function, Module, FUNCTIONS, MODULES};
@@ -18,6 +17,7 @@ use crate::result::{
     CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_FOUND, CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_OUT_OF_MEMORY,
 };
 use crate::stream_table::{self, submit};
+use crate::{context, engine};
 
 const CU_JIT_INFO_LOG_BUFFER: u32 = 3;
 const CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES: u32 = 4;
@@ -201,7 +201,7 @@ pub unsafe extern "C" fn cuLaunchKernel(
         let launch =
             Launch::capture(function, (grid_x, grid_y, grid_z), (block_x, block_y, block_z), shared, params, extra)?;
         // A kernel the interpreter cannot decode fails here, as a JIT failure, without poisoning the context.
-        if let Err(why) = launch.runnable() {
+        if let Err(why) = engine::runnable(&launch) {
             crate::log::fault(&format!("cuLaunchKernel: {why}"));
             return Err(CUDA_ERROR_INVALID_PTX);
         }
