@@ -1,4 +1,4 @@
-//! geeps-caffe: a Caffe-style trainer whose parameters and activations live
+//! caffe-geeps: a Caffe-style trainer whose parameters and activations live
 //! in geeps, the way GeePS-Caffe keeps them (the GeePS paper, Algorithm 1).
 //!
 //! It reads Caffe's own net and solver prototxt files, keeps each layer's

@@ -17,15 +17,15 @@ use clap::{ArgAction, Args, Parser, Subcommand};
 
 use geeps::net::WireEncoding;
 use geeps::CudaDevice;
-use geeps_caffe::cli_args::{self, parse_phase, parse_signal_effect, GpuArg};
-use geeps_caffe::cluster::Cluster;
-use geeps_caffe::convert::{self, ImagesetOptions};
-use geeps_caffe::lmdb::LmdbReader;
-use geeps_caffe::net_state::NetState;
-use geeps_caffe::proto::net::Phase;
-use geeps_caffe::proto::solver::SolverParam;
-use geeps_caffe::ps::{DeviceChoice, PsOptions};
-use geeps_caffe::train::{self, SignalEffect, TrainOptions, TrainReport, DEFAULT_SEED};
+use caffe_geeps::cli_args::{self, parse_phase, parse_signal_effect, GpuArg};
+use caffe_geeps::cluster::Cluster;
+use caffe_geeps::convert::{self, ImagesetOptions};
+use caffe_geeps::lmdb::LmdbReader;
+use caffe_geeps::net_state::NetState;
+use caffe_geeps::proto::net::Phase;
+use caffe_geeps::proto::solver::SolverParam;
+use caffe_geeps::ps::{DeviceChoice, PsOptions};
+use caffe_geeps::train::{self, SignalEffect, TrainOptions, TrainReport, DEFAULT_SEED};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -297,10 +297,10 @@ fn cpu_only(command: &str, gpu: &Option<GpuArg>) {
 }
 
 /// Prints what the driver says about each GPU asked for, as Caffe's `device_query` does.
-fn device_query(gpu: &GpuArg) -> geeps_caffe::Result<()> {
+fn device_query(gpu: &GpuArg) -> caffe_geeps::Result<()> {
     for ordinal in gpu.ordinals()? {
         let p = CudaDevice::probe(ordinal)
-            .map_err(|e| geeps_caffe::Error::config(format!("device_query -gpu {ordinal}: {e}")))?;
+            .map_err(|e| caffe_geeps::Error::config(format!("device_query -gpu {ordinal}: {e}")))?;
         let (major, minor) = p.compute_capability;
         println!("Device id:                     {}", p.ordinal);
         println!("Name:                          {}", p.name);
@@ -312,7 +312,7 @@ fn device_query(gpu: &GpuArg) -> geeps_caffe::Result<()> {
     Ok(())
 }
 
-fn train_command(args: TrainArgs) -> geeps_caffe::Result<()> {
+fn train_command(args: TrainArgs) -> caffe_geeps::Result<()> {
     let TrainArgs {
         solver,
         workers,
@@ -340,14 +340,14 @@ fn train_command(args: TrainArgs) -> geeps_caffe::Result<()> {
     state.apply(&mut s);
     if let Some(m) = max_iter {
         if m == 0 {
-            return Err(geeps_caffe::Error::config("--max-iter must be at least 1"));
+            return Err(caffe_geeps::Error::config("--max-iter must be at least 1"));
         }
         s.max_iter = m;
     }
     let device = match (gpus, s.gpu) {
         (Some(ordinals), _) => {
             if ordinals.is_empty() {
-                return Err(geeps_caffe::Error::config(
+                return Err(caffe_geeps::Error::config(
                     "-gpu all: the driver sees no GPU (check CUDA_VISIBLE_DEVICES), or run without -gpu",
                 ));
             }
@@ -381,11 +381,11 @@ fn train_command(args: TrainArgs) -> geeps_caffe::Result<()> {
     if let (false, None, DeviceChoice::Cuda(ordinals)) = (launched, workers, &opts.ps.device) {
         if ordinals.len() > 1 {
             // One process per GPU, as Caffe users expect: this command again, under geeps-launch.
-            return Err(geeps_caffe::launch::one_process_per_gpu(ordinals.len()));
+            return Err(caffe_geeps::launch::one_process_per_gpu(ordinals.len()));
         }
     }
     if !launched && wire == Some(WireEncoding::Bf16) {
-        return Err(geeps_caffe::Error::config(
+        return Err(caffe_geeps::Error::config(
             "--wire bf16 compresses the updates ranks send over the network, but this run's workers are threads of \
              one process that share memory (--workers): drop --wire, or run several processes (--net under \
              geeps-launch, srun or mpirun)",
@@ -393,7 +393,7 @@ fn train_command(args: TrainArgs) -> geeps_caffe::Result<()> {
     }
     let cluster = if launched { Cluster::from_env(wire)? } else { Cluster::in_process(workers.unwrap_or(4))? };
     // Ctrl-C, SIGTERM and SIGHUP act as -sigint_effect and -sighup_effect say.
-    geeps_caffe::signals::install()?;
+    caffe_geeps::signals::install()?;
     let trained = train::train(&s, &opts, &cluster);
     let stopped = cluster.shutdown();
     let report = trained?;
@@ -414,17 +414,17 @@ fn wrote(n: usize, out: &Path) {
     println!("Wrote {n} record(s) to {}", out.display());
 }
 
-fn run(cli: Cli) -> geeps_caffe::Result<()> {
+fn run(cli: Cli) -> caffe_geeps::Result<()> {
     match cli.command {
         Command::Train(args) => train_command(args)?,
         Command::Time { model, iterations, gpu, phase, state } => {
             cpu_only("time", &gpu);
             if phase != Phase::Train {
-                return Err(geeps_caffe::Error::config(
+                return Err(caffe_geeps::Error::config(
                     "-phase TEST: caffe-geeps times forward and backward of the TRAIN net; use -phase TRAIN",
                 ));
             }
-            let t = geeps_caffe::timing::time(&model, iterations, &state.state(phase))?;
+            let t = caffe_geeps::timing::time(&model, iterations, &state.state(phase))?;
             println!("Average time per layer over {iterations} iteration(s) of batch {}:", t.batch);
             for (name, kind, f, b) in &t.layers {
                 println!(

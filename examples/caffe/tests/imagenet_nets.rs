@@ -15,15 +15,15 @@ use std::sync::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use geeps_caffe::cluster::Cluster;
-use geeps_caffe::convert::compute_image_mean;
-use geeps_caffe::data::DataCache;
-use geeps_caffe::datum::{Image, Values};
-use geeps_caffe::lmdb::LmdbWriter;
-use geeps_caffe::params::ParamLayout;
-use geeps_caffe::proto::net::{LayerKind, NetParam, Phase};
-use geeps_caffe::proto::solver::SolverParam;
-use geeps_caffe::train::{build_nets, train, TrainOptions};
+use caffe_geeps::cluster::Cluster;
+use caffe_geeps::convert::compute_image_mean;
+use caffe_geeps::data::DataCache;
+use caffe_geeps::datum::{Image, Values};
+use caffe_geeps::lmdb::LmdbWriter;
+use caffe_geeps::params::ParamLayout;
+use caffe_geeps::proto::net::{LayerKind, NetParam, Phase};
+use caffe_geeps::proto::solver::SolverParam;
+use caffe_geeps::train::{build_nets, train, TrainOptions};
 
 const NETS: [&str; 3] = ["alexnet_train_val", "caffenet_train_val", "googlenet_train_val"];
 

@@ -7,11 +7,11 @@ mod common;
 
 use std::path::Path;
 
-use geeps_caffe::convert::{compute_image_mean, convert_imageset, convert_mnist, ImagesetOptions};
-use geeps_caffe::data::{Cursor, Dataset};
-use geeps_caffe::datum::decode_mean;
-use geeps_caffe::lmdb_data::LmdbData;
-use geeps_caffe::transform::{Mean, TransformConf};
+use caffe_geeps::convert::{compute_image_mean, convert_imageset, convert_mnist, ImagesetOptions};
+use caffe_geeps::data::{Cursor, Dataset};
+use caffe_geeps::datum::decode_mean;
+use caffe_geeps::lmdb_data::LmdbData;
+use caffe_geeps::transform::{Mean, TransformConf};
 
 #[test]
 fn convert_mnist_reads_back_as_the_idx_files() {
@@ -101,12 +101,12 @@ fn convert_imageset_resizes_greys_and_shuffles() {
 
 #[test]
 fn labels_beyond_the_scored_classes_stop_training_with_the_record_named() {
-    use geeps_caffe::cluster::Cluster;
-    use geeps_caffe::datum::{Image, Values};
-    use geeps_caffe::lmdb::LmdbWriter;
-    use geeps_caffe::proto::solver::SolverParam;
+    use caffe_geeps::cluster::Cluster;
+    use caffe_geeps::datum::{Image, Values};
+    use caffe_geeps::lmdb::LmdbWriter;
+    use caffe_geeps::proto::solver::SolverParam;
 
-    use geeps_caffe::train::{train, TrainOptions};
+    use caffe_geeps::train::{train, TrainOptions};
 
     let dir = common::scratch("lmdb-labels");
     let db = dir.join("db");
