@@ -16,17 +16,11 @@
 //! `cli_args` (the command line as Caffe users type it).
 
 pub mod blas;
-pub mod cli_args;
-pub mod cluster;
-pub mod convert;
+pub mod cli;
 pub mod data;
-pub mod datum;
 pub mod error;
 pub mod gpu;
-pub mod launch;
 pub mod layers;
-pub mod lmdb;
-pub mod lmdb_data;
 pub mod memory;
 pub mod net;
 pub mod net_state;
@@ -36,11 +30,9 @@ pub mod plot;
 pub mod proto;
 pub mod ps;
 pub mod report;
-pub mod signals;
-pub mod solver;
+pub mod solvers;
 pub mod splits;
-pub mod timing;
+pub mod tools;
 pub mod train;
-pub mod transform;
 
 pub use error::{Error, Result};

@@ -4,7 +4,7 @@
 //! times the layers, `device_query -gpu N` describes a GPU, and
 //! `convert_mnist_data`, `convert_imageset` and `compute_image_mean` make
 //! LMDBs and mean files. gflags' single-dash and underscore flags are
-//! rewritten first (`cli_args`). It owns argument parsing and what each
+//! rewritten first (`cli::args`). It owns argument parsing and what each
 //! command prints; it must never train, evaluate or convert by itself (the
 //! library does).
 
@@ -15,17 +15,17 @@ use std::time::Duration;
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args, Parser, Subcommand};
 
-use geeps::net::WireEncoding;
-use geeps::CudaDevice;
-use caffe_geeps::cli_args::{self, parse_phase, parse_signal_effect, GpuArg};
-use caffe_geeps::cluster::Cluster;
-use caffe_geeps::convert::{self, ImagesetOptions};
-use caffe_geeps::lmdb::LmdbReader;
+use caffe_geeps::cli::args::{self, parse_phase, parse_signal_effect, GpuArg};
+use caffe_geeps::cli::cluster::Cluster;
+use caffe_geeps::data::lmdb::LmdbReader;
 use caffe_geeps::net_state::NetState;
 use caffe_geeps::proto::net::Phase;
 use caffe_geeps::proto::solver::SolverParam;
 use caffe_geeps::ps::{DeviceChoice, PsOptions};
+use caffe_geeps::tools::convert::{self, ImagesetOptions};
 use caffe_geeps::train::{self, SignalEffect, TrainOptions, TrainReport, DEFAULT_SEED};
+use geeps::net::WireEncoding;
+use geeps::CudaDevice;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -381,7 +381,7 @@ fn train_command(args: TrainArgs) -> caffe_geeps::Result<()> {
     if let (false, None, DeviceChoice::Cuda(ordinals)) = (launched, workers, &opts.ps.device) {
         if ordinals.len() > 1 {
             // One process per GPU, as Caffe users expect: this command again, under geeps-launch.
-            return Err(caffe_geeps::launch::one_process_per_gpu(ordinals.len()));
+            return Err(caffe_geeps::cli::launch::one_process_per_gpu(ordinals.len()));
         }
     }
     if !launched && wire == Some(WireEncoding::Bf16) {
@@ -393,7 +393,7 @@ fn train_command(args: TrainArgs) -> caffe_geeps::Result<()> {
     }
     let cluster = if launched { Cluster::from_env(wire)? } else { Cluster::in_process(workers.unwrap_or(4))? };
     // Ctrl-C, SIGTERM and SIGHUP act as -sigint_effect and -sighup_effect say.
-    caffe_geeps::signals::install()?;
+    caffe_geeps::cli::signals::install()?;
     let trained = train::train(&s, &opts, &cluster);
     let stopped = cluster.shutdown();
     let report = trained?;
@@ -424,7 +424,7 @@ fn run(cli: Cli) -> caffe_geeps::Result<()> {
                     "-phase TEST: caffe-geeps times forward and backward of the TRAIN net; use -phase TRAIN",
                 ));
             }
-            let t = caffe_geeps::timing::time(&model, iterations, &state.state(phase))?;
+            let t = caffe_geeps::tools::timing::time(&model, iterations, &state.state(phase))?;
             println!("Average time per layer over {iterations} iteration(s) of batch {}:", t.batch);
             for (name, kind, f, b) in &t.layers {
                 println!(
@@ -470,7 +470,7 @@ fn run(cli: Cli) -> caffe_geeps::Result<()> {
 fn main() -> ExitCode {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
-    match run(Cli::parse_from(cli_args::normalise(std::env::args_os()))) {
+    match run(Cli::parse_from(args::normalise(std::env::args_os()))) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("caffe-geeps: {e}");

@@ -8,8 +8,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
+use crate::data::datum::decode_mean;
+use crate::data::transform::{Mean, TransformConf};
 use crate::data::{DataCache, LabelLimit, Source};
-use crate::datum::decode_mean;
 use crate::error::{Error, Result};
 use crate::layers::split::Split;
 use crate::layers::{self, count, Backward, Forward, Layer, ParamBlob, Shape};
@@ -17,7 +18,6 @@ use crate::net_state::NetState;
 use crate::proto::net::{DataConf, LayerKind, LayerParam, NetParam, ParamSpec, Phase};
 use crate::proto::solver::resolve;
 use crate::splits;
-use crate::transform::{Mean, TransformConf};
 
 #[derive(Debug, Clone)]
 pub struct Blob {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use geeps::Stats;
 
-use crate::cluster::Cluster;
+use crate::cli::cluster::Cluster;
 use crate::data::DataCache;
 use crate::error::{Error, Result};
 use crate::net::Net;
@@ -25,7 +25,7 @@ use crate::ps::control::{Action, Control};
 use crate::ps::worker::PsWorker;
 use crate::ps::PsOptions;
 use crate::report::{write_csv, Point, Reporter};
-use crate::solver::{learning_rate, Rule, Step};
+use crate::solvers::{learning_rate, Rule, Step};
 
 /// Seed of everything random when the solver gives no random_seed.
 pub const DEFAULT_SEED: u64 = 1701;
@@ -548,10 +548,10 @@ fn take_requests(
         control.ask(action);
     };
     if rank == sh.first_local {
-        if crate::signals::take_interrupt() {
+        if crate::cli::signals::take_interrupt() {
             ask("SIGINT/SIGTERM", sh.opts.sigint_effect);
         }
-        if crate::signals::take_hangup() {
+        if crate::cli::signals::take_hangup() {
             ask("SIGHUP", sh.opts.sighup_effect);
         }
     }

@@ -549,7 +549,7 @@ fn every_solver_steps_on_the_gpu_as_on_the_host() {
     use caffe_geeps::params::{BlobSlot, LayerParams};
     use caffe_geeps::proto::net::ParamSpec;
     use caffe_geeps::proto::solver::{Regularization, SolverType};
-    use caffe_geeps::solver::{layer_delta, Rule, Step};
+    use caffe_geeps::solvers::{layer_delta, Rule, Step};
     let Some(gpu) = gpu("every_solver_steps_on_the_gpu_as_on_the_host") else { return };
     let mut rng = StdRng::seed_from_u64(9);
     let blob = |offset, len, lr_mult, decay_mult| BlobSlot {

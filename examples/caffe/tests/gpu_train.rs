@@ -10,11 +10,11 @@ mod common;
 
 use std::process::Command;
 
-use common::quiet;
-use caffe_geeps::cluster::Cluster;
+use caffe_geeps::cli::cluster::Cluster;
 use caffe_geeps::proto::solver::SolverParam;
 use caffe_geeps::ps::{DeviceChoice, PsOptions};
 use caffe_geeps::train::train;
+use common::quiet;
 
 /// |GPU loss − CPU loss| at every iteration, relative to the CPU loss.
 const LOSS_TOLERANCE: f32 = 0.02;

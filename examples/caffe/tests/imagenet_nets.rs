@@ -15,14 +15,14 @@ use std::sync::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use caffe_geeps::cluster::Cluster;
-use caffe_geeps::convert::compute_image_mean;
+use caffe_geeps::cli::cluster::Cluster;
+use caffe_geeps::data::datum::{Image, Values};
+use caffe_geeps::data::lmdb::LmdbWriter;
 use caffe_geeps::data::DataCache;
-use caffe_geeps::datum::{Image, Values};
-use caffe_geeps::lmdb::LmdbWriter;
 use caffe_geeps::params::ParamLayout;
 use caffe_geeps::proto::net::{LayerKind, NetParam, Phase};
 use caffe_geeps::proto::solver::SolverParam;
+use caffe_geeps::tools::convert::compute_image_mean;
 use caffe_geeps::train::{build_nets, train, TrainOptions};
 
 const NETS: [&str; 3] = ["alexnet_train_val", "caffenet_train_val", "googlenet_train_val"];

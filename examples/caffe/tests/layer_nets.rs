@@ -9,9 +9,9 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use caffe_geeps::cluster::Cluster;
+use caffe_geeps::cli::cluster::Cluster;
+use caffe_geeps::data::datum::encode_mean;
 use caffe_geeps::data::DataCache;
-use caffe_geeps::datum::encode_mean;
 use caffe_geeps::params::ParamLayout;
 use caffe_geeps::proto::net::LAYER_TYPES;
 use caffe_geeps::proto::solver::SolverParam;

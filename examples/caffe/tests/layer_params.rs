@@ -7,13 +7,13 @@ mod common;
 
 use std::path::Path;
 
-use common::net_err;
 use caffe_geeps::layers::eltwise::EltwiseOp;
 use caffe_geeps::layers::lrn::{LrnConf, NormRegion};
 use caffe_geeps::layers::power::PowerConf;
 use caffe_geeps::layers::scale::ScaleConf;
 use caffe_geeps::layers::spec::{BatchNormSpec, LayerSpec};
 use caffe_geeps::proto::net::{Filler, LayerKind, NetParam, LAYER_TYPES};
+use common::net_err;
 
 /// The settings of the one layer `src` declares.
 fn read(src: &str) -> LayerKind {

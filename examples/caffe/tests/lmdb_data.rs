@@ -7,11 +7,11 @@ mod common;
 
 use std::path::Path;
 
-use caffe_geeps::convert::{compute_image_mean, convert_imageset, convert_mnist, ImagesetOptions};
+use caffe_geeps::data::datum::decode_mean;
+use caffe_geeps::data::lmdb_data::LmdbData;
+use caffe_geeps::data::transform::{Mean, TransformConf};
 use caffe_geeps::data::{Cursor, Dataset};
-use caffe_geeps::datum::decode_mean;
-use caffe_geeps::lmdb_data::LmdbData;
-use caffe_geeps::transform::{Mean, TransformConf};
+use caffe_geeps::tools::convert::{compute_image_mean, convert_imageset, convert_mnist, ImagesetOptions};
 
 #[test]
 fn convert_mnist_reads_back_as_the_idx_files() {
@@ -101,9 +101,9 @@ fn convert_imageset_resizes_greys_and_shuffles() {
 
 #[test]
 fn labels_beyond_the_scored_classes_stop_training_with_the_record_named() {
-    use caffe_geeps::cluster::Cluster;
-    use caffe_geeps::datum::{Image, Values};
-    use caffe_geeps::lmdb::LmdbWriter;
+    use caffe_geeps::cli::cluster::Cluster;
+    use caffe_geeps::data::datum::{Image, Values};
+    use caffe_geeps::data::lmdb::LmdbWriter;
     use caffe_geeps::proto::solver::SolverParam;
 
     use caffe_geeps::train::{train, TrainOptions};

@@ -8,9 +8,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use caffe_geeps::cluster::Cluster;
-use caffe_geeps::convert::convert_mnist;
+use caffe_geeps::cli::cluster::Cluster;
 use caffe_geeps::proto::solver::SolverParam;
+use caffe_geeps::tools::convert::convert_mnist;
 use caffe_geeps::train::{train, TrainOptions};
 
 fn quiet() -> TrainOptions {

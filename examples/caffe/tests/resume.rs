@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use caffe_geeps::cluster::Cluster;
+use caffe_geeps::cli::cluster::Cluster;
 use caffe_geeps::proto::caffe::SolverState;
 use caffe_geeps::proto::solver::SolverParam;
 use caffe_geeps::train::{train, TrainOptions};

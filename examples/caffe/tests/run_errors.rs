@@ -6,7 +6,7 @@
 
 mod common;
 
-use caffe_geeps::cluster::Cluster;
+use caffe_geeps::cli::cluster::Cluster;
 use caffe_geeps::data::DataCache;
 use caffe_geeps::proto::solver::SolverParam;
 use caffe_geeps::train::{build_nets, train, TrainOptions};

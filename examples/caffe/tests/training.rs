@@ -5,12 +5,12 @@
 
 mod common;
 
-use common::{assert_close, quiet, reference};
-use caffe_geeps::cluster::Cluster;
+use caffe_geeps::cli::cluster::Cluster;
 use caffe_geeps::data::DataCache;
 use caffe_geeps::proto::solver::SolverParam;
 use caffe_geeps::ps::PsOptions;
 use caffe_geeps::train::{build_nets, test_weights, train, TrainOptions};
+use common::{assert_close, quiet, reference};
 
 #[test]
 fn one_bsp_worker_matches_training_without_geeps() {

@@ -13,9 +13,11 @@
 //! returns an error saying so, never panics.
 
 mod device_vec;
+pub mod emulated;
 mod gemm;
 mod kernels;
 mod ops;
+mod ptx_modules;
 mod scratch;
 mod solver;
 mod transform;
@@ -116,6 +118,8 @@ impl Gpu {
                 ));
             }
             let ctx = CudaContext::new(ordinal).map_err(|e| gpu_error(format!("GPU {ordinal}: {e}")))?;
+            // Under the emulated driver, its native kernels (before any launch).
+            emulated::register_if_emulated();
             let stream = ctx.new_stream().map_err(|e| gpu_error(format!("GPU {ordinal}: a stream: {e}")))?;
             let blas = CudaBlas::new(stream.clone()).map_err(|e| gpu_error(format!("GPU {ordinal}: cuBLAS: {e}")))?;
             let kernels = Kernels::load(&ctx)?;

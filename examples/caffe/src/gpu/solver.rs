@@ -8,7 +8,7 @@ use super::{Arg, DevSlice, Gpu};
 use crate::error::Result;
 use crate::params::LayerParams;
 use crate::proto::solver::{Regularization, SolverType};
-use crate::solver::{Rule, Step};
+use crate::solvers::{Rule, Step};
 
 impl Gpu {
     /// The solver's step of one layer where its gradient lies, blob by blob

@@ -26,7 +26,7 @@ use crate::ps::gpu_pass::{self, DevIo};
 use crate::ps::host_view::HostView;
 use crate::ps::layout::{rows_for, LayoutSizes, PsLayout, Slot};
 use crate::ps::PsOptions;
-use crate::solver::{clip_factor, layer_delta, sumsq, Rule, Step};
+use crate::solvers::{clip_factor, layer_delta, sumsq, Rule, Step};
 
 #[derive(Debug, Clone, Default)]
 struct Calls {
@@ -513,7 +513,12 @@ impl<'a> PsWorker<'a> {
 
     /// A Data layer's batch on the GPU: uploaded as stored and transformed
     /// there into the data top; labels into the label top.
-    fn data_on_gpu(&self, li: usize, output: Option<&Held<'_>>, batch: &crate::transform::RawBatch) -> Result<()> {
+    fn data_on_gpu(
+        &self,
+        li: usize,
+        output: Option<&Held<'_>>,
+        batch: &crate::data::transform::RawBatch,
+    ) -> Result<()> {
         let (Some(gpu), Some(src)) = (self.gpu.as_ref(), &self.net.layers[li].data) else { return Ok(()) };
         let l = &self.net.layers[li];
         let (mut data, mut label) = (DevSlice::EMPTY, DevSlice::EMPTY);

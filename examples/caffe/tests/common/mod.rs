@@ -13,7 +13,7 @@ use caffe_geeps::plain::Plain;
 use caffe_geeps::proto::net::NetParam;
 use caffe_geeps::proto::solver::SolverParam;
 use caffe_geeps::ps::PsOptions;
-use caffe_geeps::solver::{clip_factor, layer_delta, learning_rate, sumsq, Rule, Step};
+use caffe_geeps::solvers::{clip_factor, layer_delta, learning_rate, sumsq, Rule, Step};
 use caffe_geeps::train::{build_nets, iteration_seed, TrainOptions};
 use caffe_geeps::Error;
 

@@ -1,6 +1,7 @@
-//! The native caffe kernels (`GEEPS_CUDA_EMU_KERNELS=native`) give the same
-//! bits as the PTX interpreter for every kernel of `examples/caffe/kernels`
-//! the emulator runs natively, on random ragged shapes (padding, strides and
+//! The trainer's native kernels (`caffe_geeps::gpu::emulated`, registered
+//! with the emulated driver, run under `GEEPS_CUDA_EMU_KERNELS=native`) give
+//! the same bits as the emulator's PTX interpreter for every kernel they
+//! run natively, on random ragged shapes (padding, strides and
 //! dilations for im2col/col2im and pooling; L1/L2 and Nesterov for the SGD
 //! step; mirrored crops and every mean kind for the transform) and several
 //! launch geometries (fewer threads than elements, about enough, more;
@@ -9,27 +10,31 @@
 //! compares all the buffers afterwards. A native fault is checked too, so
 //! the comparison cannot pass by both runs using the interpreter.
 
-mod common;
+// The emulator's own test helpers: the driver linked in, called directly.
+#[path = "../src/gpu/ptx_modules.rs"]
+mod caffe_ptx;
+#[path = "../../../cuda-emu/tests/common/mod.rs"]
+mod emulator;
 
 use std::collections::BTreeMap;
 
-use common::*;
+use emulator::*;
 use geeps_testkit::kernel_inputs::kernel_floats;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 const MODULES: [&str; 9] = [
-    include_str!("../../examples/caffe/kernels/activations.ptx"),
-    include_str!("../../examples/caffe/kernels/bias.ptx"),
-    include_str!("../../examples/caffe/kernels/im2col.ptx"),
-    include_str!("../../examples/caffe/kernels/pooling.ptx"),
-    include_str!("../../examples/caffe/kernels/sgd.ptx"),
-    include_str!("../../examples/caffe/kernels/transform.ptx"),
-    include_str!("../../examples/caffe/kernels/eltwise.ptx"),
-    include_str!("../../examples/caffe/kernels/scale.ptx"),
-    include_str!("../../examples/caffe/kernels/prelu.ptx"),
+    caffe_ptx::module("activations"),
+    caffe_ptx::module("bias"),
+    caffe_ptx::module("im2col"),
+    caffe_ptx::module("pooling"),
+    caffe_ptx::module("sgd"),
+    caffe_ptx::module("transform"),
+    caffe_ptx::module("eltwise"),
+    caffe_ptx::module("scale"),
+    caffe_ptx::module("prelu"),
 ];
-const CONCAT: &str = include_str!("../../examples/caffe/kernels/concat.ptx");
+const CONCAT: &str = caffe_ptx::module("concat");
 const ACT: usize = 0;
 const BIAS: usize = 1;
 const IM2COL: usize = 2;
@@ -286,9 +291,22 @@ fn cases() -> Vec<Case> {
     out
 }
 
+/// Registers the trainer's native kernels with the linked-in emulator.
+fn register() {
+    let code = caffe_geeps::gpu::emulated::with_table(|table, count| unsafe {
+        geeps_cuda_emu::native_kernels::registry::geeps_cuda_emu_register_native_kernels(
+            caffe_geeps::gpu::emulated::NATIVE_KERNELS_ABI,
+            table.cast(),
+            count,
+        )
+    });
+    ok(code);
+}
+
 /// Runs every case; each case's buffers after it ran, concatenated.
 fn run_all() -> Vec<u32> {
     open();
+    register();
     let mut modules: Vec<_> = MODULES.iter().map(|p| load_ptx(p)).collect();
     modules.push(load_ptx(CONCAT));
     let mut out = Vec::new();
@@ -380,6 +398,7 @@ fn native_fault() {
         return;
     }
     open();
+    register();
     let m = load_ptx(MODULES[IM2COL]);
     // A 1x4x4 image claimed as 2x4x4.
     let (image, col) = (upload_f32(&[1.0; 16]), upload_f32(&[0.0; 2 * 16]));

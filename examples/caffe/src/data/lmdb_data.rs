@@ -9,11 +9,11 @@ use std::path::Path;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
-use crate::data::LabelLimit;
-use crate::datum::{Image, Values};
+use crate::data::datum::{Image, Values};
+use crate::data::label_limit::LabelLimit;
+use crate::data::lmdb::LmdbReader;
+use crate::data::transform::{Pixels, RawBatch, TransformConf};
 use crate::error::{Error, Result};
-use crate::lmdb::LmdbReader;
-use crate::transform::{Pixels, RawBatch, TransformConf};
 
 #[derive(Debug)]
 pub struct LmdbData {

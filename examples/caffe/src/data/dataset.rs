@@ -12,10 +12,11 @@ use std::sync::{Arc, Mutex};
 
 use flate2::read::GzDecoder;
 
+use super::label_limit::LabelLimit;
+use super::lmdb_data::LmdbData;
+use crate::data::transform::{Pixels, RawBatch, TransformConf};
 use crate::error::{Error, Result};
-use crate::lmdb_data::LmdbData;
 use crate::proto::net::DataConf;
-use crate::transform::{Pixels, RawBatch, TransformConf};
 
 /// Images (one channel, row-major bytes) with their labels.
 #[derive(Debug)]
@@ -76,14 +77,6 @@ impl Dataset {
             label[k] = f32::from(self.labels[i]);
         }
     }
-}
-
-/// The class count a net scores, which every label must stay below.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LabelLimit {
-    pub classes: usize,
-    /// The loss or accuracy layer that sets it.
-    pub layer: String,
 }
 
 /// A Data layer's records.

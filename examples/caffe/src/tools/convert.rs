@@ -11,10 +11,10 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
+use crate::data::datum::{encode_mean, from_picture, Image, Values};
+use crate::data::lmdb::{LmdbReader, LmdbWriter};
 use crate::data::read_idx;
-use crate::datum::{encode_mean, from_picture, Image, Values};
 use crate::error::{Error, Result};
-use crate::lmdb::{LmdbReader, LmdbWriter};
 
 /// Converts IDX `images` and `labels` files into the LMDB `out`; returns the record count.
 pub fn convert_mnist(images: &Path, labels: &Path, out: &Path) -> Result<usize> {
