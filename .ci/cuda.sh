@@ -5,8 +5,8 @@
 #      examples/caffe/src holding a .cu: its layers, solvers and data);
 #   2. ptxas assembles it for sm_80 and sm_90;
 #   3. the facade builds with `--features cuda` (no CUDA installed);
-#   4. the PTX, executed on the CPU by the ptoxide interpreter, matches the
-#      host device's kernels bit for bit.
+#   4. the PTX, executed on the CPU by the emulated driver's PTX interpreter,
+#      matches the host device's kernels bit for bit.
 # NVRTC and ptxas come from PyPI wheels, pinned to the release the PTX was
 # generated with, and are kept under the target dir between runs.
 set -euo pipefail
@@ -66,14 +66,14 @@ cargo build --release --workspace --lib --bins --tests
 
 step "device suites on CudaDevice under the emulated driver (native row kernels)"
 GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace --exclude geeps-cuda-emu \
-  --test device_contract --test semantics --test basics --test placement --test consistency \
-  --test handover --test release_lanes --test mlr --test errors --test network --test checkpoint
+  --test device_contract --test basics --test placement --test consistency \
+  --test handover --test release_lanes --test mlr --test errors --test network --test checkpoint --test checkpoint_kill
 
 step "multi-process suites (geeps-launch) with every rank on CudaDevice"
 GEEPS_TEST_DEVICE=cuda GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace --test processes
 
-step "the engine's semantics on CudaDevice with the PTX interpreted (the emulator's interpreter)"
-GEEPS_CUDA_EMU_KERNELS=interpret $emu cargo test --release --workspace --test semantics
+step "the engine's semantics (basics, placement) on CudaDevice with the PTX interpreted (the emulator's interpreter)"
+GEEPS_CUDA_EMU_KERNELS=interpret $emu cargo test --release --workspace --test basics --test placement
 
 step "caffe-geeps GPU layers against the CPU layers, every solver's GPU step, with the PTX interpreted"
 GEEPS_CUDA_EMU_KERNELS=interpret $emu cargo test --release --workspace --test gpu_layers

@@ -15,7 +15,7 @@
 #      with --gpu 0: 1 worker gives the host device's losses bit for bit, 2
 #      workers train; without a driver, --gpu 0 stops with one message;
 #   4. install under a temporary prefix (versioned libgeeps.so.X.Y.Z with
-#      SONAME libgeeps.so.0 and its links, stripped, debug info apart) and
+#      SONAME libgeeps.so.ABI (scripts/soname) and its links, stripped, debug info apart) and
 #      build the trainer again through pkg-config, shared (geeps) and static
 #      (geeps-static: the program must not need libgeeps.so), and through
 #      CMake's find_package when cmake is present.
@@ -40,16 +40,17 @@ step "include/geeps.h is the generated header"
 cargo test --release --workspace --test header
 
 step "libgeeps.so carries its SONAME"
+soname="$(scripts/soname)"
 readelf -d "$lib/libgeeps.so" | tee "$work/dynamic.txt" | grep SONAME
-grep -q 'Library soname: \[libgeeps\.so\.0\]' "$work/dynamic.txt"
+grep -qF "Library soname: [$soname]" "$work/dynamic.txt" || { echo "libgeeps.so's SONAME is not $soname" >&2; exit 1; }
 
 step "C error paths under AddressSanitizer"
-# Programs linked with -lgeeps record the SONAME, libgeeps.so.0; cargo
+# Programs linked with -lgeeps record the SONAME, libgeeps.so.ABI; cargo
 # leaves only libgeeps.so, so the run-time path points at a directory with
 # the link the installed layout has (scripts/install.sh makes it there).
 abs_lib="$work/lib"
 mkdir -p "$abs_lib"
-ln -sfn "$(cd "$lib" && pwd)/libgeeps.so" "$abs_lib/libgeeps.so.0"
+ln -sfn "$(cd "$lib" && pwd)/libgeeps.so" "$abs_lib/$soname"
 gcc -std=c11 -Wall -Wextra -Werror -g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
   -fno-sanitize-recover=all -Iinclude geeps-ffi/ctest/error_paths.c \
   -L"$lib" -lgeeps -Wl,-rpath,"$abs_lib" -o "$work/error_paths"
@@ -136,11 +137,11 @@ test "$(pkg-config --modversion geeps)" = "$(sed -n 's/^version = "\(.*\)"$/\1/p
 # shellcheck disable=SC2046 # pkg-config prints several words on purpose
 g++ -std=c++17 -O2 examples/cpp_trainer/trainer.cpp $(pkg-config --cflags --libs geeps) \
   -Wl,-rpath,"$work/prefix/lib" -o "$work/cpp_trainer_pc"
-# Linked through the SONAME, so a compatible libgeeps.so.0.x.y replaces it.
-readelf -d "$work/cpp_trainer_pc" | grep 'Shared library: \[libgeeps\.so\.0\]' >/dev/null
+# Linked through the SONAME, so a compatible release replaces it.
+readelf -d "$work/cpp_trainer_pc" | grep -F "Shared library: [$soname]" >/dev/null
 "$work/cpp_trainer_pc" --data examples/data --workers 2 --epochs 2 --train-images 4000
 # The installed libraries are stripped; the debug info is a separate file.
-test -L "$work/prefix/lib/libgeeps.so" && test -L "$work/prefix/lib/libgeeps.so.0"
+test -L "$work/prefix/lib/libgeeps.so" && test -L "$work/prefix/lib/$soname"
 real="$(readlink -f "$work/prefix/lib/libgeeps.so")"
 test -f "$work/prefix/lib/debug/$(basename "$real").debug"
 if readelf -S "$real" | grep '\.debug_' >/dev/null; then

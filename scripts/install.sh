@@ -2,17 +2,18 @@
 # Installs libgeeps for C and C++ programs under PREFIX, laid out as a
 # distribution package would ship it:
 #   PREFIX/include/geeps.h, PREFIX/include/geeps.hpp (C++ RAII wrapper)
-#   PREFIX/lib/libgeeps.so.VERSION               the shared library (SONAME libgeeps.so.0), stripped
-#   PREFIX/lib/libgeeps.so.0 -> libgeeps.so.VERSION  what programs load (their NEEDED entry)
-#   PREFIX/lib/libgeeps.so -> libgeeps.so.0      what -lgeeps links against
+#   PREFIX/lib/libgeeps.so.VERSION               the shared library (SONAME libgeeps.so.ABI), stripped
+#   PREFIX/lib/libgeeps.so.ABI -> libgeeps.so.VERSION  what programs load (their NEEDED entry)
+#   PREFIX/lib/libgeeps.so -> libgeeps.so.ABI    what -lgeeps links against
 #   PREFIX/lib/libgeeps.a                        the static library, debug info stripped
 #   PREFIX/lib/debug/libgeeps.so.VERSION.debug   the shared library's debug info (gnu-debuglink), and
 #   PREFIX/lib/debug/.build-id/xx/yyyy.debug     the same by build id (gdb: set debug-file-directory PREFIX/lib/debug)
 #   PREFIX/lib/pkgconfig/geeps.pc                pkg-config --cflags --libs geeps (shared)
 #   PREFIX/lib/pkgconfig/geeps-static.pc         pkg-config --libs geeps-static (libgeeps.a + what it needs)
 #   PREFIX/lib/cmake/geeps/geepsConfig.cmake     find_package(geeps) -> geeps::geeps, geeps::geeps_static
-# VERSION is the workspace version in Cargo.toml (MAJOR.MINOR.PATCH); the
-# SONAME's 0 is the ABI major, set in geeps-ffi/build.rs.
+# VERSION is the workspace version in Cargo.toml (MAJOR.MINOR.PATCH); ABI is
+# the part of it that changes when the C ABI breaks (0.2.1 -> 0.2, 1.4.0 ->
+# 1: scripts/soname, geeps-ffi/build.rs).
 # Builds the library first (cargo build --release -p geeps-ffi: only what
 # libgeeps needs; its features resolve differently from a whole-workspace
 # build, so after `cargo test --release --workspace` build with
@@ -37,8 +38,7 @@ fi
 lib="${CARGO_TARGET_DIR:-target}/release"
 version="$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n1)"
 [ -n "$version" ] || { echo "install.sh: no version in Cargo.toml" >&2; exit 1; }
-major="${version%%.*}"
-soname="libgeeps.so.$major"
+soname="$(scripts/soname)"
 real="libgeeps.so.$version"
 strip_libs=1
 if [ "${GEEPS_NO_STRIP:-0}" = 1 ]; then

@@ -50,6 +50,8 @@ pub use geeps_core::{
 
 /// The device seam, for writing a backend: the [`Device`] trait and its types.
 pub use geeps_core::device;
+/// The keeper shard, for a transport that hosts keepers: [`keeper::KeeperShard`].
+pub use geeps_core::keeper;
 /// The transport seam, for writing a transport: the [`Transport`] trait and its messages.
 pub use geeps_core::transport;
 

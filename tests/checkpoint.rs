@@ -1,37 +1,20 @@
 //! Checkpoints of the whole parameter server: a run stopped at a checkpoint
 //! and resumed from it ends bit-identical to one never stopped (BSP's
 //! deterministic apply); a checkpoint loads into another number of
-//! workers; a process killed at random instants while checkpointing never
-//! leaves a checkpoint that does not load; and each misuse gets an error
-//! that says what to do.
+//! workers; a checkpoint made on the host device round-trips through every
+//! device; and each misuse gets an error that says what to do. Killing a
+//! process while it checkpoints is `checkpoint_kill.rs`.
 
+mod checkpoint_fixture;
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
+use checkpoint_fixture::{build, on_cluster, temp_dir, WIDTH};
 use geeps::{keys, Config, Error, Geeps, InProcessCluster, Slack, TableId, Transport};
 
 const ROWS: u32 = 10;
-const WIDTH: usize = 4;
-
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("geeps-ckpt-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
-fn build(transport: Arc<dyn Transport>, rows: u32) -> (Geeps, TableId, TableId) {
-    let mut b = Geeps::builder(Config::default().with_row_width(WIDTH).with_wait_deadline(Duration::from_secs(60)));
-    let w = b.parameter_table("w", rows);
-    let bias = b.parameter_table("bias", 3);
-    b.local_table("scratch", 2);
-    b.transport(transport);
-    let ps = b.build().unwrap();
-    ps.finish_virtual_iteration().unwrap();
-    (ps, w, bias)
-}
 
 fn bits(ps: &Geeps, t: TableId, rows: u32) -> Vec<u32> {
     let buf = ps.read_keys(&keys(t, 0..rows), Slack::BSP).unwrap();
@@ -74,22 +57,6 @@ fn train(
         }
     }
     ([bits(ps, w, ROWS), bits(ps, bias, 3)].concat(), at_checkpoint)
-}
-
-fn on_cluster<T: Send + 'static>(
-    workers: usize,
-    body: impl Fn(Arc<dyn Transport>) -> T + Send + Sync + 'static,
-) -> Vec<T> {
-    let cluster = InProcessCluster::new(workers).unwrap();
-    let body = Arc::new(body);
-    let threads: Vec<_> = (0..workers)
-        .map(|rank| {
-            let t = cluster.transport(rank).unwrap();
-            let body = body.clone();
-            std::thread::spawn(move || body(t))
-        })
-        .collect();
-    threads.into_iter().map(|t| t.join().unwrap()).collect()
 }
 
 #[test]
@@ -181,76 +148,6 @@ fn misuse_gets_errors_that_say_what_to_do() {
     let (ps, _, _) = single();
     assert_eq!(ps.restore(&dir).unwrap().clock, 1);
     ps.shutdown().unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
-}
-
-/// Child process of the kill test: two workers that add 1 to every row each
-/// clock and checkpoint after every clock, until killed.
-#[test]
-fn checkpoint_writer_child() {
-    let Some(dir) = std::env::var_os("GEEPS_CKPT_CHILD_DIR") else { return };
-    let dir = PathBuf::from(dir);
-    on_cluster(2, move |t| {
-        let (ps, w, bias) = build(t, KILL_ROWS);
-        let start = match ps.restore(&dir) {
-            Ok(r) => r.clock,
-            Err(_) => 0,
-        };
-        for _ in start..u64::MAX {
-            for (t, rows) in [(w, KILL_ROWS), (bias, 3)] {
-                let mut d = ps.pre_update_keys(&keys(t, 0..rows)).unwrap();
-                d.as_mut_slice().unwrap().fill(1.0);
-                d.update().unwrap();
-            }
-            ps.clock().unwrap();
-            ps.checkpoint(&dir, &[ps.rank() as u8; 1000]).unwrap();
-        }
-    });
-}
-
-const KILL_ROWS: u32 = 20_000;
-
-#[cfg(unix)]
-#[test]
-fn a_kill_during_checkpoints_never_leaves_one_that_does_not_load() {
-    use rand::Rng;
-    let dir = temp_dir("kill");
-    let exe = std::env::current_exe().unwrap();
-    let mut rng = rand::thread_rng();
-    let mut loaded = 0;
-    for round in 0..12 {
-        let mut child = std::process::Command::new(&exe)
-            .args(["--exact", "checkpoint_writer_child", "--nocapture", "--test-threads", "1"])
-            .env("GEEPS_CKPT_CHILD_DIR", &dir)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(rng.gen_range(150..600)));
-        child.kill().unwrap();
-        child.wait().unwrap();
-        if !dir.join("LATEST").exists() {
-            continue;
-        }
-        // Whatever instant the kill hit, the checkpoint found loads and is
-        // consistent: every row holds 2 × its clock.
-        let t: Arc<dyn Transport> = InProcessCluster::new(1).unwrap().transport(0).unwrap();
-        let (ps, w, bias) = build(t, KILL_ROWS);
-        let r = ps.restore(&dir).unwrap_or_else(|e| panic!("round {round}: {e}"));
-        let want = (2 * r.clock) as f32;
-        for (t, rows) in [(w, KILL_ROWS), (bias, 3)] {
-            let buf = ps.read_keys(&keys(t, 0..rows), Slack::BSP).unwrap();
-            assert!(
-                buf.as_slice().unwrap().iter().all(|&v| v == want),
-                "round {round}: rows differ from clock {}",
-                r.clock
-            );
-        }
-        assert_eq!(r.rank_states, vec![vec![0u8; 1000], vec![1u8; 1000]]);
-        ps.shutdown().unwrap();
-        loaded += 1;
-    }
-    assert!(loaded >= 6, "only {loaded} of 12 rounds left a checkpoint; the child may not be running");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

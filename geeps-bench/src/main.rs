@@ -274,7 +274,7 @@ fn main() -> ExitCode {
     // The memory sweep runs single-buffered budgets on purpose; the plan of
     // each is in the results, so the planner's warning about it is not logged.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,geeps_core::planner=error"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,geeps_core::plan::planner=error"));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
     let result = match RankEnv::from_env() {
         Some(env) => env.and_then(rank_main),

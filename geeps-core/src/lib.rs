@@ -8,36 +8,25 @@
 
 #![warn(missing_docs)]
 
-mod apply_order;
-mod buffer_pool;
+mod api;
 mod checkpoint;
-
 mod config;
 pub mod device;
 mod engine;
 mod error;
-mod geeps;
-mod handover;
-mod index;
-mod keeper;
-mod keeper_rows;
-mod planner;
-mod range_max;
-mod recorder;
+pub mod keeper;
+mod plan;
 mod stats;
-mod store;
 mod table;
 pub mod transport;
-mod vector_clock;
 
+pub use api::{Geeps, GeepsBuilder, ReleaseAs, Restored};
+pub use api::{LocalBuffer, RawBuffer, ReadBuffer, UpdateBuffer};
 pub use config::{Config, DEFAULT_ROW_WIDTH, DEFAULT_WAIT_DEADLINE};
 pub use device::HostDevice;
 pub use device::{Device, DeviceInfo, DevicePtr};
 pub use error::{Error, Result};
-pub use geeps::{Geeps, GeepsBuilder, ReleaseAs, Restored};
-pub use geeps::{LocalBuffer, RawBuffer, ReadBuffer, UpdateBuffer};
-pub use planner::{Plan, TablePlacement};
-pub use recorder::Handle;
+pub use plan::{Handle, Plan, TablePlacement};
 pub use stats::{CallKind, CallStats, Stats};
 pub use table::{keys, RowKey, Slack, TableId, TableKind, TableSpec};
 pub use transport::InProcessCluster;

@@ -1,9 +1,14 @@
-//! The shipped PTX, executed on the CPU by the ptoxide interpreter and
-//! compared bit for bit with the host device's kernels, on random rows and
-//! random indexes: ragged row widths (not multiples of the threads per row),
-//! partial last blocks, rows of the destination the index does not name
-//! (which must stay untouched), and adds over subnormals, signed zeros and
-//! large exponents. Needs no GPU and no CUDA.
+//! The shipped PTX, executed on the CPU by the emulated driver's PTX
+//! interpreter (`geeps_cuda_emu::ptx`, called directly: no driver, no
+//! settings) and compared bit for bit with the host device's kernels, on
+//! random rows and random indexes: ragged row widths (not multiples of the
+//! threads per row), partial last blocks, rows of the destination the index
+//! does not name (which must stay untouched), and adds over subnormals,
+//! signed zeros and large exponents. Each case runs with geeps' launch
+//! shape, with a grid of one block (the kernels' grid-stride loop then
+//! takes every row), and with both row pointers 4 bytes off 16-byte
+//! alignment (the kernels' scalar path where they would move float4s).
+//! Needs no GPU and no CUDA.
 //!
 //! Inputs are finite: NaN payloads and inf − inf are the one place GPUs and
 //! CPUs may differ in bits, and the engine never relies on either.
@@ -12,9 +17,9 @@ use std::sync::Arc;
 
 use geeps_core::device::{Device, DevicePtr, RowOp, RowPair};
 use geeps_core::HostDevice;
-use geeps_cuda::{encode_index, launch_shape, RowKernel, ROWS_PTX};
+use geeps_cuda::{encode_index, launch_shape, LaunchShape, RowKernel, ROWS_PTX};
+use geeps_cuda_emu::ptx::{self, Geometry, Memory, Program};
 use geeps_testkit::kernel_inputs::kernel_floats;
-use ptoxide::{Argument, Context, LaunchParams};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -32,28 +37,57 @@ fn pairs(rng: &mut StdRng, n: usize, buffer_rows: usize, store_rows: usize) -> V
     b.iter().zip(&s).take(n).map(|(&buffer_row, &store_row)| RowPair { buffer_row, store_row }).collect()
 }
 
+/// How a case is launched: geeps' shape, or one block striding over every
+/// row; row pointers aligned, or 4 bytes off.
+#[derive(Debug, Clone, Copy)]
+struct Variant {
+    one_block: bool,
+    misaligned: bool,
+}
+
+const VARIANTS: [Variant; 3] = [
+    Variant { one_block: false, misaligned: false },
+    Variant { one_block: true, misaligned: false },
+    Variant { one_block: false, misaligned: true },
+];
+
+fn bytes(floats: &[f32]) -> Vec<u8> {
+    floats.iter().flat_map(|f| f.to_le_bytes()).collect()
+}
+
 /// Runs `kernel` from the shipped PTX in the interpreter; returns the
 /// destination (the buffer for a gather, the store for a scatter).
-fn interpret(kernel: RowKernel, src: &[f32], pairs: &[RowPair], dst: &[f32], width: usize) -> Vec<f32> {
-    let index = encode_index(pairs).unwrap();
-    let shape = launch_shape(pairs.len(), width).unwrap();
-    let mut ctx = Context::new_with_module(ROWS_PTX).expect("ptoxide parses and compiles the shipped PTX");
-    let (dsrc, didx, ddst) = (ctx.alloc::<f32>(src.len()), ctx.alloc::<u32>(index.len()), ctx.alloc::<f32>(dst.len()));
-    ctx.write(dsrc, src);
-    ctx.write(didx, &index);
-    ctx.write(ddst, dst);
-    let launch = LaunchParams::func(kernel.entry()).grid1d(shape.grid).block2d(shape.block_x, shape.block_y);
-    let args = [
-        Argument::ptr(dsrc),
-        Argument::ptr(didx),
-        Argument::U32(pairs.len() as u32),
-        Argument::ptr(ddst),
-        Argument::U32(width as u32),
+fn interpret(kernel: RowKernel, src: &[f32], pairs: &[RowPair], dst: &[f32], width: usize, how: Variant) -> Vec<f32> {
+    let index: Vec<u8> = encode_index(pairs).unwrap().iter().flat_map(|w| w.to_le_bytes()).collect();
+    let geeps = launch_shape(pairs.len(), width).unwrap();
+    let shape = if how.one_block { LaunchShape { grid: 1, ..geeps } } else { geeps };
+    let program = Program::load(ROWS_PTX).expect("the interpreter parses the shipped PTX");
+    let code = program.kernel(kernel.entry()).unwrap_or_else(|e| panic!("{e}"));
+    // Device addresses far apart, 256-byte aligned as the driver's, plus the offset.
+    let offset: u64 = if how.misaligned { 4 } else { 0 };
+    let (src_at, index_at, dst_at) = (0x1000_0000 + offset, 0x2000_0000u64, 0x3000_0000 + offset);
+    let (mut src_mem, mut index_mem, mut dst_mem) = (bytes(src), index, bytes(dst));
+    let args: [&[u8]; 5] = [
+        &src_at.to_le_bytes(),
+        &index_at.to_le_bytes(),
+        &(pairs.len() as u32).to_le_bytes(),
+        &dst_at.to_le_bytes(),
+        &(width as u32).to_le_bytes(),
     ];
-    ctx.run(launch, &args).unwrap_or_else(|e| panic!("ptoxide failed on {}: {e}", kernel.entry()));
-    let mut out = vec![0.0f32; dst.len()];
-    ctx.read(ddst, &mut out);
-    out
+    let mut params = vec![0u8; code.param_bytes];
+    for (&(at, size), arg) in code.params.iter().zip(args) {
+        assert_eq!(size, arg.len(), "{}: parameter sizes changed", kernel.entry());
+        params[at..at + size].copy_from_slice(arg);
+    }
+    let globals = vec![(src_at, &mut src_mem[..]), (index_at, &mut index_mem[..]), (dst_at, &mut dst_mem[..])];
+    let mut data = program.data();
+    let mut mem = Memory::new(globals, params, &mut data);
+    let geo = Geometry { grid: (shape.grid, 1, 1), block: (shape.block_x, shape.block_y, 1), dynamic_shared: 0 };
+    if let Err(stop) = ptx::run(code, geo, &mut mem) {
+        panic!("{} faulted at PTX line {}: {:?}", kernel.entry(), stop.line, stop.fault);
+    }
+    drop(mem);
+    dst_mem.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect()
 }
 
 /// Runs `kernel` on the host device, the reference implementation.
@@ -81,11 +115,11 @@ fn reference(kernel: RowKernel, src: &[f32], pairs: &[RowPair], dst: &[f32], wid
     out
 }
 
-fn assert_same_bits(kernel: RowKernel, width: usize, n: usize, got: &[f32], want: &[f32]) {
+fn assert_same_bits(kernel: RowKernel, width: usize, n: usize, how: Variant, got: &[f32], want: &[f32]) {
     assert_eq!(got.len(), want.len());
     if let Some(i) = got.iter().zip(want).position(|(g, w)| g.to_bits() != w.to_bits()) {
         panic!(
-            "{kernel:?}, width {width}, {n} pairs: float {i} (row {}, column {}) is {:e} ({:#010x}), host device has {:e} ({:#010x})",
+            "{kernel:?}, width {width}, {n} pairs, {how:?}: float {i} (row {}, column {}) is {:e} ({:#010x}), host device has {:e} ({:#010x})",
             i / width,
             i % width,
             got[i],
@@ -110,9 +144,11 @@ fn check(kernel: RowKernel, width: usize, rng: &mut StdRng) {
         };
         let src = kernel_floats(rng, src_rows * width);
         let dst = kernel_floats(rng, dst_rows * width);
-        let got = interpret(kernel, &src, &pairs, &dst, width);
         let want = reference(kernel, &src, &pairs, &dst, width);
-        assert_same_bits(kernel, width, n, &got, &want);
+        for how in VARIANTS {
+            let got = interpret(kernel, &src, &pairs, &dst, width, how);
+            assert_same_bits(kernel, width, n, how, &got, &want);
+        }
     }
 }
 
@@ -148,7 +184,7 @@ fn the_comparison_catches_a_wrong_kernel() {
     let width = 33;
     let pairs = pairs(&mut rng, 20, 20, 30);
     let (src, dst) = (kernel_floats(&mut rng, 20 * width), kernel_floats(&mut rng, 30 * width));
-    let wrong = interpret(RowKernel::ScatterAssign, &src, &pairs, &dst, width);
+    let wrong = interpret(RowKernel::ScatterAssign, &src, &pairs, &dst, width, VARIANTS[0]);
     let want = reference(RowKernel::ScatterAdd, &src, &pairs, &dst, width);
     assert!(wrong.iter().zip(&want).any(|(a, b)| a.to_bits() != b.to_bits()));
 }

@@ -14,7 +14,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use geeps_core::transport::KeeperShard;
+use geeps_core::keeper::KeeperShard;
 use geeps_core::{TableKind, TableSpec};
 use prost::Message;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};

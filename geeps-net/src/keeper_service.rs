@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use geeps_core::transport::KeeperShard;
+use geeps_core::keeper::KeeperShard;
 use geeps_core::transport::{DeltaEncoding, Inbound, Inbox, Landing, Publish, UpdateBatch};
 use geeps_core::{TableKind, TableSpec};
 use parking_lot::Mutex;

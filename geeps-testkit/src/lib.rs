@@ -10,13 +10,16 @@
 //! - [`assert_same_bits`] compares a CUDA run's numbers with the host
 //!   device's, bit for bit;
 //! - [`consistency`] is the consistency property (random workers, clocks,
-//!   slack and deltas) run in process and across processes.
+//!   slack and deltas) run in process and across processes;
+//! - [`harness::run`] runs the tests of a `harness = false` target, one
+//!   that is also its own child process.
 //!
 //! Dev-only: never a dependency of a shipped crate.
 
 mod backend;
 pub mod consistency;
 mod fixture;
+pub mod harness;
 mod io;
 pub mod kernel_inputs;
 

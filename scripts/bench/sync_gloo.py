@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """geeps-bench's sync scenario on PyTorch's gloo backend: one all_reduce
 (sum) of a float32 table per clock, timed, on a rank started by geeps-bench
 (RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT in the environment). Prints

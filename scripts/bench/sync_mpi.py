@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """geeps-bench's sync scenario on MPI (mpi4py): one Allreduce (sum) of a
 float32 table per clock, timed, on each rank started by mpirun. Prints one
 JSON line per rank (all from rank 0, so mpirun's merged output keeps

@@ -1,9 +1,10 @@
 //! geeps' row kernels (`geeps-cuda/kernels/rows.cu`) in native Rust, chosen
 //! with `GEEPS_CUDA_EMU_KERNELS=native` for speed: gather, scatter-assign and
 //! scatter-add over an index of interleaved u32 `(buffer_row, store_row)`
-//! pairs, the rows a launch covers being those below both `pairs` and
-//! `gridDim.x * blockDim.y`, as in the CUDA code. The add is the kernel's
-//! single f32 `dst + src` per float, so results match the PTX bit for bit.
+//! pairs, every pair below `pairs` whatever the grid (the CUDA code strides
+//! its grid over the pairs). The add is the kernel's single f32 `dst + src`
+//! per float (on its float4 path as on its scalar one), so results match the
+//! PTX bit for bit.
 //! An access outside the allocation an argument points into is
 //! CUDA_ERROR_ILLEGAL_ADDRESS. Must never run a kernel whose name or
 //! signature differs from geeps' (those go to the interpreter).
@@ -47,7 +48,7 @@ fn illegal(what: String) -> (CUresult, String) {
 pub fn run(op: RowOp, launch: &Launch) -> Result<(), (CUresult, String)> {
     let name = launch.name().to_string();
     let (pairs, width) = (u32_arg(launch, 2), u32_arg(launch, 4) as usize);
-    let rows = (pairs as u64).min(launch.grid.0 as u64 * launch.block.1 as u64) as usize;
+    let rows = pairs as usize;
     if rows == 0 || width == 0 {
         return Ok(());
     }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-use crate::transport::float_bytes;
+use crate::transport::bytes::float_bytes;
 
 /// Accumulators kept per partition; more in flight are simply freed.
 const KEEP: usize = 2;
@@ -45,7 +45,7 @@ impl Accumulators {
         if cfg!(target_endian = "little") {
             Bytes::from_owner(Recycled { values, home: self.clone() })
         } else {
-            crate::transport::bytes_from_floats(&values)
+            crate::transport::bytes::bytes_from_floats(&values)
         }
     }
 

@@ -6,7 +6,7 @@
 //! correctness. It never blocks the application: its waits have no deadline
 //! and are abandoned as soon as the application changes course.
 //!
-//! A hand-over target (see `handover.rs`) is queued as a place holder: the
+//! A hand-over target (see `plan/handover.rs`) is queued as a place holder: the
 //! application takes the buffer its own post at the source left, and the
 //! allocator goes on prefetching past it. The carried save is then predicted
 //! at the target's release.
@@ -14,10 +14,12 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::engine::access::{self, Fill, Staging};
-use crate::engine::{Prefetched, Shared, WaitPolicy};
+use crate::engine::acquired::Prefetched;
+use crate::engine::fill::{self, Fill};
+use crate::engine::shared::{Shared, WaitPolicy};
+use crate::engine::staging::Staging;
 use crate::error::Error;
-use crate::recorder::OpKind;
+use crate::plan::recorder::OpKind;
 
 pub(crate) fn fill_of(kind: &OpKind) -> Option<Fill> {
     match kind {
@@ -121,7 +123,7 @@ pub(crate) fn run(sh: Arc<Shared>) {
             }
         };
         let result =
-            access::acquire(&sh, fill, plan, &|t| clocks[t], &writes, WaitPolicy::BACKGROUND, &abort, &mut staging);
+            fill::acquire(&sh, fill, plan, &|t| clocks[t], &writes, WaitPolicy::BACKGROUND, &abort, &mut staging);
 
         let mut c = sh.control.lock();
         if c.epoch == epoch && !c.shutdown {

@@ -23,7 +23,7 @@ use bytes::Bytes;
 
 use crate::device::DevicePtr;
 use crate::engine::accumulators::Accumulators;
-use crate::transport::float_bytes;
+use crate::transport::bytes::float_bytes;
 
 /// A pre-update buffer the application is filling.
 pub(crate) struct OutgoingBuf {

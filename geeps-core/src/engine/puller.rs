@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use crossbeam_channel::Receiver;
 
-use crate::engine::access::{self, Staging};
-use crate::engine::Shared;
+use crate::engine::pull;
+use crate::engine::shared::Shared;
+use crate::engine::staging::Staging;
 use crate::transport::Inbound;
 
 pub(crate) enum PullMsg {
@@ -22,7 +23,7 @@ pub(crate) fn run(sh: Arc<Shared>, rx: Receiver<PullMsg>) {
             PullMsg::Stop => return,
             PullMsg::Inbound(Inbound::Failed(e)) => sh.fail(e),
             PullMsg::Inbound(Inbound::Rows(p)) => {
-                if let Err(e) = access::apply_publish(&sh, &p, &mut staging) {
+                if let Err(e) = pull::apply_publish(&sh, &p, &mut staging) {
                     tracing::error!(table = p.table, partition = p.partition, error = %e, "bad publication");
                     sh.fail(e);
                 }

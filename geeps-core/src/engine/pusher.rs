@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crossbeam_channel::Receiver;
 
-use crate::engine::Shared;
+use crate::engine::shared::Shared;
 use crate::transport::{Transport, UpdateBatch};
 
 pub(crate) fn run(sh: Arc<Shared>, transport: Arc<dyn Transport>, rx: Receiver<UpdateBatch>) {

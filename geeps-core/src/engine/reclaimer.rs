@@ -11,10 +11,12 @@ use std::sync::Arc;
 use crossbeam_channel::{Receiver, Sender};
 
 use crate::device::StreamId;
-use crate::engine::access::{self, Staging};
-use crate::engine::{Acquired, Shared};
+use crate::engine::acquired::Acquired;
+use crate::engine::index::AccessPlan;
+use crate::engine::push;
+use crate::engine::shared::Shared;
+use crate::engine::staging::Staging;
 use crate::error::Error;
-use crate::index::AccessPlan;
 use crate::transport::{Transport, UpdateBatch};
 
 pub(crate) enum Release {
@@ -64,13 +66,13 @@ pub(crate) fn run(sh: Arc<Shared>, rx: Receiver<Release>, pushers: Pushers, stre
                 Ok(())
             }
             Release::Update(plan, mut acq) => {
-                let r = access::apply_update(&sh, &plan, &mut acq, &mut staging);
+                let r = push::apply_update(&sh, &plan, &mut acq, &mut staging);
                 sh.discard(acq);
                 bump_writes(&sh, &plan);
                 r
             }
             Release::PostLocal { plan, acquired, save } => {
-                let r = if save { access::save_local(&sh, stream, &plan, &acquired, &mut staging) } else { Ok(()) };
+                let r = if save { push::save_local(&sh, stream, &plan, &acquired, &mut staging) } else { Ok(()) };
                 sh.discard(acquired);
                 if save {
                     bump_writes(&sh, &plan);
@@ -78,7 +80,7 @@ pub(crate) fn run(sh: Arc<Shared>, rx: Receiver<Release>, pushers: Pushers, stre
                 r
             }
             Release::Clock { table, clock } => {
-                for batch in access::end_clock(&sh, table, clock) {
+                for batch in push::end_clock(&sh, table, clock) {
                     pushers.push(&sh, batch);
                 }
                 Ok(())

@@ -12,7 +12,7 @@
 //!
 //! This file only counts; it never waits and never touches data.
 
-use crate::index::AccessPlan;
+use crate::engine::index::AccessPlan;
 
 /// Writes per table: issued (application, allocator's prediction) or applied
 /// (reclaimer).

@@ -4,7 +4,7 @@
 //! It owns the per-value sums; it never holds rows or decides when to add.
 
 use crate::error::{Error, Result};
-use crate::transport::{floats_view, le_view};
+use crate::transport::bytes::{check_payload, floats_view, le_view};
 
 /// The layout of an [`UpdateBatch`](crate::transport::UpdateBatch)'s deltas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -65,7 +65,7 @@ pub(crate) fn add_all(values: &mut [f32], base: Option<&[f32]>, deltas: &[(&[u8]
 }
 
 /// `values += deltas`, the length already checked.
-pub(crate) fn add_unchecked(values: &mut [f32], bytes: &[u8], encoding: DeltaEncoding) {
+fn add_unchecked(values: &mut [f32], bytes: &[u8], encoding: DeltaEncoding) {
     match encoding {
         DeltaEncoding::F32 => match floats_view(bytes) {
             Some(d) => values.iter_mut().zip(d).for_each(|(v, d)| *v += *d),
@@ -84,6 +84,13 @@ pub(crate) fn add_unchecked(values: &mut [f32], bytes: &[u8], encoding: DeltaEnc
     }
 }
 
+/// Adds dense little-endian deltas to `values`.
+pub(crate) fn add_bytes(values: &mut [f32], bytes: &[u8]) -> Result<()> {
+    check_payload(bytes, values.len())?;
+    add_unchecked(values, bytes, DeltaEncoding::F32);
+    Ok(())
+}
+
 /// A bf16 as the f32 it is.
 #[inline(always)]
 fn widen(bits: u16) -> f32 {
@@ -93,6 +100,7 @@ fn widen(bits: u16) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::bytes::bytes_from_floats;
 
     fn bf16_bytes(values: &[f32]) -> Vec<u8> {
         values.iter().flat_map(|v| ((v.to_bits() >> 16) as u16).to_le_bytes()).collect()
@@ -182,5 +190,21 @@ mod tests {
         assert!(check_deltas(&[0u8; 8], DeltaEncoding::F32, 4).is_err());
         check_deltas(&[0u8; 8], DeltaEncoding::Bf16, 4).unwrap();
         check_deltas(&[0u8; 16], DeltaEncoding::F32, 4).unwrap();
+    }
+
+    #[test]
+    fn zero_copy_views_and_adds() {
+        let b = bytes_from_floats(&[1.0, 2.0, 3.0]);
+        assert_eq!(floats_view(&b).unwrap(), &[1.0, 2.0, 3.0]);
+        let mut v = [10.0f32; 3];
+        add_bytes(&mut v, &b).unwrap();
+        assert_eq!(v, [11.0, 12.0, 13.0]);
+        // Misaligned bytes still add correctly, through the converting path.
+        let mut raw = [0u8; 13];
+        raw[1..].copy_from_slice(&b);
+        let mut v = [0.0f32; 3];
+        add_bytes(&mut v, &raw[1..]).unwrap();
+        assert_eq!(v, [1.0, 2.0, 3.0]);
+        assert!(add_bytes(&mut v, &raw[..5]).is_err());
     }
 }

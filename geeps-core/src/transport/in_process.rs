@@ -11,7 +11,8 @@ use parking_lot::Mutex;
 use crate::error::{Error, Result};
 use crate::keeper::KeeperShard;
 use crate::table::TableSpec;
-use crate::transport::{Inbound, Inbox, Transport, UpdateBatch};
+use crate::transport::messages::{Inbound, Inbox, Publish, UpdateBatch};
+use crate::transport::transport_trait::Transport;
 
 enum KeeperMsg {
     Join { rank: usize, row_width: usize, tables: Vec<TableSpec>, inbox: Inbox },
@@ -151,7 +152,7 @@ impl Drop for Cluster {
 fn keeper_loop(shard: usize, shards: usize, workers: usize, rx: Receiver<KeeperMsg>) {
     let mut keeper: Option<KeeperShard> = None;
     let mut inboxes: Vec<Option<Inbox>> = vec![None; workers];
-    let publish = |inboxes: &[Option<Inbox>], p: crate::transport::Publish| {
+    let publish = |inboxes: &[Option<Inbox>], p: Publish| {
         for inbox in inboxes.iter().flatten() {
             inbox(Inbound::Rows(p.clone()));
         }

@@ -10,7 +10,7 @@ use cudarc::driver::result;
 use cudarc::driver::sys;
 use geeps_core::Result;
 
-use super::error;
+use super::errors::error;
 
 pub(crate) struct Context {
     ordinal: usize,

@@ -9,7 +9,8 @@ use cudarc::driver::result;
 use cudarc::driver::sys;
 use geeps_core::Result;
 
-use super::{check, error, Stream};
+use super::errors::{check, error};
+use super::stream::Stream;
 
 /// `bytes` of device memory (uninitialised).
 pub(crate) fn mem_alloc(bytes: usize) -> Result<u64> {

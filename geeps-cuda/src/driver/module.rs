@@ -8,7 +8,8 @@ use cudarc::driver::result;
 use cudarc::driver::sys;
 use geeps_core::{Error, Result};
 
-use super::{check, error, Stream};
+use super::errors::{check, error};
+use super::stream::Stream;
 use crate::launch::LaunchShape;
 
 #[derive(Clone, Copy)]

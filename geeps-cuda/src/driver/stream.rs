@@ -6,7 +6,7 @@ use cudarc::driver::result::{self, stream::StreamKind};
 use cudarc::driver::sys;
 use geeps_core::Result;
 
-use super::error;
+use super::errors::error;
 
 #[derive(Clone, Copy)]
 pub(crate) struct Stream(sys::CUstream);

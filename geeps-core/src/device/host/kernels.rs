@@ -4,7 +4,7 @@
 
 use rayon::prelude::*;
 
-use crate::device::{RowOp, RowPair};
+use crate::device::handles::{RowOp, RowPair};
 
 /// Below this many bytes a kernel runs on the calling thread.
 const PARALLEL_THRESHOLD_BYTES: usize = 1024 * 1024;

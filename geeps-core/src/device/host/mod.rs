@@ -12,9 +12,10 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::device::{
-    CapacityMeter, Device, DeviceInfo, DevicePtr, EventId, IndexId, PinnedBuf, RowOp, RowPair, StreamId,
-};
+use crate::device::capacity::CapacityMeter;
+use crate::device::device_trait::{Device, DeviceInfo};
+use crate::device::handles::{DevicePtr, EventId, IndexId, RowOp, RowPair, StreamId};
+use crate::device::pinned::PinnedBuf;
 use crate::error::{Error, Result};
 
 pub(crate) use kernels::run as run_row_kernel;

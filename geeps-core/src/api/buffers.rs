@@ -3,7 +3,8 @@
 //! discards its deltas); a local buffer is saved on drop as recorded. Guards
 //! borrow the instance, so no buffer outlives it.
 
-use super::{Geeps, ReleaseAs};
+use crate::api::instance::Geeps;
+use crate::api::release::ReleaseAs;
 use crate::device::DevicePtr;
 use crate::error::{Error, Result};
 

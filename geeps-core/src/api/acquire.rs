@@ -7,17 +7,20 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::engine::access::{self, Fill, Staging};
+use crate::engine::acquired::Acquired;
 use crate::engine::allocator::fill_of;
+use crate::engine::fill::{self, Fill};
+use crate::engine::index::{self, AccessPlan};
+use crate::engine::shared::{Shared, WaitPolicy};
+use crate::engine::staging::Staging;
 use crate::engine::write_counts::WriteCounts;
-use crate::engine::{Acquired, Shared, WaitPolicy};
 use crate::error::{Error, Result};
-use crate::index::{self, AccessPlan};
-use crate::recorder::{Handle, OpKind};
+use crate::plan::recorder::{Handle, OpKind};
 use crate::stats::CallKind;
 use crate::table::{RowKey, Slack, TableKind};
 
-use super::{AppState, Geeps, Live, LiveKind, LocalBuffer, RawBuffer, ReadBuffer, UpdateBuffer};
+use crate::api::buffers::{LocalBuffer, RawBuffer, ReadBuffer, UpdateBuffer};
+use crate::api::instance::{AppState, Geeps, Live, LiveKind};
 
 impl Geeps {
     /// `read` by recorded handle: rows fresh enough for the recorded slack.
@@ -113,7 +116,7 @@ impl Geeps {
         if sh.served_in_place(pos) {
             // No buffer to fill: only earlier writes into these rows to wait for.
             let policy = WaitPolicy { deadline: self.deadline(), log: true };
-            let acquired = access::acquire(
+            let acquired = fill::acquire(
                 sh,
                 fill,
                 &plan,
@@ -158,7 +161,7 @@ impl Geeps {
         let mut c = sh.control.lock();
         let policy = WaitPolicy { deadline: self.deadline(), log: true };
         let abort = || sh.app_abort();
-        let describe = |_: &crate::engine::Control| self.diagnose(sh, pos, clocks);
+        let describe = |_: &crate::engine::shared::Control| self.diagnose(sh, pos, clocks);
         sh.wait(&mut c, &sh.control_cond, policy, |c| !c.ready.is_empty(), &abort, &describe)?;
         let Some(p) = c.ready.pop_front() else { return Ok(None) };
         c.ahead = c.ahead.saturating_sub(1);
@@ -186,7 +189,7 @@ impl Geeps {
         let mut why = Vec::new();
         if let (OpKind::Read { slack }, Some(plan)) = (&op.kind, &sh.plans[pos]) {
             for g in &plan.groups {
-                if let crate::index::Target::Param { table, part } = g.target {
+                if let crate::engine::index::Target::Param { table, part } = g.target {
                     let Some(required) = slack.required_age(clocks[table]) else { continue };
                     let p = &sh.stores.params[table].as_ref().map(|v| &v[part]);
                     if let Some(st) = p.and_then(|p| p.state.try_lock()) {
@@ -195,7 +198,7 @@ impl Geeps {
                                 "table `{}` partition {part} is at data age {} and needs {required}: {}",
                                 sh.tables[table].name,
                                 st.age,
-                                access::behind(&st.included, sh.rank)
+                                fill::behind(&st.included, sh.rank)
                             ));
                         }
                     }
@@ -221,7 +224,7 @@ impl Geeps {
             app.writes.clone()
         };
         let mut staging = Staging::default();
-        let result = access::acquire(sh, fill, plan, &|t| clocks[t], &writes, policy, &abort, &mut staging);
+        let result = fill::acquire(sh, fill, plan, &|t| clocks[t], &writes, policy, &abort, &mut staging);
         let resumed = self.set_paused(sh, &mut self.app.lock(), false);
         let acquired = result?;
         if let Err(e) = resumed {
@@ -270,7 +273,7 @@ fn valid(sh: &Shared, fill: Fill, acq: &Acquired, clocks: &[u64], writes: &Write
         }
     }
     let in_place = acq.on_stored_rows();
-    if !access::orders_after_writes(fill, in_place, sh.config.read_my_writes) {
+    if !fill::orders_after_writes(fill, in_place, sh.config.read_my_writes) {
         return true;
     }
     acq.writes_seen.iter().all(|&(t, seen)| seen >= writes.relevant(t, in_place))

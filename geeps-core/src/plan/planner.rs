@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::fmt;
 
 use crate::error::{Error, Result};
-use crate::handover::{self, Handover};
-use crate::range_max::RangeMax;
-use crate::recorder::{OpKind, RecordedOp};
+use crate::plan::handover::{self, Handover};
+use crate::plan::range_max::RangeMax;
+use crate::plan::recorder::{OpKind, RecordedOp};
 use crate::table::{RowKey, TableKind, TableSpec};
 
 /// Where one table's rows were placed.
@@ -438,7 +438,7 @@ pub(crate) fn plan(ops: &[RecordedOp], tables: &[TableSpec], row_width: usize, b
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::recorder::Recorder;
+    use crate::plan::recorder::Recorder;
     use crate::table::{keys, Slack, TableId};
     use std::sync::Arc;
 

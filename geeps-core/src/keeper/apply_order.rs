@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 
 use crate::error::{Error, Result};
-use crate::transport::DeltaEncoding;
+use crate::transport::delta_encoding::DeltaEncoding;
 
 /// A batch's deltas as held: bytes and their layout.
 pub(crate) type Deltas = (Bytes, DeltaEncoding);

@@ -8,18 +8,19 @@ use crossbeam_channel::{unbounded, Receiver};
 
 use crate::device::Device;
 use crate::engine::allocator::{self};
+use crate::engine::index::{self, AccessPlan};
 use crate::engine::puller::{self, PullMsg};
+use crate::engine::pusher;
 use crate::engine::reclaimer::{self, Pushers};
-use crate::engine::{pusher, Shared};
+use crate::engine::shared::Shared;
+use crate::engine::store::{Layout, LocalRegion, ParamPartition, Stores};
 use crate::error::{Error, Result};
-use crate::index::{self, AccessPlan};
-use crate::planner::{self, Plan};
-use crate::recorder::{Handle, OpKind, RecordedOp, Recorder};
-use crate::store::{Layout, LocalRegion, ParamPartition, Stores};
+use crate::plan::planner::{self, Plan};
+use crate::plan::recorder::{Handle, OpKind, RecordedOp, Recorder};
 use crate::table::{partition_range, RowKey, Slack, TableId, TableKind, TableSpec};
 use crate::transport::Landing;
 
-use super::{Geeps, Lanes, Phase, Running};
+use crate::api::instance::{Geeps, Lanes, Phase, Running};
 
 impl Geeps {
     pub(super) fn record<R>(&self, call: &'static str, f: impl FnOnce(&mut Recorder) -> Result<R>) -> Result<R> {
@@ -227,7 +228,7 @@ impl Geeps {
         }
     }
 
-    pub(super) fn build_shared(&self, ops: Vec<crate::recorder::RecordedOp>) -> Result<(Arc<Shared>, Plan)> {
+    pub(super) fn build_shared(&self, ops: Vec<crate::plan::recorder::RecordedOp>) -> Result<(Arc<Shared>, Plan)> {
         let width = self.config.row_width;
         let budget = self.config.device_memory.min(self.device.info().capacity);
         let placement = planner::plan(&ops, &self.tables, width, budget)?;

@@ -19,7 +19,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::recorder::{OpKind, RecordedOp};
+use crate::plan::recorder::{OpKind, RecordedOp};
 use crate::table::RowKey;
 
 /// One hand-over: the buffer of the local access at `source`, posted at
@@ -101,7 +101,7 @@ pub(crate) fn find(ops: &[RecordedOp]) -> Vec<Handover> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::recorder::Recorder;
+    use crate::plan::recorder::Recorder;
     use crate::table::{keys, TableId};
     use std::sync::Arc;
 

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use crate::device::{Device, DevicePtr, IndexId, RowPair};
 use crate::engine::accumulators::Accumulators;
+use crate::engine::store::{Slot, Stores};
 use crate::error::{Error, Result};
-use crate::store::{Slot, Stores};
 use crate::table::{partition_of, RowKey, TableKind, TableSpec};
 
 /// A device-resident index, freed when dropped.

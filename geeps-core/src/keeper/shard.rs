@@ -9,12 +9,16 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::apply_order::{ApplyOrder, Deltas};
 use crate::error::{Error, Result};
-use crate::keeper_rows::KeeperRows;
+use crate::keeper::apply_order::{ApplyOrder, Deltas};
+use crate::keeper::rows::KeeperRows;
+use crate::keeper::vector_clock::VectorClock;
 use crate::table::{partition_range, TableKind, TableSpec};
-use crate::transport::{self, bytes_from_shared, check_deltas, DeltaEncoding, Landing, Publish, UpdateBatch};
-use crate::vector_clock::VectorClock;
+use crate::transport::bytes::bytes_from_shared;
+use crate::transport::delta_encoding::DeltaEncoding;
+use crate::transport::delta_encoding::{add_all, check_deltas};
+use crate::transport::landing::Landing;
+use crate::transport::messages::{Publish, UpdateBatch};
 
 struct ShardTable {
     /// Floats of this shard's partition (rows × width); empty for local tables.
@@ -77,20 +81,20 @@ fn add_pending(t: &mut ShardTable, to: Destination) {
     let pending = std::mem::take(&mut t.pending);
     let views = views(&pending);
     if let Some(rows) = t.data.get_mut() {
-        return transport::add_all(rows, None, &views);
+        return add_all(rows, None, &views);
     }
     let len = t.data.len();
     // A slot is the partition's length or none at all (`Landing::slot`).
     let mut landed =
         to.landing.and_then(|l| l.slot(to.table, to.partition, to.age, len * 4)).and_then(KeeperRows::landed);
     match landed.as_mut().and_then(KeeperRows::get_mut) {
-        Some(written) => transport::add_all(written, Some(t.data.floats()), &views),
+        Some(written) => add_all(written, Some(t.data.floats()), &views),
         None => landed = None,
     }
     let next = landed.unwrap_or_else(|| {
         let spare = t.spare.take().and_then(KeeperRows::into_owned).filter(|v| v.len() == len);
         let mut rows = spare.unwrap_or_else(|| vec![0.0; len]);
-        transport::add_all(&mut rows, Some(t.data.floats()), &views);
+        add_all(&mut rows, Some(t.data.floats()), &views);
         KeeperRows::Owned(Arc::new(rows))
     });
     let before = std::mem::replace(&mut t.data, next);
@@ -333,7 +337,7 @@ impl KeeperShard {
             return Some(t.data.to_bytes());
         }
         let mut rows = vec![0.0; t.data.len()];
-        transport::add_all(&mut rows, Some(t.data.floats()), &views(&t.pending));
+        add_all(&mut rows, Some(t.data.floats()), &views(&t.pending));
         Some(bytes_from_shared(Arc::new(rows)))
     }
 }
@@ -341,7 +345,7 @@ impl KeeperShard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::{bytes_from_floats, floats_from_bytes};
+    use crate::transport::bytes::{bytes_from_floats, floats_from_bytes};
 
     fn specs() -> Vec<TableSpec> {
         vec![
@@ -615,7 +619,7 @@ mod tests {
     #[test]
     fn rows_written_into_the_worker_landing_have_the_same_bits_and_fall_back_when_it_is_full() {
         let specs = specs();
-        let landing = crate::transport::Landing::new(&specs, 2, 1);
+        let landing = crate::transport::landing::Landing::new(&specs, 2, 1);
         let (mut plain, mut landed) = (KeeperShard::new(1, 2, 2, 1, &specs), KeeperShard::new(1, 2, 2, 1, &specs));
         landed.publish_into(landing.clone());
         let at = |worker: u32, clock: u64, d: f32| UpdateBatch {

@@ -16,13 +16,13 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::api::instance::Geeps;
 use crate::checkpoint::layout::{self, MANIFEST};
 use crate::checkpoint::manifest::{entry_of, verify, Manifest, TableEntry};
 use crate::device::DevicePtr;
 use crate::error::{Error, Result};
-use crate::geeps::Geeps;
 use crate::table::{keys, partition_range, RowKey, Slack, TableId};
-use crate::transport::{bytes_from_floats, floats_from_bytes};
+use crate::transport::bytes::{bytes_from_floats, floats_from_bytes};
 
 /// Complete checkpoints kept in a folder (older ones are removed once a
 /// newer one is published): the newest, and one to fall back on.

@@ -15,12 +15,12 @@ use crate::device::Device;
 use crate::engine::puller::PullMsg;
 use crate::engine::write_counts::WriteCounts;
 use crate::error::{Error, Result};
-use crate::recorder::Recorder;
+use crate::plan::recorder::Recorder;
 use crate::table::{TableId, TableKind, TableSpec};
 use crate::transport::InProcessCluster;
 use crate::transport::{Inbound, Inbox, Transport};
 
-use super::{AppState, DropLog, Geeps, Phase};
+use crate::api::instance::{AppState, DropLog, Geeps, Phase};
 
 static NEXT_INSTANCE: AtomicU32 = AtomicU32::new(1);
 
@@ -156,5 +156,12 @@ impl GeepsBuilder {
             drop_log: Mutex::new(DropLog::default()),
             restored_clock: Mutex::new(None),
         })
+    }
+}
+
+impl Geeps {
+    /// Starts declaring an instance.
+    pub fn builder(config: Config) -> GeepsBuilder {
+        GeepsBuilder::new(config)
     }
 }

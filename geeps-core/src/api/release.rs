@@ -7,16 +7,17 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::engine::access::{self};
+use crate::engine::acquired::Acquired;
+use crate::engine::fill;
+use crate::engine::index::AccessPlan;
 use crate::engine::reclaimer::Release;
-use crate::engine::{Acquired, Shared, WaitPolicy};
+use crate::engine::shared::{Shared, WaitPolicy};
 use crate::error::{Error, Result};
-use crate::index::AccessPlan;
-use crate::recorder::OpKind;
+use crate::plan::recorder::OpKind;
 use crate::stats::CallKind;
 use crate::table::TableId;
 
-use super::{AppState, Geeps, LiveKind};
+use crate::api::instance::{AppState, Geeps, LiveKind};
 
 /// How [`Geeps::release_raw`] releases a buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,7 +149,7 @@ impl Geeps {
             let policy = WaitPolicy { deadline: self.deadline(), log: true };
             let mut applied = sh.writes.lock();
             for &t in &plan.tables {
-                access::wait_for_writes(sh, &mut applied, t, app.writes.relevant(t, false), false, policy, &|| {
+                fill::wait_for_writes(sh, &mut applied, t, app.writes.relevant(t, false), false, policy, &|| {
                     sh.app_abort()
                 })?;
             }

@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::transport::{bytes_from_shared, LandingSlot};
+use crate::transport::bytes::bytes_from_shared;
+use crate::transport::landing::LandingSlot;
 
 /// One table's partition on a keeper shard (see the module doc).
 #[derive(Clone)]
@@ -89,7 +90,7 @@ impl KeeperRows {
 mod tests {
     use super::*;
     use crate::table::{TableKind, TableSpec};
-    use crate::transport::Landing;
+    use crate::transport::landing::Landing;
 
     #[test]
     fn landed_rows_are_written_only_while_unshared_and_publish_in_place() {
