@@ -23,7 +23,6 @@ pub mod gpu;
 pub mod layers;
 pub mod memory;
 pub mod net;
-pub mod net_state;
 pub mod params;
 pub mod plain;
 pub mod plot;

@@ -14,8 +14,8 @@ use crate::data::{DataCache, LabelLimit, Source};
 use crate::error::{Error, Result};
 use crate::layers::split::Split;
 use crate::layers::{self, count, Backward, Forward, Layer, ParamBlob, Shape};
-use crate::net_state::NetState;
 use crate::proto::net::{DataConf, LayerKind, LayerParam, NetParam, ParamSpec, Phase};
+use crate::proto::net_state::NetState;
 use crate::proto::solver::resolve;
 use crate::splits;
 

@@ -350,8 +350,8 @@ fn solver_fields_caffe_geeps_cannot_honour_are_refused_at_their_line() {
 
 #[test]
 fn include_and_exclude_rules_select_layers_by_level_and_stage() {
-    use caffe_geeps::net_state::NetState;
     use caffe_geeps::proto::net::Phase;
+    use caffe_geeps::proto::net_state::NetState;
     let src = r#"name: "staged"
 layer { name: "in" type: "Input" top: "x" input_param { shape { dim: 1 dim: 4 } } }
 layer { name: "big" type: "InnerProduct" bottom: "x" top: "y" include { phase: TRAIN stage: "big" }

@@ -116,7 +116,7 @@ fn snapshots_evaluate_as_training_reported() {
         &dir.join("net.prototxt"),
         &report.snapshots[1],
         None,
-        &caffe_geeps::net_state::NetState::phase(caffe_geeps::proto::net::Phase::Test),
+        &caffe_geeps::proto::net_state::NetState::phase(caffe_geeps::proto::net::Phase::Test),
     )
     .unwrap();
     assert_eq!(batches, 20);

@@ -54,7 +54,7 @@ mod tests {
             snapshot_after_train: false,
             random_seed: None,
             gpu: None,
-            train_state: crate::net_state::NetState::phase(crate::proto::net::Phase::Train),
+            train_state: crate::proto::net_state::NetState::phase(crate::proto::net::Phase::Train),
             file: PathBuf::new(),
         }
     }

@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use crate::data::DataCache;
 use crate::error::Result;
 use crate::net::Net;
-use crate::net_state::NetState;
 use crate::params::ParamLayout;
 use crate::plain::Plain;
 use crate::proto::net::NetParam;
+use crate::proto::net_state::NetState;
 use crate::train::DEFAULT_SEED;
 
 /// Per layer: (name, type, mean forward, mean backward); then images/s of a

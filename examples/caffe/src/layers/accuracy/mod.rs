@@ -5,7 +5,7 @@
 mod gpu;
 
 use crate::gpu::Gpu;
-use crate::layers::{Backward, Forward, GpuBackward, GpuForward, Layer, Reads, Shape};
+use crate::layers::layer::{Backward, Forward, GpuBackward, GpuForward, Layer, Reads, Shape};
 
 pub struct Accuracy {
     top_k: usize,

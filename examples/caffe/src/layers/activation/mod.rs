@@ -7,7 +7,7 @@ mod gpu;
 
 use rayon::prelude::*;
 
-use crate::layers::{count, Backward, Forward, Layer, Reads, Shape, CHUNK};
+use crate::layers::layer::{count, Backward, Forward, Layer, Reads, Shape, CHUNK};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Fn {

@@ -10,22 +10,10 @@
 
 mod gpu;
 
-use crate::layers::{count, Backward, Filler, Forward, Layer, ParamBlob, Reads, Shape};
-
-/// `batch_norm_param`; `use_global_stats` already resolved for the phase.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct BatchNormConf {
-    pub use_global_stats: bool,
-    pub moving_average_fraction: f32,
-    pub eps: f32,
-}
-
-impl BatchNormConf {
-    /// Caffe's defaults: global statistics in TEST only, fraction 0.999, eps 1e-5.
-    pub fn for_phase(train: bool) -> BatchNormConf {
-        BatchNormConf { use_global_stats: !train, moving_average_fraction: 0.999, eps: 1e-5 }
-    }
-}
+use crate::layers::layer::{count, Backward, Forward, Layer, ParamBlob, Reads, Shape};
+use crate::proto::layer_conf::Filler;
+// Its settings, where callers building the layer look for them.
+pub use crate::proto::layer_conf::BatchNormConf;
 
 #[derive(Debug)]
 pub struct BatchNorm {

@@ -10,40 +10,9 @@ use rayon::prelude::*;
 
 use crate::blas::gemm;
 use crate::layers::im2col::{col2im, im2col, Geometry};
-use crate::layers::{Backward, Filler, Forward, Layer, ParamBlob, Reads, Shape};
-use crate::proto::net::ConvConf;
-
-/// Everything a convolution is built from (Caffe's `convolution_param`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConvSpec {
-    pub num_output: usize,
-    pub kernel: (usize, usize),
-    pub stride: (usize, usize),
-    pub pad: (usize, usize),
-    pub dilation: (usize, usize),
-    /// Channel groups: input and output channels split into `group` parts,
-    /// output part g seeing input part g only.
-    pub group: usize,
-    pub bias_term: bool,
-    pub weight_filler: Filler,
-    pub bias_filler: Filler,
-}
-
-impl From<&ConvConf> for ConvSpec {
-    fn from(c: &ConvConf) -> ConvSpec {
-        ConvSpec {
-            num_output: c.num_output,
-            kernel: c.kernel,
-            stride: c.stride,
-            pad: c.pad,
-            dilation: c.dilation,
-            group: c.group,
-            bias_term: c.bias_term,
-            weight_filler: c.weight_filler.clone(),
-            bias_filler: c.bias_filler.clone(),
-        }
-    }
-}
+use crate::layers::layer::{Backward, Forward, Layer, ParamBlob, Reads, Shape};
+// Its settings, where callers building the layer look for them.
+pub use crate::proto::layer_conf::ConvSpec;
 
 #[derive(Debug)]
 pub struct Conv {

@@ -7,7 +7,7 @@ mod gpu;
 
 use rayon::prelude::*;
 
-use crate::layers::{count, Backward, Forward, Layer, Reads, Shape, CHUNK};
+use crate::layers::layer::{count, Backward, Forward, Layer, Reads, Shape, CHUNK};
 
 pub struct Dropout {
     ratio: f32,

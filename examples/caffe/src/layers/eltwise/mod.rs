@@ -6,15 +6,9 @@
 
 mod gpu;
 
-use crate::layers::{count, Backward, Forward, Layer, Reads, Shape};
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum EltwiseOp {
-    /// One coefficient per bottom.
-    Sum(Vec<f32>),
-    Prod,
-    Max,
-}
+use crate::layers::layer::{count, Backward, Forward, Layer, Reads, Shape};
+// Its settings, where callers building the layer look for them.
+pub use crate::proto::layer_conf::EltwiseOp;
 
 #[derive(Debug)]
 pub struct Eltwise {

@@ -5,7 +5,7 @@
 mod gpu;
 
 use crate::blas::{par_gemm, par_gemm_tn};
-use crate::layers::{count, Backward, Forward, Layer, ParamBlob, Reads, Shape};
+use crate::layers::layer::{count, Backward, Forward, Layer, ParamBlob, Reads, Shape};
 use crate::proto::net::InnerProductConf;
 
 pub struct InnerProduct {

@@ -6,7 +6,7 @@
 mod gpu;
 
 use crate::gpu::Gpu;
-use crate::layers::{count, Backward, Forward, GpuBackward, GpuForward, Layer, Reads, Shape};
+use crate::layers::layer::{count, Backward, Forward, GpuBackward, GpuForward, Layer, Reads, Shape};
 
 #[derive(Debug)]
 pub struct Input {

@@ -8,30 +8,9 @@ mod gpu;
 
 use rayon::prelude::*;
 
-use crate::layers::{count, Backward, Forward, Layer, Reads, Shape};
-
-/// Which neighbours a value is normalised over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NormRegion {
-    AcrossChannels,
-    WithinChannel,
-}
-
-/// `lrn_param`, with Caffe's defaults in [`LrnConf::default`].
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LrnConf {
-    pub local_size: usize,
-    pub alpha: f32,
-    pub beta: f32,
-    pub k: f32,
-    pub region: NormRegion,
-}
-
-impl Default for LrnConf {
-    fn default() -> Self {
-        LrnConf { local_size: 5, alpha: 1.0, beta: 0.75, k: 1.0, region: NormRegion::AcrossChannels }
-    }
-}
+use crate::layers::layer::{count, Backward, Forward, Layer, Reads, Shape};
+// Its settings, where callers building the layer look for them.
+pub use crate::proto::layer_conf::{LrnConf, NormRegion};
 
 #[derive(Debug)]
 pub struct Lrn {

@@ -7,7 +7,7 @@ mod gpu;
 
 use rayon::prelude::*;
 
-use crate::layers::{Backward, Forward, Layer, Reads, Shape};
+use crate::layers::layer::{Backward, Forward, Layer, Reads, Shape};
 use crate::proto::net::{PoolConf, PoolMethod};
 
 pub struct Pool {

@@ -4,21 +4,9 @@
 
 mod gpu;
 
-use crate::layers::{count, Backward, Forward, Layer, Reads, Shape};
-
-/// `power_param`, with Caffe's defaults (1, 1, 0) in [`PowerConf::default`].
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PowerConf {
-    pub power: f32,
-    pub scale: f32,
-    pub shift: f32,
-}
-
-impl Default for PowerConf {
-    fn default() -> Self {
-        PowerConf { power: 1.0, scale: 1.0, shift: 0.0 }
-    }
-}
+use crate::layers::layer::{count, Backward, Forward, Layer, Reads, Shape};
+// Its settings, where callers building the layer look for them.
+pub use crate::proto::layer_conf::PowerConf;
 
 #[derive(Debug)]
 pub struct Power {

@@ -4,7 +4,8 @@
 
 mod gpu;
 
-use crate::layers::{count, Backward, Filler, Forward, Layer, ParamBlob, Reads, Shape};
+use crate::layers::layer::{count, Backward, Forward, Layer, ParamBlob, Reads, Shape};
+use crate::proto::layer_conf::Filler;
 
 #[derive(Debug)]
 pub struct PRelu {

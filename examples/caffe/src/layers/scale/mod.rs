@@ -5,30 +5,9 @@
 
 mod gpu;
 
-use crate::layers::{axis_index, count, Backward, Filler, Forward, Layer, ParamBlob, Reads, Shape};
-
-/// `scale_param` (one bottom), with Caffe's defaults in [`ScaleConf::default`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct ScaleConf {
-    pub axis: i64,
-    /// −1: to the last axis; 0: one scalar.
-    pub num_axes: i64,
-    pub bias_term: bool,
-    pub filler: Filler,
-    pub bias_filler: Filler,
-}
-
-impl Default for ScaleConf {
-    fn default() -> Self {
-        ScaleConf {
-            axis: 1,
-            num_axes: 1,
-            bias_term: false,
-            filler: Filler::Constant(1.0),
-            bias_filler: Filler::Constant(0.0),
-        }
-    }
-}
+use crate::layers::layer::{axis_index, count, Backward, Forward, Layer, ParamBlob, Reads, Shape};
+// Its settings, where callers building the layer look for them.
+pub use crate::proto::layer_conf::ScaleConf;
 
 #[derive(Debug)]
 pub struct Scale {

@@ -4,7 +4,7 @@
 
 mod gpu;
 
-use crate::layers::{axis_index, count, Backward, Forward, Layer, Reads, Shape};
+use crate::layers::layer::{axis_index, count, Backward, Forward, Layer, Reads, Shape};
 
 #[derive(Debug)]
 pub struct Softmax {

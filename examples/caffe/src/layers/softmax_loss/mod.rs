@@ -5,7 +5,7 @@
 
 mod gpu;
 
-use crate::layers::{Backward, Forward, Layer, Reads, Shape};
+use crate::layers::layer::{Backward, Forward, Layer, Reads, Shape};
 use crate::proto::net::Normalization;
 
 pub struct SoftmaxLoss {

@@ -4,7 +4,7 @@
 
 mod gpu;
 
-use crate::layers::{count, Backward, Forward, Layer, Reads, Shape};
+use crate::layers::layer::{count, Backward, Forward, Layer, Reads, Shape};
 
 #[derive(Debug)]
 pub struct Split {

@@ -2,9 +2,23 @@
 //! and each layer's `include`/`exclude` rules (`NetStateRule`): a rule is
 //! met when every condition it names holds; a layer with include rules is
 //! kept if one is met, a layer without them unless an exclude rule is met.
-//! It owns that decision only; it must never read files.
+//! It owns the phase, the state and that decision only; it must never read
+//! files.
 
-use crate::proto::net::Phase;
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Train,
+    Test,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Train => "TRAIN",
+            Phase::Test => "TEST",
+        }
+    }
+}
 
 /// The state a net is built for (Caffe's `NetState`).
 #[derive(Debug, Clone, PartialEq, Eq)]
