@@ -30,5 +30,5 @@ pub mod split;
 
 pub use crate::proto::layer_conf::Filler;
 pub use factory::build;
-pub use layer::{axis_index, count, Backward, Forward, GpuBackward, GpuForward, Layer, ParamBlob, Reads, Shape};
 pub(crate) use layer::gpu_methods;
+pub use layer::{axis_index, count, Backward, Forward, GpuBackward, GpuForward, Layer, ParamBlob, Reads, Shape};
