@@ -22,8 +22,9 @@ use caffe_geeps::proto::net::Phase;
 use caffe_geeps::proto::net_state::NetState;
 use caffe_geeps::proto::solver::SolverParam;
 use caffe_geeps::ps::{DeviceChoice, PsOptions};
+use caffe_geeps::solvers::solve::{self, SignalEffect, TrainOptions, TrainReport, DEFAULT_SEED};
 use caffe_geeps::tools::convert::{self, ImagesetOptions};
-use caffe_geeps::train::{self, SignalEffect, TrainOptions, TrainReport, DEFAULT_SEED};
+use caffe_geeps::tools::mean;
 use geeps::net::WireEncoding;
 use geeps::CudaDevice;
 
@@ -394,7 +395,7 @@ fn train_command(args: TrainArgs) -> caffe_geeps::Result<()> {
     let cluster = if launched { Cluster::from_env(wire)? } else { Cluster::in_process(workers.unwrap_or(4))? };
     // Ctrl-C, SIGTERM and SIGHUP act as -sigint_effect and -sighup_effect say.
     caffe_geeps::cli::signals::install()?;
-    let trained = train::train(&s, &opts, &cluster);
+    let trained = solve::train(&s, &opts, &cluster);
     let stopped = cluster.shutdown();
     let report = trained?;
     stopped?;
@@ -424,7 +425,7 @@ fn run(cli: Cli) -> caffe_geeps::Result<()> {
                     "-phase TEST: caffe-geeps times forward and backward of the TRAIN net; use -phase TRAIN",
                 ));
             }
-            let t = caffe_geeps::tools::timing::time(&model, iterations, &state.state(phase))?;
+            let t = caffe_geeps::tools::time::time(&model, iterations, &state.state(phase))?;
             println!("Average time per layer over {iterations} iteration(s) of batch {}:", t.batch);
             for (name, kind, f, b) in &t.layers {
                 println!(
@@ -438,7 +439,7 @@ fn run(cli: Cli) -> caffe_geeps::Result<()> {
         }
         Command::Test { model, weights, iterations, gpu, state } => {
             cpu_only("test", &gpu);
-            let (outputs, n) = train::test_weights(&model, &weights, iterations, &state.state(Phase::Test))?;
+            let (outputs, n) = solve::test_weights(&model, &weights, iterations, &state.state(Phase::Test))?;
             println!("Tested {} on {n} batch(es) of the TEST phase of {}", weights.display(), model.display());
             for (k, (name, v)) in outputs.iter().enumerate() {
                 println!("    Test net output #{k}: {name} = {v}");
@@ -453,7 +454,7 @@ fn run(cli: Cli) -> caffe_geeps::Result<()> {
             wrote(convert::convert_imageset(&root, &listfile, &out, &opts)?, &out);
         }
         Command::ComputeImageMean { db, out, .. } => {
-            let ((c, h, w), means) = convert::compute_image_mean(&db, &out)?;
+            let ((c, h, w), means) = mean::compute_image_mean(&db, &out)?;
             let records = LmdbReader::open(&db)?.len();
             let means: Vec<String> = means.iter().map(|m| format!("{m:.4}")).collect();
             println!(

@@ -546,7 +546,7 @@ fn without_a_driver_opening_is_a_clear_error() {
 /// several steps (the histories carry over).
 #[test]
 fn every_solver_steps_on_the_gpu_as_on_the_host() {
-    use caffe_geeps::params::{BlobSlot, LayerParams};
+    use caffe_geeps::net::params::{BlobSlot, LayerParams};
     use caffe_geeps::proto::net::ParamSpec;
     use caffe_geeps::proto::solver::{Regularization, SolverType};
     use caffe_geeps::solvers::{layer_delta, Rule, Step};

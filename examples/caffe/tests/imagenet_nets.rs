@@ -19,11 +19,11 @@ use caffe_geeps::cli::cluster::Cluster;
 use caffe_geeps::data::datum::{Image, Values};
 use caffe_geeps::data::lmdb::LmdbWriter;
 use caffe_geeps::data::DataCache;
-use caffe_geeps::params::ParamLayout;
+use caffe_geeps::net::params::ParamLayout;
 use caffe_geeps::proto::net::{LayerKind, NetParam, Phase};
 use caffe_geeps::proto::solver::SolverParam;
-use caffe_geeps::tools::convert::compute_image_mean;
-use caffe_geeps::train::{build_nets, train, TrainOptions};
+use caffe_geeps::solvers::solve::{build_nets, train, TrainOptions};
+use caffe_geeps::tools::mean::compute_image_mean;
 
 const NETS: [&str; 3] = ["alexnet_train_val", "caffenet_train_val", "googlenet_train_val"];
 

@@ -12,10 +12,10 @@ use std::collections::BTreeSet;
 use caffe_geeps::cli::cluster::Cluster;
 use caffe_geeps::data::datum::encode_mean;
 use caffe_geeps::data::DataCache;
-use caffe_geeps::params::ParamLayout;
+use caffe_geeps::net::params::ParamLayout;
 use caffe_geeps::proto::net::LAYER_TYPES;
 use caffe_geeps::proto::solver::SolverParam;
-use caffe_geeps::train::{build_nets, train, TrainOptions};
+use caffe_geeps::solvers::solve::{build_nets, train, TrainOptions};
 
 #[test]
 fn a_net_of_every_layer_type_builds_and_trains() {

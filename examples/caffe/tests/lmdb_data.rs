@@ -11,7 +11,8 @@ use caffe_geeps::data::datum::decode_mean;
 use caffe_geeps::data::lmdb_data::LmdbData;
 use caffe_geeps::data::transform::{Mean, TransformConf};
 use caffe_geeps::data::{Cursor, Dataset};
-use caffe_geeps::tools::convert::{compute_image_mean, convert_imageset, convert_mnist, ImagesetOptions};
+use caffe_geeps::tools::convert::{convert_imageset, convert_mnist, ImagesetOptions};
+use caffe_geeps::tools::mean::compute_image_mean;
 
 #[test]
 fn convert_mnist_reads_back_as_the_idx_files() {
@@ -106,7 +107,7 @@ fn labels_beyond_the_scored_classes_stop_training_with_the_record_named() {
     use caffe_geeps::data::lmdb::LmdbWriter;
     use caffe_geeps::proto::solver::SolverParam;
 
-    use caffe_geeps::train::{train, TrainOptions};
+    use caffe_geeps::solvers::solve::{train, TrainOptions};
 
     let dir = common::scratch("lmdb-labels");
     let db = dir.join("db");

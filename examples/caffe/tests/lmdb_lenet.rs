@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use caffe_geeps::cli::cluster::Cluster;
 use caffe_geeps::proto::solver::SolverParam;
+use caffe_geeps::solvers::solve::{train, TrainOptions};
 use caffe_geeps::tools::convert::convert_mnist;
-use caffe_geeps::train::{train, TrainOptions};
 
 fn quiet() -> TrainOptions {
     TrainOptions::default()

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use caffe_geeps::cli::cluster::Cluster;
 use caffe_geeps::proto::caffe::SolverState;
 use caffe_geeps::proto::solver::SolverParam;
-use caffe_geeps::train::{train, TrainOptions};
+use caffe_geeps::solvers::solve::{train, TrainOptions};
 
 fn quiet() -> TrainOptions {
     TrainOptions::default()

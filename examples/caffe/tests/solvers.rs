@@ -9,7 +9,7 @@ mod common;
 use caffe_geeps::cli::cluster::Cluster;
 use caffe_geeps::proto::solver::{SolverParam, SolverType};
 use caffe_geeps::ps::PsOptions;
-use caffe_geeps::train::train;
+use caffe_geeps::solvers::solve::train;
 use common::{assert_close, quiet, reference};
 
 /// A solver for `net.prototxt` with `settings` (type and its fields; a

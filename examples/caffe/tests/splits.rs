@@ -7,9 +7,9 @@ mod common;
 use std::path::Path;
 
 use caffe_geeps::data::DataCache;
+use caffe_geeps::net::params::ParamLayout;
+use caffe_geeps::net::plain::Plain;
 use caffe_geeps::net::Net;
-use caffe_geeps::params::ParamLayout;
-use caffe_geeps::plain::Plain;
 use caffe_geeps::proto::net::{NetParam, Phase};
 
 /// ip1 feeds two heads, each with its own loss (weights `w1`, `w2`).

@@ -9,7 +9,7 @@ use caffe_geeps::cli::cluster::Cluster;
 use caffe_geeps::data::DataCache;
 use caffe_geeps::proto::solver::SolverParam;
 use caffe_geeps::ps::PsOptions;
-use caffe_geeps::train::{build_nets, test_weights, train, TrainOptions};
+use caffe_geeps::solvers::solve::{build_nets, test_weights, train, TrainOptions};
 use common::{assert_close, quiet, reference};
 
 #[test]

@@ -14,7 +14,7 @@ use geeps::CudaDevice;
 
 use crate::error::{Error, Result};
 use crate::ps::DeviceChoice;
-use crate::train::SignalEffect;
+use crate::solvers::solve::SignalEffect;
 
 /// Rewrites `args` (program name first) so that gflags-style flags read as
 /// clap long flags: `-name`, `-name=value`, `--name_with_underscores` all

@@ -4,7 +4,7 @@
 //! at each clock; a second SIGINT or SIGTERM while the first is still
 //! pending ends the process at once (exit status 130). Only the binary
 //! installs them: a library user's signals stay theirs. It owns the flags;
-//! it must never decide what a signal does to training (`train.rs` does).
+//! it must never decide what a signal does to training (`solvers::solve` does).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};

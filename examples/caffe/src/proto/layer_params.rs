@@ -1,7 +1,7 @@
 //! Each layer type's `*_param` read into its settings: Caffe's field names
 //! and defaults, every bad value recorded at its line with what to write
 //! instead. It owns that per-type translation; which `*_param` a type may
-//! set, and the checks across layers, are `net.rs`'s. It must never check
+//! set, and the checks across layers, are `net`'s (in this folder). It must never check
 //! shapes (they are known only when the net is built) or read files.
 
 use std::path::Path;

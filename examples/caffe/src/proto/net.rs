@@ -4,7 +4,7 @@
 //! write instead. It owns the net-level checks and which `*_param` each
 //! layer type may set; reading each type's settings (with Caffe's defaults)
 //! is `layer_params`'s. It must never check shapes or build anything
-//! (`net.rs` does).
+//! (`net::wiring` does).
 
 use std::path::Path;
 

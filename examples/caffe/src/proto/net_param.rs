@@ -1,7 +1,7 @@
 //! A parsed net as plain values: each layer's name, type with its settings,
 //! blobs, parameter multipliers, loss weights and state rules. It owns
 //! these types and the state-rule check; reading them from a file is
-//! `net.rs`'s, and it must never build anything.
+//! `net.rs`'s (in this folder), and it must never build anything.
 
 use std::path::PathBuf;
 

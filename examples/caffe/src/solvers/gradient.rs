@@ -3,7 +3,7 @@
 //! iter_size, L1/L2 regularization; then this worker's 1/N share. It owns
 //! those steps; it must never update a history or a parameter.
 
-use crate::params::LayerParams;
+use crate::net::params::LayerParams;
 use crate::proto::solver::Regularization;
 
 /// The sum of squares of a layer's gradient over the blobs that learn
@@ -43,7 +43,7 @@ pub fn prepare(g: &mut [f32], w: &[f32], factor: f32, local_decay: f32, reg: Reg
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::BlobSlot;
+    use crate::net::params::BlobSlot;
     use crate::proto::net::ParamSpec;
 
     #[test]

@@ -5,17 +5,20 @@
 //! each applies the rule to its own gradient scaled by 1/N, with its own
 //! history; for SGD and Nesterov the deltas of one clock then add up exactly
 //! to one step on the averaged gradient (see docs/caffe.md for the adaptive
-//! ones). It owns that arithmetic; it must never touch storage.
+//! ones). It owns that arithmetic; it must never touch storage. The
+//! schedule that runs the solver over a whole training (Caffe's
+//! `Solver::Solve`) is `solve`.
 
 mod adaptive;
 mod gradient;
 mod lr_policy;
 mod sgd;
+pub mod solve;
 
 pub use gradient::{clip_factor, sumsq};
 pub use lr_policy::learning_rate;
 
-use crate::params::LayerParams;
+use crate::net::params::LayerParams;
 use crate::proto::solver::{Regularization, SolverParam, SolverType};
 
 /// The solver's settings that every step uses.
@@ -108,7 +111,7 @@ pub fn layer_delta(lp: &LayerParams, rule: &Rule, step: Step, w: &[f32], grad_de
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::BlobSlot;
+    use crate::net::params::BlobSlot;
     use crate::proto::net::ParamSpec;
 
     fn rule(kind: SolverType) -> Rule {

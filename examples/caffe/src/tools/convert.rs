@@ -1,7 +1,6 @@
 //! Caffe's data tools: `convert_mnist_data` (IDX images and labels, raw or
 //! gzipped, to an LMDB of Datums), `convert_imageset` (a list of image
-//! files with labels, optionally resized, shuffled or grey, to an LMDB) and
-//! `compute_image_mean` (an LMDB to a `.binaryproto` mean image). Keys are
+//! files with labels, optionally resized, shuffled or grey, to an LMDB). Keys are
 //! Caffe's: `%08d` for MNIST, `%08d_<file>` for image sets. It owns these
 //! conversions; it must never train or transform for training.
 
@@ -11,8 +10,8 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
-use crate::data::datum::{encode_mean, from_picture, Image, Values};
-use crate::data::lmdb::{LmdbReader, LmdbWriter};
+use crate::data::datum::{from_picture, Image, Values};
+use crate::data::lmdb::LmdbWriter;
 use crate::data::read_idx;
 use crate::error::{Error, Result};
 
@@ -81,41 +80,4 @@ pub fn convert_imageset(root: &Path, list: &Path, out: &Path, opts: &ImagesetOpt
         db.put(format!("{i:08}_{file}").as_bytes(), &record.to_datum_bytes())?;
     }
     db.finish()
-}
-
-/// The mean image of the LMDB `db`, written to `out` as a `.binaryproto`;
-/// returns (channels, height, width) and each channel's mean.
-pub fn compute_image_mean(db: &Path, out: &Path) -> Result<((usize, usize, usize), Vec<f32>)> {
-    let reader = LmdbReader::open(db)?;
-    let mut sum: Vec<f64> = Vec::new();
-    let mut shape = (0, 0, 0);
-    let all: Vec<usize> = (0..reader.len()).collect();
-    reader.with_values(&all, |k, bytes| {
-        let img = Image::from_datum_bytes(bytes).map_err(|e| Error::file(db, format!("record {k}: {e}")))?;
-        let s = (img.channels, img.height, img.width);
-        if k == 0 {
-            shape = s;
-            sum = vec![0.0; s.0 * s.1 * s.2];
-        } else if s != shape {
-            return Err(Error::file(
-                db,
-                format!("record {k} is {s:?} but record 0 is {shape:?}; a mean needs one size"),
-            ));
-        }
-        match &img.values {
-            Values::Bytes(b) => sum.iter_mut().zip(b).for_each(|(a, v)| *a += f64::from(*v)),
-            Values::Floats(f) => sum.iter_mut().zip(f).for_each(|(a, v)| *a += f64::from(*v)),
-        }
-        Ok(())
-    })?;
-    let n = reader.len() as f64;
-    let mean: Vec<f32> = sum.iter().map(|s| (s / n) as f32).collect();
-    let plane = shape.1 * shape.2;
-    let per_channel = mean
-        .chunks(plane.max(1))
-        .map(|c| (c.iter().map(|v| f64::from(*v)).sum::<f64>() / plane as f64) as f32)
-        .collect();
-    std::fs::write(out, encode_mean(shape.0, shape.1, shape.2, &mean))
-        .map_err(|e| Error::file(out, format!("cannot write the mean: {e}")))?;
-    Ok((shape, per_channel))
 }

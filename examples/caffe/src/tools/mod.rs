@@ -1,5 +1,6 @@
-//! Caffe's tools beside training: making LMDBs and mean files
-//! (`convert`) and timing a net's layers (`timing`). Must never train.
+//! Caffe's tools beside training: making LMDBs (`convert`), mean files
+//! (`mean`) and timing a net's layers (`time`). Must never train.
 
 pub mod convert;
-pub mod timing;
+pub mod mean;
+pub mod time;

@@ -8,13 +8,13 @@
 use std::path::{Path, PathBuf};
 
 use caffe_geeps::data::DataCache;
-use caffe_geeps::params::ParamLayout;
-use caffe_geeps::plain::Plain;
+use caffe_geeps::net::params::ParamLayout;
+use caffe_geeps::net::plain::Plain;
 use caffe_geeps::proto::net::NetParam;
 use caffe_geeps::proto::solver::SolverParam;
 use caffe_geeps::ps::PsOptions;
+use caffe_geeps::solvers::solve::{build_nets, iteration_seed, TrainOptions};
 use caffe_geeps::solvers::{clip_factor, layer_delta, learning_rate, sumsq, Rule, Step};
-use caffe_geeps::train::{build_nets, iteration_seed, TrainOptions};
 use caffe_geeps::Error;
 
 pub fn quiet(ps: PsOptions) -> TrainOptions {

@@ -1,4 +1,4 @@
-//! Convolution's data movement (`examples/caffe/kernels/im2col.cu`) in
+//! Convolution's data movement (`layers/im2col/im2col.cu`) in
 //! native Rust: `im2col` writes each receptive field's value (0 outside the
 //! image) into the column matrix, `col2im` gathers, per image pixel in its
 //! grid-stride order, the columns that read it onto the pixel's value with

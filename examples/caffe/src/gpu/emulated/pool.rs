@@ -1,4 +1,4 @@
-//! Max and average pooling (`examples/caffe/kernels/pooling.cu`) in native
+//! Max and average pooling (`layers/pool/pooling.cu`) in native
 //! Rust: Caffe's windows (padding counted in the average's divisor, windows
 //! clipped to the input), forward one output at a time, backward one input
 //! pixel at a time gathering from the covering outputs in the CUDA loop

@@ -1,4 +1,4 @@
-//! The SGD step (`examples/caffe/kernels/sgd.cu`'s `sgd_step`) in native
+//! The SGD step (`solvers/sgd.cu`'s `sgd_step`) in native
 //! Rust: g <- scale * (g * factor + decay * reg(w)) with reg = w (L2) or
 //! sign(w) (L1), h <- momentum * h + rate * g, the delta -h or for Nesterov
 //! -((1 + momentum) * h - momentum * h_old), each operation the CUDA code's

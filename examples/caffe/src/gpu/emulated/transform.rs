@@ -1,4 +1,4 @@
-//! Caffe's DataTransformer on the GPU (`examples/caffe/kernels/transform.cu`)
+//! Caffe's DataTransformer on the GPU (`data/transform.cu`)
 //! in native Rust: out = (x - mean) * scale per output value over each
 //! image's crop window at its (h_off, w_off), mirrored when asked, the mean
 //! an image (kind 1), per channel (2) or none (0); the stored batch as bytes

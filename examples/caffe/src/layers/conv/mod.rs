@@ -8,9 +8,9 @@ mod gpu;
 
 use rayon::prelude::*;
 
-use crate::blas::gemm;
 use crate::layers::im2col::{col2im, im2col, Geometry};
 use crate::layers::layer::{Backward, Forward, Layer, ParamBlob, Reads, Shape};
+use crate::util::blas::gemm;
 // Its settings, where callers building the layer look for them.
 pub use crate::proto::layer_conf::ConvSpec;
 

@@ -4,9 +4,9 @@
 
 mod gpu;
 
-use crate::blas::{par_gemm, par_gemm_tn};
 use crate::layers::layer::{count, Backward, Forward, Layer, ParamBlob, Reads, Shape};
 use crate::proto::net::InnerProductConf;
+use crate::util::blas::{par_gemm, par_gemm_tn};
 
 pub struct InnerProduct {
     conf: InnerProductConf,

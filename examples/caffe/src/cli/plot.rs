@@ -9,8 +9,8 @@ use std::sync::Once;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 
+use crate::cli::report::Point;
 use crate::error::{Error, Result};
-use crate::report::Point;
 
 static FONT: Once = Once::new();
 

@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 
 use crate::data::DataCache;
 use crate::error::Result;
+use crate::net::params::ParamLayout;
+use crate::net::plain::Plain;
 use crate::net::Net;
-use crate::params::ParamLayout;
-use crate::plain::Plain;
 use crate::proto::net::NetParam;
 use crate::proto::net_state::NetState;
-use crate::train::DEFAULT_SEED;
+use crate::solvers::solve::DEFAULT_SEED;
 
 /// Per layer: (name, type, mean forward, mean backward); then images/s of a
 /// whole forward + backward.

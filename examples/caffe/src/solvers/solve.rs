@@ -3,7 +3,7 @@
 //! test_interval (each worker evaluates its share of the test batches and
 //! the sums meet in a geeps table), snapshots, and rank 0's report. It owns
 //! the schedule and the summary; it must never call geeps directly
-//! (`ps::worker` does) or decide how ranks connect (`cluster` does).
+//! (`ps::worker` does) or decide how ranks connect (`cli::cluster` does).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,18 +13,18 @@ use std::time::{Duration, Instant};
 use geeps::Stats;
 
 use crate::cli::cluster::Cluster;
+use crate::cli::report::{write_csv, Point, Reporter};
 use crate::data::DataCache;
 use crate::error::{Error, Result};
+use crate::net::params::ParamLayout;
+use crate::net::plain::Plain;
 use crate::net::Net;
-use crate::params::ParamLayout;
-use crate::plain::Plain;
 use crate::proto::net::{NetParam, Phase};
 use crate::proto::net_state::NetState;
 use crate::proto::solver::SolverParam;
 use crate::ps::control::{Action, Control};
 use crate::ps::worker::PsWorker;
 use crate::ps::PsOptions;
-use crate::report::{write_csv, Point, Reporter};
 use crate::solvers::{learning_rate, Rule, Step};
 
 /// Seed of everything random when the solver gives no random_seed.
@@ -189,7 +189,7 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
     let resume = resume_folder(solver, opts)?;
     let cache = DataCache::default();
     let (train_net, test_nets) = build_nets(solver, &cache)?;
-    crate::memory::check_fits(&train_net, cluster.local_ranks().len(), None)?;
+    crate::net::memory::check_fits(&train_net, cluster.local_ranks().len(), None)?;
     for (t, tn) in test_nets.iter().zip(&solver.test_nets) {
         let images = t.layers.iter().find_map(|l| l.data.as_ref().map(|d| d.set.len())).unwrap_or(0);
         let needed = tn.iter as usize * t.batch;
@@ -340,7 +340,7 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
         let acc = test_nets.first().and_then(accuracy_output);
         let title =
             format!("{} on {world} geeps worker(s)", if train_net.name.is_empty() { "net" } else { &train_net.name });
-        crate::plot::write_png(&report.points, acc.as_deref(), &title, &png)?;
+        crate::cli::plot::write_png(&report.points, acc.as_deref(), &title, &png)?;
         report.curve_csv = Some(csv);
         report.curve_png = Some(png);
     }
@@ -737,5 +737,5 @@ pub fn test_weights(
     let views: Vec<&[f32]> = map.iter().map(|m| m.map_or(&[][..], |i| values[i].as_slice())).collect();
     let images = test.layers.iter().find_map(|l| l.data.as_ref().map(|d| d.set.len())).unwrap_or(0);
     let iterations = iterations.unwrap_or_else(|| (images as u64).div_ceil(test.batch as u64).max(1));
-    Ok((crate::plain::evaluate(&test, &views, iterations)?, iterations))
+    Ok((crate::net::plain::evaluate(&test, &views, iterations)?, iterations))
 }
