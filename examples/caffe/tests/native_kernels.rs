@@ -8,7 +8,9 @@
 //! reduction blocks of 256, 96 and 7 threads). Each engine runs every case
 //! in its own child process through `cuLaunchKernel`, and the parent
 //! compares all the buffers afterwards. A native fault is checked too, so
-//! the comparison cannot pass by both runs using the interpreter.
+//! the comparison cannot pass by both runs using the interpreter. The
+//! target is `harness = false`: `main` runs a child's helper when the
+//! binary is started as one, and the tests otherwise.
 
 // The emulator's own test helpers: the driver linked in, called directly.
 #[path = "../src/gpu/ptx_modules.rs"]
@@ -17,6 +19,7 @@ mod caffe_ptx;
 mod emulator;
 
 use std::collections::BTreeMap;
+use std::process::ExitCode;
 
 use emulator::*;
 use geeps_testkit::kernel_inputs::kernel_floats;
@@ -332,11 +335,7 @@ fn run_all() -> Vec<u32> {
 }
 
 /// Child: writes its engine's results to `GEEPS_CUDA_EMU_TEST_OUT`.
-#[test]
 fn caffe_engine_results() {
-    if !is_child("caffe_engine_results") {
-        return;
-    }
     let path = std::env::var("GEEPS_CUDA_EMU_TEST_OUT").unwrap();
     let bytes: Vec<u8> = run_all().iter().flat_map(|w| w.to_le_bytes()).collect();
     std::fs::write(&path, bytes).unwrap();
@@ -362,11 +361,7 @@ fn engine(mode: &str) -> (Vec<u32>, BTreeMap<String, u64>) {
     (bytes.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().unwrap())).collect(), native)
 }
 
-#[test]
 fn native_caffe_kernels_match_the_interpreter_bit_for_bit() {
-    if is_child("caffe_engine_results") || is_child("native_fault") {
-        return;
-    }
     let (interpreted, none) = engine("interpret");
     let (native, ran) = engine("native");
     assert!(none.is_empty(), "the interpreting engine ran kernels natively: {none:?}");
@@ -392,11 +387,7 @@ fn native_caffe_kernels_match_the_interpreter_bit_for_bit() {
 }
 
 /// Child: a native im2col reading past its image is CUDA_ERROR_ILLEGAL_ADDRESS.
-#[test]
 fn native_fault() {
-    if !is_child("native_fault") {
-        return;
-    }
     open();
     register();
     let m = load_ptx(MODULES[IM2COL]);
@@ -411,14 +402,29 @@ fn native_fault() {
     );
 }
 
-#[test]
 fn native_kernels_fault_past_an_allocation() {
-    if is_child("caffe_engine_results") || is_child("native_fault") {
-        return;
-    }
     let out = run_child("native_fault", &[("GEEPS_CUDA_EMU_KERNELS", "native")]);
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "native fault child failed:\n{text}{}", String::from_utf8_lossy(&out.stdout));
     // The native engine's message, not the interpreter's: the kernel really ran natively.
     assert!(text.contains("read of element 16 of argument 0"), "no native fault message:\n{text}");
+}
+
+/// A child runs its helper and nothing else; otherwise the tests run.
+fn main() -> ExitCode {
+    if is_child("caffe_engine_results") {
+        caffe_engine_results();
+        return ExitCode::SUCCESS;
+    }
+    if is_child("native_fault") {
+        native_fault();
+        return ExitCode::SUCCESS;
+    }
+    geeps_testkit::harness::run(&[
+        (
+            "native_caffe_kernels_match_the_interpreter_bit_for_bit",
+            native_caffe_kernels_match_the_interpreter_bit_for_bit,
+        ),
+        ("native_kernels_fault_past_an_allocation", native_kernels_fault_past_an_allocation),
+    ])
 }
