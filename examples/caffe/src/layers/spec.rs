@@ -121,7 +121,7 @@ mod tests {
         let fixed = LayerSpec::BatchNorm(BatchNormSpec { use_global_stats: Some(true), ..BatchNormSpec::default() });
         // Batch statistics in TRAIN: the blobs change; stored ones: they do not.
         let changes = |spec: &LayerSpec, train: bool| {
-            let l = build(&spec, std::slice::from_ref(&img), train).unwrap();
+            let l = build(spec, std::slice::from_ref(&img), train).unwrap();
             let mut aux = vec![0.0; l.aux_len()];
             let mut top = vec![1.0, 2.0, 3.0, 4.0, 5.0, 7.0];
             {
