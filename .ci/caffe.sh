@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 
-cargo build --release -p geeps-caffe --bin caffe-geeps
+cargo build --release -p caffe-geeps --bin caffe-geeps
 bin="${CARGO_TARGET_DIR:-target}/release/caffe-geeps"
 
 # 60 iterations of 4 workers x 64 images; the curve and the weights go to $out.

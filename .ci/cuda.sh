@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CUDA checks that need no GPU (run by .ci/run after the release build):
 #   1. the checked-in PTX is what NVRTC 12.0 makes of the CUDA C today
-#      (geeps-cuda/kernels, and caffe-geeps' layers in examples/caffe/kernels);
+#      (geeps-cuda/kernels, and caffe-geeps' kernels, each folder of
+#      examples/caffe/src holding a .cu: its layers, solvers and data);
 #   2. ptxas assembles it for sm_80 and sm_90;
 #   3. the facade builds with `--features cuda` (no CUDA installed);
 #   4. the PTX, executed on the CPU by the emulated driver's PTX interpreter,
@@ -30,12 +31,16 @@ export LD_LIBRARY_PATH="$NVRTC_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 step "PTX up to date with the CUDA C"
 python3 geeps-cuda/kernels/build_ptx.py --check
-python3 geeps-cuda/kernels/build_ptx.py --check --kernels examples/caffe/kernels
+# caffe-geeps keeps each kernel beside the code it serves: every folder with a .cu.
+caffe_kernel_dirs=$(find examples/caffe/src -name '*.cu' -printf '%h\n' | sort -u)
+for dir in $caffe_kernel_dirs; do
+  python3 geeps-cuda/kernels/build_ptx.py --check --kernels "$dir"
+done
 
 step "ptxas: sm_80 and sm_90"
 cubins=$(mktemp -d)
 trap 'rm -rf "$cubins"' EXIT
-for ptx in geeps-cuda/kernels/*.ptx examples/caffe/kernels/*.ptx; do
+for ptx in geeps-cuda/kernels/*.ptx $(find examples/caffe/src -name '*.ptx' | sort); do
   for arch in sm_80 sm_90; do
     "$PTXAS" --gpu-name "$arch" --warning-as-error -O3 -o "$cubins/$(basename "$ptx" .ptx).$arch.cubin" "$ptx"
     echo "$ptx: $arch ok"

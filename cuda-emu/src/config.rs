@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 pub enum KernelMode {
     /// The PTX in the emulator's own interpreter (`crate::ptx`, the default).
     Interpret,
-    /// geeps' row kernels and caffe-geeps' exactly reproducible kernels in
+    /// geeps' row kernels and the registered exactly reproducible kernels in
     /// native Rust (`crate::native_kernels`); any other kernel in the interpreter.
     Native,
 }

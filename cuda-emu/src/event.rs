@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::handles::{Kind, Registry};
-use crate::stream::Progress;
+use crate::progress::Progress;
 
 pub struct Event {
     pub context: u64,

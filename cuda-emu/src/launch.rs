@@ -1,17 +1,16 @@
 //! Kernel launches: validated and captured at `cuLaunchKernel` (the argument
 //! values are copied then, as the driver does, and every 64-bit argument that
 //! points into a live allocation is resolved to it), run later on the stream
-//! by the interpreter or, when chosen, by the native row kernels. Must never
-//! read the caller's argument memory after the launch call returned.
+//! by `engine`. Must never read the caller's argument memory after the
+//! launch call returned, nor run anything.
 
 use std::ffi::c_void;
 use std::sync::{Arc, MutexGuard};
 
-use crate::config::{config, KernelMode};
+use crate::log;
 use crate::memory::{space, Allocation};
 use crate::module::{Entry, Function};
-use crate::result::{CUresult, Res, CUDA_ERROR_INVALID_VALUE};
-use crate::{log, native_kernels};
+use crate::result::{Res, CUDA_ERROR_INVALID_VALUE};
 
 /// An argument that held a device address when the kernel was launched.
 pub struct Pointer {
@@ -111,24 +110,6 @@ impl Launch {
             })
             .collect();
         Ok(Launch { function, grid, block, shared, args, pointers })
-    }
-
-    /// Why the kernel cannot run in the engine that would run it, if it cannot.
-    pub fn runnable(&self) -> Result<(), String> {
-        if config().kernels == KernelMode::Native && native_kernels::detect(self).is_some() {
-            return Ok(());
-        }
-        self.function.module.interpreter.check(self.name())
-    }
-
-    /// Runs the kernel (on the stream's thread).
-    pub fn run(self) -> Result<(), (CUresult, String)> {
-        if config().kernels == KernelMode::Native {
-            if let Some(op) = native_kernels::detect(&self) {
-                return native_kernels::run(op, &self);
-            }
-        }
-        self.function.module.interpreter.run(&self)
     }
 
     /// The distinct allocations the arguments point into, in address order

@@ -17,10 +17,10 @@
 //! - kernels run in the emulator's own PTX interpreter (`ptx`: the integer,
 //!   float, conversion, memory, atomic and control instructions NVRTC emits,
 //!   shared and local arrays, barriers, 3-D grids; SIMT over each block's
-//!   threads), or natively for geeps' row kernels and caffe-geeps' exact
-//!   kernels (`GEEPS_CUDA_EMU_KERNELS=native`, `native_kernels`, same
-//!   bits); an instruction it lacks is a launch
-//!   error naming it and its PTX line;
+//!   threads), or natively for geeps' row kernels and for the kernels a
+//!   program registers through `geeps_cuda_emu_register_native_kernels`
+//!   (`GEEPS_CUDA_EMU_KERNELS=native`, `native_kernels`, same bits); an
+//!   instruction it lacks is a launch error naming it and its PTX line;
 //! - cuBLAS's sgemm, strided-batched sgemm and sgemv (the same library
 //!   answers as `libcublas.so`), computed on the CPU as stream operations;
 //! - stale handles, freed pointers and out-of-bounds copies are refused with
@@ -33,6 +33,7 @@ pub mod abi;
 mod blas;
 pub mod config;
 mod context;
+mod engine;
 mod event;
 mod handles;
 mod interpret;
@@ -43,9 +44,12 @@ mod module;
 pub mod native_kernels;
 mod ops;
 mod pinned;
+mod primary;
+mod progress;
 pub mod ptx;
 pub mod result;
 mod stream;
+mod stream_table;
 
 pub use abi::*;
 pub use module::{parse as parse_ptx, Entry, Param};

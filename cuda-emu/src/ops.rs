@@ -9,11 +9,12 @@
 use std::sync::Arc;
 
 use crate::blas::Gemm;
+use crate::engine;
 use crate::launch::Launch;
 use crate::memory::Span;
 use crate::pinned::PinnedBlock;
+use crate::progress::Progress;
 use crate::result::CUresult;
-use crate::stream::Progress;
 
 /// Where a host-to-device copy reads.
 pub enum HostSource {
@@ -142,7 +143,7 @@ impl Op {
                     out.fill(value as u8);
                 }
             }
-            Op::Launch(launch) => launch.run()?,
+            Op::Launch(launch) => engine::run(*launch)?,
             Op::Gemm(gemm) => gemm.run(),
             Op::Wait { progress, seq } => progress.wait_for(seq),
         }

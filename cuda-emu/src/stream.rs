@@ -1,25 +1,23 @@
 //! Streams as real asynchronous queues: each stream is served by its own
 //! thread, which sleeps a random, seeded delay before every operation (so
 //! work on two streams with no event between them really races), runs the
-//! operations in order, and publishes how far it got. The legacy default
-//! stream and blocking streams wait for each other as the driver's legacy
-//! semantics require; non-blocking streams wait for nothing implicitly. A
-//! failed operation sets its context's sticky error; later operations of a
-//! faulted context are skipped. Must never run an operation on the caller's
-//! thread, nor out of order.
+//! operations in order, and publishes how far it got (`progress`). A failed
+//! operation sets its context's sticky error; later operations of a
+//! faulted context are skipped. Which streams exist, and the implicit waits
+//! between them, are `stream_table`'s. Must never run an operation on the
+//! caller's thread, nor out of order.
 
-use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Sender};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::config::config;
-use crate::context::{self, Context};
-use crate::handles::{Kind, Registry};
+use crate::context::Context;
 use crate::ops::Op;
-use crate::result::{Res, CUDA_ERROR_INVALID_HANDLE, CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_UNKNOWN};
+use crate::progress::Progress;
+use crate::result::{Res, CUDA_ERROR_INVALID_HANDLE, CUDA_ERROR_UNKNOWN};
 
 /// `CU_STREAM_LEGACY`, the legacy default stream by name.
 pub const CU_STREAM_LEGACY: u64 = 0x1;
@@ -38,38 +36,6 @@ pub enum StreamKind {
     NonBlocking,
 }
 
-/// How far a stream's queue got; what events and waits look at.
-pub struct Progress {
-    pub context: Arc<Context>,
-    counts: Mutex<(u64, u64)>,
-    changed: Condvar,
-}
-
-impl Progress {
-    /// The sequence number of the last operation enqueued.
-    pub fn mark(&self) -> u64 {
-        self.counts.lock().unwrap_or_else(|p| p.into_inner()).0
-    }
-
-    /// Whether operation `seq` and all before it have completed.
-    pub fn done(&self, seq: u64) -> bool {
-        self.counts.lock().unwrap_or_else(|p| p.into_inner()).1 >= seq
-    }
-
-    /// Blocks until operation `seq` has completed.
-    pub fn wait_for(&self, seq: u64) {
-        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
-        while counts.1 < seq {
-            counts = self.changed.wait(counts).unwrap_or_else(|p| p.into_inner());
-        }
-    }
-
-    fn complete(&self, seq: u64) {
-        self.counts.lock().unwrap_or_else(|p| p.into_inner()).1 = seq;
-        self.changed.notify_all();
-    }
-}
-
 struct Job {
     seq: u64,
     op: Op,
@@ -81,17 +47,13 @@ pub struct Stream {
     tx: Mutex<Option<Sender<Job>>>,
 }
 
-/// Streams created by `cuStreamCreate` (and per-thread default streams).
-pub static STREAMS: Registry<Arc<Stream>> = Registry::new(Kind::Stream);
-
 static SERIAL: AtomicU64 = AtomicU64::new(0);
 
 impl Stream {
     /// A new stream of `context` with its serving thread.
     pub fn spawn(context: &Arc<Context>, kind: StreamKind) -> Arc<Stream> {
         let (tx, rx) = channel::<Job>();
-        let progress =
-            Arc::new(Progress { context: context.clone(), counts: Mutex::new((0, 0)), changed: Condvar::new() });
+        let progress = Arc::new(Progress::new(context.clone()));
         let serial = SERIAL.fetch_add(1, Ordering::Relaxed);
         let served = progress.clone();
         let spawned = std::thread::Builder::new().name(format!("cuda-emu-stream-{serial}")).spawn(move || {
@@ -124,95 +86,15 @@ impl Stream {
     }
 
     /// Appends `op`; returns its sequence number.
-    fn enqueue(&self, op: Op) -> Res<u64> {
+    pub fn enqueue(&self, op: Op) -> Res<u64> {
         let tx = self.tx.lock().unwrap_or_else(|p| p.into_inner());
         let tx = tx.as_ref().ok_or(CUDA_ERROR_INVALID_HANDLE)?;
-        let mut counts = self.progress.counts.lock().unwrap_or_else(|p| p.into_inner());
-        let seq = counts.0 + 1;
-        tx.send(Job { seq, op }).map_err(|_| CUDA_ERROR_INVALID_HANDLE)?;
-        counts.0 = seq;
-        Ok(seq)
+        self.progress.enqueue(|seq| tx.send(Job { seq, op }).map_err(|_| CUDA_ERROR_INVALID_HANDLE))
     }
 
     /// Stops taking work; the thread finishes what is queued, then exits.
     pub fn close(&self) {
         self.tx.lock().unwrap_or_else(|p| p.into_inner()).take();
-    }
-}
-
-/// Enqueues `op` on `stream` behind the implicit waits of the legacy
-/// semantics; returns its sequence number. Refused on a faulted context.
-pub fn submit(stream: &Stream, op: Op) -> Res<u64> {
-    let ctx = stream.context();
-    ctx.sticky()?;
-    match stream.kind {
-        StreamKind::NonBlocking => {}
-        StreamKind::Legacy => {
-            let blocking = STREAMS.collect(|s| s.kind == StreamKind::Blocking && s.context().handle == ctx.handle);
-            for b in blocking {
-                wait_behind(stream, &b.progress)?;
-            }
-        }
-        StreamKind::Blocking => {
-            if let Some(legacy) = ctx.existing_legacy_stream() {
-                wait_behind(stream, &legacy.progress)?;
-            }
-        }
-    }
-    stream.enqueue(op)
-}
-
-/// Makes `stream` wait for everything `other` has enqueued so far.
-fn wait_behind(stream: &Stream, other: &Arc<Progress>) -> Res<()> {
-    let mark = other.mark();
-    if !other.done(mark) {
-        stream.enqueue(Op::Wait { progress: other.clone(), seq: mark })?;
-    }
-    Ok(())
-}
-
-thread_local! {
-    static PER_THREAD: RefCell<Vec<Arc<Stream>>> = const { RefCell::new(Vec::new()) };
-}
-
-/// The stream a `CUstream` value names: 0 and `CU_STREAM_LEGACY` the current
-/// context's legacy stream, `CU_STREAM_PER_THREAD` this thread's default
-/// stream, anything else a live stream handle.
-pub fn resolve(handle: u64) -> Res<Arc<Stream>> {
-    match handle {
-        0 | CU_STREAM_LEGACY => context::current()?.legacy_stream(),
-        CU_STREAM_PER_THREAD => {
-            let ctx = context::current()?;
-            PER_THREAD.with(|streams| {
-                let mut streams = streams.borrow_mut();
-                streams.retain(|s| !s.context().is_destroyed());
-                if let Some(s) = streams.iter().find(|s| s.context().handle == ctx.handle) {
-                    return Ok(s.clone());
-                }
-                let s = Stream::spawn(&ctx, StreamKind::Blocking);
-                STREAMS.insert(s.clone()).ok_or(CUDA_ERROR_OUT_OF_MEMORY)?;
-                streams.push(s.clone());
-                Ok(s)
-            })
-        }
-        h => {
-            context::require_init()?;
-            STREAMS.get(h).filter(|s| !s.context().is_destroyed()).ok_or(CUDA_ERROR_INVALID_HANDLE)
-        }
-    }
-}
-
-/// Every stream of the context `handle` (the legacy one included, if made).
-pub fn context_streams(ctx: &Arc<Context>) -> Vec<Arc<Stream>> {
-    let mut all = STREAMS.collect(|s| s.context().handle == ctx.handle);
-    all.extend(ctx.existing_legacy_stream());
-    all
-}
-
-/// Closes and unregisters every stream of the context `handle`.
-pub fn destroy_context_streams(handle: u64) {
-    for s in STREAMS.remove_where(|s| s.context().handle == handle) {
-        s.close();
     }
 }
 

@@ -1,4 +1,4 @@
-//! caffe-geeps' layer kernels (`examples/caffe/kernels/*.ptx`, as NVRTC
+//! caffe-geeps' layer kernels (the PTX `examples/caffe/src/gpu/ptx_modules.rs` lists, as NVRTC
 //! emitted them) run in the PTX interpreter on random ragged shapes and
 //! several launch geometries (fewer threads than elements, so grid-stride
 //! loops turn, and more, so threads idle), against plain Rust references
@@ -12,12 +12,15 @@ use common::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-const ACTIVATIONS: &str = include_str!("../../examples/caffe/kernels/activations.ptx");
-const BIAS: &str = include_str!("../../examples/caffe/kernels/bias.ptx");
-const IM2COL: &str = include_str!("../../examples/caffe/kernels/im2col.ptx");
-const POOLING: &str = include_str!("../../examples/caffe/kernels/pooling.ptx");
-const SGD: &str = include_str!("../../examples/caffe/kernels/sgd.ptx");
-const SOFTMAX: &str = include_str!("../../examples/caffe/kernels/softmax_loss.ptx");
+#[path = "../../examples/caffe/src/gpu/ptx_modules.rs"]
+mod caffe_ptx;
+
+const ACTIVATIONS: &str = caffe_ptx::module("activations");
+const BIAS: &str = caffe_ptx::module("bias");
+const IM2COL: &str = caffe_ptx::module("im2col");
+const POOLING: &str = caffe_ptx::module("pooling");
+const SGD: &str = caffe_ptx::module("sgd");
+const SOFTMAX: &str = caffe_ptx::module("softmax_loss");
 
 /// (blocks, threads per block) for `n` elements: too few threads, about enough, too many.
 fn geometries(n: usize) -> [(u32, u32); 3] {

@@ -9,7 +9,10 @@ use std::time::Instant;
 
 use geeps_cuda_emu::ptx::{run, Geometry, Memory, Program};
 
-const IM2COL: &str = include_str!("../../examples/caffe/kernels/im2col.ptx");
+#[path = "../../examples/caffe/src/gpu/ptx_modules.rs"]
+mod caffe_ptx;
+
+const IM2COL: &str = caffe_ptx::module("im2col");
 
 #[test]
 #[ignore = "a measurement, not a check: run it by name"]

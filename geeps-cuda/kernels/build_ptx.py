@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Compiles every *.cu of a kernels folder to PTX with NVRTC: geeps-cuda's
 own (this folder, the default) or another's (--kernels, e.g.
-examples/caffe/kernels for caffe-geeps' layer kernels).
+examples/caffe/src/layers/pool for one of caffe-geeps' kernels; .ci/cuda.sh
+runs it on every folder of examples/caffe/src holding a .cu).
 
 The PTX is checked in beside the sources and embedded in the crate, so a
 machine running geeps needs only the NVIDIA driver (which JIT-compiles the

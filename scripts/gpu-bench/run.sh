@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-cargo build --quiet --release -p geeps-caffe -p geeps-launch
+cargo build --quiet --release -p caffe-geeps -p geeps-launch
 bin=target/release/caffe-geeps
 solver=examples/caffe/models/lenet_solver.prototxt
 out=$(mktemp -d)

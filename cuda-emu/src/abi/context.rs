@@ -4,10 +4,10 @@
 
 use std::ffi::{c_int, c_uint, c_void};
 
-use super::{guard, handle, key, put};
-use crate::context;
+use super::guard::{guard, handle, key, put};
 use crate::result::CUresult;
-use crate::stream::context_streams;
+use crate::stream_table::context_streams;
+use crate::{context, primary};
 
 #[no_mangle]
 pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(ctx: *mut *mut c_void, device: c_int) -> CUresult {
@@ -15,20 +15,20 @@ pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(ctx: *mut *mut c_void, device:
         if ctx.is_null() {
             return put(ctx, std::ptr::null_mut());
         }
-        let h = context::retain_primary(device)?;
+        let h = primary::retain_primary(device)?;
         put(ctx, handle(h))
     })
 }
 
 #[no_mangle]
 pub extern "C" fn cuDevicePrimaryCtxRelease_v2(device: c_int) -> CUresult {
-    guard("cuDevicePrimaryCtxRelease_v2", || context::release_primary(device))
+    guard("cuDevicePrimaryCtxRelease_v2", || primary::release_primary(device))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn cuDevicePrimaryCtxGetState(device: c_int, flags: *mut c_uint, active: *mut c_int) -> CUresult {
     guard("cuDevicePrimaryCtxGetState", || {
-        let (_, live) = context::primary_state(device)?;
+        let (_, live) = primary::primary_state(device)?;
         put(flags, 0)?;
         put(active, live as c_int)
     })

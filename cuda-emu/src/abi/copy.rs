@@ -8,12 +8,13 @@
 
 use std::ffi::{c_uchar, c_uint, c_void};
 
-use super::{guard, key, refuse};
+use super::guard::{guard, key, refuse};
 use crate::memory::{space, Span};
 use crate::ops::{HostSource, HostTarget, Op};
 use crate::pinned;
 use crate::result::{CUresult, Res, CUDA_ERROR_INVALID_VALUE};
-use crate::stream::{self, submit, Stream, CU_STREAM_LEGACY};
+use crate::stream::{Stream, CU_STREAM_LEGACY};
+use crate::stream_table::{self, submit};
 
 fn device_span(call: &str, addr: u64, len: usize) -> Res<Span> {
     space().span(addr, len).or_else(|why| refuse(CUDA_ERROR_INVALID_VALUE, || format!("{call}: {why}")))
@@ -41,7 +42,7 @@ fn run(stream: &Stream, op: Op, wait: bool) -> Res<()> {
 
 unsafe fn h2d(call: &'static str, dst: u64, src: *const c_void, bytes: usize, hs: u64, sync: bool) -> CUresult {
     guard(call, || {
-        let stream = stream::resolve(hs)?;
+        let stream = stream_table::resolve(hs)?;
         if bytes == 0 {
             return Ok(());
         }
@@ -56,7 +57,7 @@ unsafe fn h2d(call: &'static str, dst: u64, src: *const c_void, bytes: usize, hs
 
 unsafe fn d2h(call: &'static str, dst: *mut c_void, src: u64, bytes: usize, hs: u64, sync: bool) -> CUresult {
     guard(call, || {
-        let stream = stream::resolve(hs)?;
+        let stream = stream_table::resolve(hs)?;
         if bytes == 0 {
             return Ok(());
         }
@@ -69,7 +70,7 @@ unsafe fn d2h(call: &'static str, dst: *mut c_void, src: u64, bytes: usize, hs: 
 
 fn d2d(call: &'static str, dst: u64, src: u64, bytes: usize, hs: u64, sync: bool) -> CUresult {
     guard(call, || {
-        let stream = stream::resolve(hs)?;
+        let stream = stream_table::resolve(hs)?;
         if bytes == 0 {
             return Ok(());
         }
@@ -80,7 +81,7 @@ fn d2d(call: &'static str, dst: u64, src: u64, bytes: usize, hs: u64, sync: bool
 
 fn memset(call: &'static str, dst: u64, value: u32, width: usize, count: usize, hs: u64, sync: bool) -> CUresult {
     guard(call, || {
-        let stream = stream::resolve(hs)?;
+        let stream = stream_table::resolve(hs)?;
         if count == 0 {
             return Ok(());
         }

@@ -1,4 +1,4 @@
-//! The cuBLAS entry points caffe-geeps calls through cudarc (`cublas_v2.h`
+//! The cuBLAS entry points a program calls through cudarc (`cublas_v2.h`
 //! signatures and `cublasStatus_t` codes): handles bound to a stream,
 //! pointer and math modes, and single-precision GEMM, strided-batched GEMM
 //! and GEMV, enqueued on the handle's stream like any kernel. The same
@@ -11,13 +11,13 @@
 use std::ffi::{c_int, c_longlong, c_void};
 use std::sync::Arc;
 
-use super::{handle, key};
+use super::guard::{handle, key};
 use crate::blas::{Gemm, Operand, Transpose};
 use crate::handles::{Kind, Registry};
 use crate::log;
 use crate::memory::space;
 use crate::ops::Op;
-use crate::stream::{self, submit};
+use crate::stream_table::{self, submit};
 use crate::{context, result::CUresult};
 
 /// A `cublasStatus_t`.
@@ -125,7 +125,7 @@ fn operand(
 }
 
 fn enqueue(h: &BlasHandle, gemm: Gemm, call: &str) -> Res<()> {
-    let stream = stream::resolve(h.stream).map_err(|c| driver(c, call))?;
+    let stream = stream_table::resolve(h.stream).map_err(|c| driver(c, call))?;
     if stream.context().handle != h.context {
         return refuse(CUBLAS_STATUS_INVALID_VALUE, || format!("{call}: the handle's stream is of another context"));
     }
@@ -177,7 +177,7 @@ pub unsafe extern "C" fn cublasGetVersion_v2(h: *mut c_void, version: *mut c_int
 pub unsafe extern "C" fn cublasSetStream_v2(h: *mut c_void, s: *mut c_void) -> CublasStatus {
     guard("cublasSetStream_v2", || {
         let b = lookup(h, "cublasSetStream_v2")?;
-        stream::resolve(key(s)).map_err(|c| driver(c, "cublasSetStream_v2"))?;
+        stream_table::resolve(key(s)).map_err(|c| driver(c, "cublasSetStream_v2"))?;
         b.lock().unwrap_or_else(|p| p.into_inner()).stream = key(s);
         Ok(())
     })

@@ -4,7 +4,7 @@
 
 use std::ffi::{c_char, c_int};
 
-use super::{guard, put, refuse};
+use super::guard::{guard, put, refuse};
 use crate::config::config;
 use crate::context;
 use crate::result::{CUresult, Res, CUDA_ERROR_INVALID_VALUE};

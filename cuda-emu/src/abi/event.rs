@@ -4,13 +4,13 @@
 use std::ffi::{c_uint, c_void};
 use std::sync::Arc;
 
-use super::{guard, handle, key, put, refuse};
+use super::guard::{guard, handle, key, put, refuse};
 use crate::context;
 use crate::event::{Event, EVENTS};
 use crate::result::{
     CUresult, Res, CUDA_ERROR_INVALID_HANDLE, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_READY, CUDA_ERROR_OUT_OF_MEMORY,
 };
-use crate::stream;
+use crate::stream_table;
 
 fn live(call: &str, e: *mut c_void) -> Res<Arc<Event>> {
     context::require_init()?;
@@ -41,7 +41,7 @@ pub unsafe extern "C" fn cuEventCreate(out: *mut *mut c_void, flags: c_uint) -> 
 pub unsafe extern "C" fn cuEventRecord(e: *mut c_void, s: *mut c_void) -> CUresult {
     guard("cuEventRecord", || {
         let event = live("cuEventRecord", e)?;
-        let stream = stream::resolve(key(s))?;
+        let stream = stream_table::resolve(key(s))?;
         stream.context().sticky()?;
         event.record(&stream.progress);
         Ok(())

@@ -3,7 +3,7 @@
 
 use std::ffi::{c_char, c_int, c_uint};
 
-use super::{guard, put, refuse};
+use super::guard::{guard, put, refuse};
 use crate::config::config;
 use crate::context;
 use crate::result::{self, CUresult, CUDA_ERROR_INVALID_VALUE};

@@ -6,7 +6,7 @@
 use std::ffi::{c_uint, c_void};
 use std::sync::Arc;
 
-use super::{guard, put, refuse};
+use super::guard::{guard, put, refuse};
 use crate::memory::{space, ALIGN};
 use crate::result::{CUresult, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_OUT_OF_MEMORY};
 use crate::{context, log, pinned};

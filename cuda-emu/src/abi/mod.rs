@@ -15,12 +15,11 @@ mod copy;
 mod cublas;
 mod device;
 mod event;
+mod guard;
 mod init;
 mod memory;
 mod module;
 mod stream;
-
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 pub use context::*;
 pub use copy::*;
@@ -31,50 +30,3 @@ pub use init::*;
 pub use memory::*;
 pub use module::*;
 pub use stream::*;
-
-use crate::log;
-use crate::result::{
-    label, CUresult, Res, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_READY, CUDA_ERROR_UNKNOWN, CUDA_SUCCESS,
-};
-
-/// Runs an export's body: its error code, or CUDA_ERROR_UNKNOWN if it panicked.
-fn guard(name: &'static str, body: impl FnOnce() -> Res<()>) -> CUresult {
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(())) => CUDA_SUCCESS,
-        Ok(Err(code)) => {
-            if code != CUDA_ERROR_NOT_READY {
-                log::debug(|| format!("{name} returned {}", label(code)));
-            }
-            code
-        }
-        Err(_) => {
-            log::fault(&format!("{name} panicked inside the emulator; returning CUDA_ERROR_UNKNOWN"));
-            CUDA_ERROR_UNKNOWN
-        }
-    }
-}
-
-/// Refuses a call with `code`, saying why in the debug log.
-fn refuse<T>(code: CUresult, why: impl FnOnce() -> String) -> Res<T> {
-    log::debug(|| format!("refused ({}): {}", label(code), why()));
-    Err(code)
-}
-
-/// Writes `value` through an output pointer, or INVALID_VALUE for NULL.
-unsafe fn put<T>(out: *mut T, value: T) -> Res<()> {
-    if out.is_null() {
-        return refuse(CUDA_ERROR_INVALID_VALUE, || "a NULL output pointer".into());
-    }
-    out.write(value);
-    Ok(())
-}
-
-/// A handle argument as the registry key it is.
-fn key<T>(handle: *mut T) -> u64 {
-    handle as usize as u64
-}
-
-/// A registry key as the handle type the API passes.
-fn handle<T>(key: u64) -> *mut T {
-    key as usize as *mut T
-}

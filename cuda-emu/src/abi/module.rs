@@ -6,9 +6,8 @@
 use std::ffi::{c_char, c_uint, c_void, CStr};
 use std::sync::Arc;
 
-use super::{guard, handle, key, put, refuse};
+use super::guard::{guard, handle, key, put, refuse};
 use crate::config::{config, KernelMode};
-use crate::context;
 use crate::interpret::Interpreter;
 use crate::launch::Launch;
 use crate::module::{self, Function, Module, FUNCTIONS, MODULES};
@@ -17,7 +16,8 @@ use crate::result::{
     CUresult, Res, CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_HANDLE, CUDA_ERROR_INVALID_PTX,
     CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_FOUND, CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_OUT_OF_MEMORY,
 };
-use crate::stream::{self, submit};
+use crate::stream_table::{self, submit};
+use crate::{context, engine};
 
 const CU_JIT_INFO_LOG_BUFFER: u32 = 3;
 const CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES: u32 = 4;
@@ -192,7 +192,7 @@ pub unsafe extern "C" fn cuLaunchKernel(
         let Some(function) = FUNCTIONS.get(key(f)) else {
             return refuse(CUDA_ERROR_INVALID_HANDLE, || format!("cuLaunchKernel: function {f:?} is not live"));
         };
-        let stream = stream::resolve(key(s))?;
+        let stream = stream_table::resolve(key(s))?;
         if stream.context().handle != function.module.context {
             return refuse(CUDA_ERROR_INVALID_CONTEXT, || {
                 "cuLaunchKernel: the stream and the function belong to different contexts".into()
@@ -201,7 +201,7 @@ pub unsafe extern "C" fn cuLaunchKernel(
         let launch =
             Launch::capture(function, (grid_x, grid_y, grid_z), (block_x, block_y, block_z), shared, params, extra)?;
         // A kernel the interpreter cannot decode fails here, as a JIT failure, without poisoning the context.
-        if let Err(why) = launch.runnable() {
+        if let Err(why) = engine::runnable(&launch) {
             crate::log::fault(&format!("cuLaunchKernel: {why}"));
             return Err(CUDA_ERROR_INVALID_PTX);
         }

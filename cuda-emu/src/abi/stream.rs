@@ -3,14 +3,15 @@
 
 use std::ffi::{c_int, c_uint, c_void};
 
-use super::{guard, handle, key, put, refuse};
+use super::guard::{guard, handle, key, put, refuse};
 use crate::context;
 use crate::event::EVENTS;
 use crate::ops::Op;
 use crate::result::{
     CUresult, CUDA_ERROR_INVALID_HANDLE, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_READY, CUDA_ERROR_OUT_OF_MEMORY,
 };
-use crate::stream::{self, submit, Stream, StreamKind, CU_STREAM_NON_BLOCKING, STREAMS};
+use crate::stream::{Stream, StreamKind, CU_STREAM_NON_BLOCKING};
+use crate::stream_table::{self, submit, STREAMS};
 
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamCreate(out: *mut *mut c_void, flags: c_uint) -> CUresult {
@@ -37,7 +38,7 @@ pub unsafe extern "C" fn cuStreamCreateWithPriority(
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamGetFlags(s: *mut c_void, flags: *mut c_uint) -> CUresult {
     guard("cuStreamGetFlags", || {
-        let s = stream::resolve(key(s))?;
+        let s = stream_table::resolve(key(s))?;
         put(flags, if s.kind == StreamKind::NonBlocking { CU_STREAM_NON_BLOCKING } else { 0 })
     })
 }
@@ -60,7 +61,7 @@ pub unsafe extern "C" fn cuStreamDestroy_v2(s: *mut c_void) -> CUresult {
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamSynchronize(s: *mut c_void) -> CUresult {
     guard("cuStreamSynchronize", || {
-        let s = stream::resolve(key(s))?;
+        let s = stream_table::resolve(key(s))?;
         s.progress.wait_for(s.progress.mark());
         s.context().sticky()
     })
@@ -69,7 +70,7 @@ pub unsafe extern "C" fn cuStreamSynchronize(s: *mut c_void) -> CUresult {
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamQuery(s: *mut c_void) -> CUresult {
     guard("cuStreamQuery", || {
-        let s = stream::resolve(key(s))?;
+        let s = stream_table::resolve(key(s))?;
         s.context().sticky()?;
         if s.progress.done(s.progress.mark()) {
             Ok(())
@@ -83,7 +84,7 @@ pub unsafe extern "C" fn cuStreamQuery(s: *mut c_void) -> CUresult {
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamWaitEvent(s: *mut c_void, e: *mut c_void, flags: c_uint) -> CUresult {
     guard("cuStreamWaitEvent", || {
-        let stream = stream::resolve(key(s))?;
+        let stream = stream_table::resolve(key(s))?;
         let Some(event) = EVENTS.get(key(e)) else {
             return refuse(CUDA_ERROR_INVALID_HANDLE, || format!("cuStreamWaitEvent: event {e:?} is not live"));
         };

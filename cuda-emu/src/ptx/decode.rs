@@ -10,13 +10,13 @@ use std::collections::HashMap;
 
 use super::compare;
 use super::convert;
+use super::error::Error;
 use super::float;
 use super::inst::{Code, Combine, Fill, Fn3, Inst, Kind, Post, Shuffle, Vote, SCRATCH};
 use super::int;
 use super::memory::{DATA_WINDOW, LOCAL_WINDOW, SHARED_WINDOW};
 use super::operand::{imm_bits, syntax, Opnd, Syntax};
 use super::parse::{type_bytes, variable, Item, Kernel, Space, Var};
-use super::Error;
 
 struct Decoder {
     scopes: Vec<HashMap<String, u32>>,

@@ -11,7 +11,7 @@ macro_rules! int_type {
         // PTX has no 8- or 16-bit atomics: those types leave `atom` unused.
         #[allow(dead_code)]
         pub mod $m {
-            use super::Fn3;
+            use $crate::ptx::inst::Fn3;
             type T = $t;
             const BITS: u32 = <$t>::BITS;
             #[inline(always)]

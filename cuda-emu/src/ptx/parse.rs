@@ -4,8 +4,8 @@
 //! (`.func`) are skipped: a `call` to one fails at decode. Must never
 //! interpret an instruction; bodies are kept as text with their lines.
 
+use super::error::Error;
 use super::source::{pieces, Piece};
-use super::Error;
 
 /// One state space.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../../.."
 PYTHON="${PYTHON:-python3}"
 REPEAT="${REPEAT:-3}"
 ITERS="${ITERS:-300}"
-cargo build --release -p geeps-caffe --bin caffe-geeps >/dev/null
+cargo build --release -p caffe-geeps --bin caffe-geeps >/dev/null
 bin="${CARGO_TARGET_DIR:-target}/release/caffe-geeps"
 solver=examples/caffe/models/lenet_solver.prototxt
 model=examples/caffe/models/lenet_train_test.prototxt

@@ -1,4 +1,4 @@
-//! geeps-caffe: a Caffe-style trainer whose parameters and activations live
+//! caffe-geeps: a Caffe-style trainer whose parameters and activations live
 //! in geeps, the way GeePS-Caffe keeps them (the GeePS paper, Algorithm 1).
 //!
 //! It reads Caffe's own net and solver prototxt files, keeps each layer's
@@ -8,39 +8,26 @@
 //! sums the workers' updates (BSP, SSP or asynchronous). The `caffe-geeps`
 //! binary is the command line; `docs/caffe.md` is the guide.
 //!
-//! Modules, by job: `proto` (file formats), `data` (IDX images), `layers`
-//! and `blas` (compute on the CPU), `gpu` (the same on a CUDA GPU), `net` (wiring a phase's layers),
-//! `params` and `solver` (parameters and Caffe's solvers), `plain` (running
-//! a net on plain memory), `ps` (everything geeps), `cluster` (how ranks connect),
-//! `train` (the schedule), `report` and `plot` (what the user sees),
-//! `cli_args` (the command line as Caffe users type it).
+//! Modules, by job, as Caffe lays out its sources: `proto` (file formats and
+//! the settings read from them), `data` (datasets, LMDB and the Data
+//! layer's transform), `layers` (one folder per layer type, its CPU and GPU
+//! code and CUDA kernel), `util` (the CPU matrix products), `gpu` (the
+//! device, kernel loading and cuBLAS), `net` (a phase's layers wired, its
+//! parameters, running it on plain memory), `solvers` (Caffe's solvers and
+//! the training schedule, `solve`), `ps` (everything geeps), `tools`
+//! (convert, mean, time) and `cli` (the command line, how ranks connect,
+//! and what the user sees).
 
-pub mod blas;
-pub mod cli_args;
-pub mod cluster;
-pub mod convert;
+pub mod cli;
 pub mod data;
-pub mod datum;
 pub mod error;
 pub mod gpu;
-pub mod launch;
 pub mod layers;
-pub mod lmdb;
-pub mod lmdb_data;
-pub mod memory;
 pub mod net;
-pub mod net_state;
-pub mod params;
-pub mod plain;
-pub mod plot;
 pub mod proto;
 pub mod ps;
-pub mod report;
-pub mod signals;
-pub mod solver;
-pub mod splits;
-pub mod timing;
-pub mod train;
-pub mod transform;
+pub mod solvers;
+pub mod tools;
+pub mod util;
 
 pub use error::{Error, Result};

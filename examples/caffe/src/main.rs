@@ -4,7 +4,7 @@
 //! times the layers, `device_query -gpu N` describes a GPU, and
 //! `convert_mnist_data`, `convert_imageset` and `compute_image_mean` make
 //! LMDBs and mean files. gflags' single-dash and underscore flags are
-//! rewritten first (`cli_args`). It owns argument parsing and what each
+//! rewritten first (`cli::args`). It owns argument parsing and what each
 //! command prints; it must never train, evaluate or convert by itself (the
 //! library does).
 
@@ -15,17 +15,18 @@ use std::time::Duration;
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args, Parser, Subcommand};
 
+use caffe_geeps::cli::args::{self, parse_phase, parse_signal_effect, GpuArg};
+use caffe_geeps::cli::cluster::Cluster;
+use caffe_geeps::data::lmdb::LmdbReader;
+use caffe_geeps::proto::net::Phase;
+use caffe_geeps::proto::net_state::NetState;
+use caffe_geeps::proto::solver::SolverParam;
+use caffe_geeps::ps::{DeviceChoice, PsOptions};
+use caffe_geeps::solvers::solve::{self, SignalEffect, TrainOptions, TrainReport, DEFAULT_SEED};
+use caffe_geeps::tools::convert::{self, ImagesetOptions};
+use caffe_geeps::tools::mean;
 use geeps::net::WireEncoding;
 use geeps::CudaDevice;
-use geeps_caffe::cli_args::{self, parse_phase, parse_signal_effect, GpuArg};
-use geeps_caffe::cluster::Cluster;
-use geeps_caffe::convert::{self, ImagesetOptions};
-use geeps_caffe::lmdb::LmdbReader;
-use geeps_caffe::net_state::NetState;
-use geeps_caffe::proto::net::Phase;
-use geeps_caffe::proto::solver::SolverParam;
-use geeps_caffe::ps::{DeviceChoice, PsOptions};
-use geeps_caffe::train::{self, SignalEffect, TrainOptions, TrainReport, DEFAULT_SEED};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -297,10 +298,10 @@ fn cpu_only(command: &str, gpu: &Option<GpuArg>) {
 }
 
 /// Prints what the driver says about each GPU asked for, as Caffe's `device_query` does.
-fn device_query(gpu: &GpuArg) -> geeps_caffe::Result<()> {
+fn device_query(gpu: &GpuArg) -> caffe_geeps::Result<()> {
     for ordinal in gpu.ordinals()? {
         let p = CudaDevice::probe(ordinal)
-            .map_err(|e| geeps_caffe::Error::config(format!("device_query -gpu {ordinal}: {e}")))?;
+            .map_err(|e| caffe_geeps::Error::config(format!("device_query -gpu {ordinal}: {e}")))?;
         let (major, minor) = p.compute_capability;
         println!("Device id:                     {}", p.ordinal);
         println!("Name:                          {}", p.name);
@@ -312,7 +313,7 @@ fn device_query(gpu: &GpuArg) -> geeps_caffe::Result<()> {
     Ok(())
 }
 
-fn train_command(args: TrainArgs) -> geeps_caffe::Result<()> {
+fn train_command(args: TrainArgs) -> caffe_geeps::Result<()> {
     let TrainArgs {
         solver,
         workers,
@@ -340,14 +341,14 @@ fn train_command(args: TrainArgs) -> geeps_caffe::Result<()> {
     state.apply(&mut s);
     if let Some(m) = max_iter {
         if m == 0 {
-            return Err(geeps_caffe::Error::config("--max-iter must be at least 1"));
+            return Err(caffe_geeps::Error::config("--max-iter must be at least 1"));
         }
         s.max_iter = m;
     }
     let device = match (gpus, s.gpu) {
         (Some(ordinals), _) => {
             if ordinals.is_empty() {
-                return Err(geeps_caffe::Error::config(
+                return Err(caffe_geeps::Error::config(
                     "-gpu all: the driver sees no GPU (check CUDA_VISIBLE_DEVICES), or run without -gpu",
                 ));
             }
@@ -381,11 +382,11 @@ fn train_command(args: TrainArgs) -> geeps_caffe::Result<()> {
     if let (false, None, DeviceChoice::Cuda(ordinals)) = (launched, workers, &opts.ps.device) {
         if ordinals.len() > 1 {
             // One process per GPU, as Caffe users expect: this command again, under geeps-launch.
-            return Err(geeps_caffe::launch::one_process_per_gpu(ordinals.len()));
+            return Err(caffe_geeps::cli::launch::one_process_per_gpu(ordinals.len()));
         }
     }
     if !launched && wire == Some(WireEncoding::Bf16) {
-        return Err(geeps_caffe::Error::config(
+        return Err(caffe_geeps::Error::config(
             "--wire bf16 compresses the updates ranks send over the network, but this run's workers are threads of \
              one process that share memory (--workers): drop --wire, or run several processes (--net under \
              geeps-launch, srun or mpirun)",
@@ -393,8 +394,8 @@ fn train_command(args: TrainArgs) -> geeps_caffe::Result<()> {
     }
     let cluster = if launched { Cluster::from_env(wire)? } else { Cluster::in_process(workers.unwrap_or(4))? };
     // Ctrl-C, SIGTERM and SIGHUP act as -sigint_effect and -sighup_effect say.
-    geeps_caffe::signals::install()?;
-    let trained = train::train(&s, &opts, &cluster);
+    caffe_geeps::cli::signals::install()?;
+    let trained = solve::train(&s, &opts, &cluster);
     let stopped = cluster.shutdown();
     let report = trained?;
     stopped?;
@@ -414,17 +415,17 @@ fn wrote(n: usize, out: &Path) {
     println!("Wrote {n} record(s) to {}", out.display());
 }
 
-fn run(cli: Cli) -> geeps_caffe::Result<()> {
+fn run(cli: Cli) -> caffe_geeps::Result<()> {
     match cli.command {
         Command::Train(args) => train_command(args)?,
         Command::Time { model, iterations, gpu, phase, state } => {
             cpu_only("time", &gpu);
             if phase != Phase::Train {
-                return Err(geeps_caffe::Error::config(
+                return Err(caffe_geeps::Error::config(
                     "-phase TEST: caffe-geeps times forward and backward of the TRAIN net; use -phase TRAIN",
                 ));
             }
-            let t = geeps_caffe::timing::time(&model, iterations, &state.state(phase))?;
+            let t = caffe_geeps::tools::time::time(&model, iterations, &state.state(phase))?;
             println!("Average time per layer over {iterations} iteration(s) of batch {}:", t.batch);
             for (name, kind, f, b) in &t.layers {
                 println!(
@@ -438,7 +439,7 @@ fn run(cli: Cli) -> geeps_caffe::Result<()> {
         }
         Command::Test { model, weights, iterations, gpu, state } => {
             cpu_only("test", &gpu);
-            let (outputs, n) = train::test_weights(&model, &weights, iterations, &state.state(Phase::Test))?;
+            let (outputs, n) = solve::test_weights(&model, &weights, iterations, &state.state(Phase::Test))?;
             println!("Tested {} on {n} batch(es) of the TEST phase of {}", weights.display(), model.display());
             for (k, (name, v)) in outputs.iter().enumerate() {
                 println!("    Test net output #{k}: {name} = {v}");
@@ -453,7 +454,7 @@ fn run(cli: Cli) -> geeps_caffe::Result<()> {
             wrote(convert::convert_imageset(&root, &listfile, &out, &opts)?, &out);
         }
         Command::ComputeImageMean { db, out, .. } => {
-            let ((c, h, w), means) = convert::compute_image_mean(&db, &out)?;
+            let ((c, h, w), means) = mean::compute_image_mean(&db, &out)?;
             let records = LmdbReader::open(&db)?.len();
             let means: Vec<String> = means.iter().map(|m| format!("{m:.4}")).collect();
             println!(
@@ -470,7 +471,7 @@ fn run(cli: Cli) -> geeps_caffe::Result<()> {
 fn main() -> ExitCode {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
-    match run(Cli::parse_from(cli_args::normalise(std::env::args_os()))) {
+    match run(Cli::parse_from(args::normalise(std::env::args_os()))) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("caffe-geeps: {e}");

@@ -81,7 +81,7 @@ fn mnist_converts_and_averages_under_caffes_names() {
     let (images, labels) = (format!("{p}-images-idx3-ubyte.gz"), format!("{p}-labels-idx1-ubyte.gz"));
     let db = dir.join("t10k_lmdb");
     let (stdout, _) = ok(&["convert_mnist_data", &images, &labels, &s(&db), "--backend=lmdb"]);
-    let records = geeps_caffe::lmdb::LmdbReader::open(&db).unwrap().len();
+    let records = caffe_geeps::data::lmdb::LmdbReader::open(&db).unwrap().len();
     assert!(records > 0);
     assert_eq!(stdout.trim(), format!("Wrote {records} record(s) to {}", s(&db)));
 

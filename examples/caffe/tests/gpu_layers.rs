@@ -9,15 +9,15 @@
 //! statistics) must give its bits. The GPU's tops and gradients start as
 //! NaN, so a value a kernel leaves unwritten fails.
 
-use geeps_caffe::gpu::{DevSlice, Gpu};
-use geeps_caffe::layers::eltwise::EltwiseOp;
-use geeps_caffe::layers::lrn::{LrnConf, NormRegion};
-use geeps_caffe::layers::power::PowerConf;
-use geeps_caffe::layers::scale::ScaleConf;
-use geeps_caffe::layers::spec::{BatchNormSpec, LayerSpec};
-use geeps_caffe::layers::split::Split;
-use geeps_caffe::layers::{self, count, Backward, Forward, GpuBackward, GpuForward, Layer, Shape};
-use geeps_caffe::proto::net::{ConvConf, Filler, InnerProductConf, LayerKind, Normalization, PoolConf, PoolMethod};
+use caffe_geeps::gpu::{DevSlice, Gpu};
+use caffe_geeps::layers::eltwise::EltwiseOp;
+use caffe_geeps::layers::lrn::{LrnConf, NormRegion};
+use caffe_geeps::layers::power::PowerConf;
+use caffe_geeps::layers::scale::ScaleConf;
+use caffe_geeps::layers::spec::{BatchNormSpec, LayerSpec};
+use caffe_geeps::layers::split::Split;
+use caffe_geeps::layers::{self, count, Backward, Forward, GpuBackward, GpuForward, Layer, Shape};
+use caffe_geeps::proto::net::{ConvConf, Filler, InnerProductConf, LayerKind, Normalization, PoolConf, PoolMethod};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -117,7 +117,7 @@ fn on_cpu(c: &Case, params: &[f32], dy: &[Vec<f32>]) -> Results {
 }
 
 /// A device array of `n` NaNs: whatever a kernel leaves of it shows.
-fn unwritten(gpu: &Gpu, n: usize) -> geeps_caffe::gpu::DeviceVec<'_> {
+fn unwritten(gpu: &Gpu, n: usize) -> caffe_geeps::gpu::DeviceVec<'_> {
     gpu.alloc_from(&vec![f32::NAN; n]).unwrap()
 }
 
@@ -546,10 +546,10 @@ fn without_a_driver_opening_is_a_clear_error() {
 /// several steps (the histories carry over).
 #[test]
 fn every_solver_steps_on_the_gpu_as_on_the_host() {
-    use geeps_caffe::params::{BlobSlot, LayerParams};
-    use geeps_caffe::proto::net::ParamSpec;
-    use geeps_caffe::proto::solver::{Regularization, SolverType};
-    use geeps_caffe::solver::{layer_delta, Rule, Step};
+    use caffe_geeps::net::params::{BlobSlot, LayerParams};
+    use caffe_geeps::proto::net::ParamSpec;
+    use caffe_geeps::proto::solver::{Regularization, SolverType};
+    use caffe_geeps::solvers::{layer_delta, Rule, Step};
     let Some(gpu) = gpu("every_solver_steps_on_the_gpu_as_on_the_host") else { return };
     let mut rng = StdRng::seed_from_u64(9);
     let blob = |offset, len, lr_mult, decay_mult| BlobSlot {

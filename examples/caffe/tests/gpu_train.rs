@@ -10,11 +10,11 @@ mod common;
 
 use std::process::Command;
 
+use caffe_geeps::cli::cluster::Cluster;
+use caffe_geeps::proto::solver::SolverParam;
+use caffe_geeps::ps::{DeviceChoice, PsOptions};
+use caffe_geeps::solvers::solve::train;
 use common::quiet;
-use geeps_caffe::cluster::Cluster;
-use geeps_caffe::proto::solver::SolverParam;
-use geeps_caffe::ps::{DeviceChoice, PsOptions};
-use geeps_caffe::train::train;
 
 /// |GPU loss − CPU loss| at every iteration, relative to the CPU loss.
 const LOSS_TOLERANCE: f32 = 0.02;
@@ -39,7 +39,8 @@ fn lenet_on_the_gpu_tracks_the_cpu_for_200_iterations() {
     eprintln!("LeNet, 200 iterations: GPU losses within {worst:.2e} (relative) of the CPU's");
     let (first, last) = (gpu.losses[0], gpu.losses[190..].iter().sum::<f32>() / 10.0);
     assert!(last < first * 0.5, "the GPU run learns: loss {first} → {last}");
-    let accuracy = |r: &geeps_caffe::train::TrainReport| r.test.iter().find(|(n, _)| n == "accuracy").unwrap().1;
+    let accuracy =
+        |r: &caffe_geeps::solvers::solve::TrainReport| r.test.iter().find(|(n, _)| n == "accuracy").unwrap().1;
     assert!((accuracy(&gpu) - accuracy(&cpu)).abs() < 0.02, "test accuracy {} vs {}", accuracy(&gpu), accuracy(&cpu));
     let _ = std::fs::remove_dir_all(&dir);
 }

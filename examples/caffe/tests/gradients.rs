@@ -2,19 +2,19 @@
 //! the bottom gradients and the parameter gradients, on random inputs
 //! chosen away from kinks (ReLU at 0, ties in max pooling).
 
-use geeps_caffe::layers::batch_norm::{BatchNorm, BatchNormConf};
-use geeps_caffe::layers::concat::Concat;
-use geeps_caffe::layers::conv::{Conv, ConvSpec};
-use geeps_caffe::layers::eltwise::{Eltwise, EltwiseOp};
-use geeps_caffe::layers::lrn::{Lrn, LrnConf, NormRegion};
-use geeps_caffe::layers::power::{Power, PowerConf};
-use geeps_caffe::layers::prelu::PRelu;
-use geeps_caffe::layers::reshape::Reshape;
-use geeps_caffe::layers::scale::{Scale, ScaleConf};
-use geeps_caffe::layers::softmax::Softmax;
-use geeps_caffe::layers::split::Split;
-use geeps_caffe::layers::{self, count, Backward, Forward, Layer, Shape};
-use geeps_caffe::proto::net::{
+use caffe_geeps::layers::batch_norm::{BatchNorm, BatchNormConf};
+use caffe_geeps::layers::concat::Concat;
+use caffe_geeps::layers::conv::{Conv, ConvSpec};
+use caffe_geeps::layers::eltwise::{Eltwise, EltwiseOp};
+use caffe_geeps::layers::lrn::{Lrn, LrnConf, NormRegion};
+use caffe_geeps::layers::power::{Power, PowerConf};
+use caffe_geeps::layers::prelu::PRelu;
+use caffe_geeps::layers::reshape::Reshape;
+use caffe_geeps::layers::scale::{Scale, ScaleConf};
+use caffe_geeps::layers::softmax::Softmax;
+use caffe_geeps::layers::split::Split;
+use caffe_geeps::layers::{self, count, Backward, Forward, Layer, Shape};
+use caffe_geeps::proto::net::{
     ConvConf, Filler, InnerProductConf, LayerKind, Normalization, PoolConf, PoolMethod, VarianceNorm,
 };
 use rand::rngs::StdRng;

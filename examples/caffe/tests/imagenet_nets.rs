@@ -15,15 +15,15 @@ use std::sync::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use geeps_caffe::cluster::Cluster;
-use geeps_caffe::convert::compute_image_mean;
-use geeps_caffe::data::DataCache;
-use geeps_caffe::datum::{Image, Values};
-use geeps_caffe::lmdb::LmdbWriter;
-use geeps_caffe::params::ParamLayout;
-use geeps_caffe::proto::net::{LayerKind, NetParam, Phase};
-use geeps_caffe::proto::solver::SolverParam;
-use geeps_caffe::train::{build_nets, train, TrainOptions};
+use caffe_geeps::cli::cluster::Cluster;
+use caffe_geeps::data::datum::{Image, Values};
+use caffe_geeps::data::lmdb::LmdbWriter;
+use caffe_geeps::data::DataCache;
+use caffe_geeps::net::params::ParamLayout;
+use caffe_geeps::proto::net::{LayerKind, NetParam, Phase};
+use caffe_geeps::proto::solver::SolverParam;
+use caffe_geeps::solvers::solve::{build_nets, train, TrainOptions};
+use caffe_geeps::tools::mean::compute_image_mean;
 
 const NETS: [&str; 3] = ["alexnet_train_val", "caffenet_train_val", "googlenet_train_val"];
 

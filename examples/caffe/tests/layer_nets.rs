@@ -9,13 +9,13 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use geeps_caffe::cluster::Cluster;
-use geeps_caffe::data::DataCache;
-use geeps_caffe::datum::encode_mean;
-use geeps_caffe::params::ParamLayout;
-use geeps_caffe::proto::net::LAYER_TYPES;
-use geeps_caffe::proto::solver::SolverParam;
-use geeps_caffe::train::{build_nets, train, TrainOptions};
+use caffe_geeps::cli::cluster::Cluster;
+use caffe_geeps::data::datum::encode_mean;
+use caffe_geeps::data::DataCache;
+use caffe_geeps::net::params::ParamLayout;
+use caffe_geeps::proto::net::LAYER_TYPES;
+use caffe_geeps::proto::solver::SolverParam;
+use caffe_geeps::solvers::solve::{build_nets, train, TrainOptions};
 
 #[test]
 fn a_net_of_every_layer_type_builds_and_trains() {

@@ -7,13 +7,13 @@ mod common;
 
 use std::path::Path;
 
+use caffe_geeps::layers::eltwise::EltwiseOp;
+use caffe_geeps::layers::lrn::{LrnConf, NormRegion};
+use caffe_geeps::layers::power::PowerConf;
+use caffe_geeps::layers::scale::ScaleConf;
+use caffe_geeps::layers::spec::{BatchNormSpec, LayerSpec};
+use caffe_geeps::proto::net::{Filler, LayerKind, NetParam, LAYER_TYPES};
 use common::net_err;
-use geeps_caffe::layers::eltwise::EltwiseOp;
-use geeps_caffe::layers::lrn::{LrnConf, NormRegion};
-use geeps_caffe::layers::power::PowerConf;
-use geeps_caffe::layers::scale::ScaleConf;
-use geeps_caffe::layers::spec::{BatchNormSpec, LayerSpec};
-use geeps_caffe::proto::net::{Filler, LayerKind, NetParam, LAYER_TYPES};
 
 /// The settings of the one layer `src` declares.
 fn read(src: &str) -> LayerKind {

@@ -1,18 +1,18 @@
 //! Layers' forward values against small cases worked by hand from Caffe's
 //! definitions, and their refusals of bad settings.
 
-use geeps_caffe::layers::batch_norm::{BatchNorm, BatchNormConf};
-use geeps_caffe::layers::concat::Concat;
-use geeps_caffe::layers::conv::{Conv, ConvSpec};
-use geeps_caffe::layers::eltwise::{Eltwise, EltwiseOp};
-use geeps_caffe::layers::lrn::{Lrn, LrnConf, NormRegion};
-use geeps_caffe::layers::power::{Power, PowerConf};
-use geeps_caffe::layers::prelu::PRelu;
-use geeps_caffe::layers::reshape::Reshape;
-use geeps_caffe::layers::scale::{Scale, ScaleConf};
-use geeps_caffe::layers::softmax::Softmax;
-use geeps_caffe::layers::split::Split;
-use geeps_caffe::layers::{count, Backward, Filler, Forward, Layer};
+use caffe_geeps::layers::batch_norm::{BatchNorm, BatchNormConf};
+use caffe_geeps::layers::concat::Concat;
+use caffe_geeps::layers::conv::{Conv, ConvSpec};
+use caffe_geeps::layers::eltwise::{Eltwise, EltwiseOp};
+use caffe_geeps::layers::lrn::{Lrn, LrnConf, NormRegion};
+use caffe_geeps::layers::power::{Power, PowerConf};
+use caffe_geeps::layers::prelu::PRelu;
+use caffe_geeps::layers::reshape::Reshape;
+use caffe_geeps::layers::scale::{Scale, ScaleConf};
+use caffe_geeps::layers::softmax::Softmax;
+use caffe_geeps::layers::split::Split;
+use caffe_geeps::layers::{count, Backward, Filler, Forward, Layer};
 
 /// Runs `l` forward (in TRAIN) and returns its tops and backward state.
 fn run(l: &dyn Layer, params: &[f32], bottoms: &[&[f32]]) -> (Vec<Vec<f32>>, Vec<f32>) {

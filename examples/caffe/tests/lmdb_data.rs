@@ -7,11 +7,12 @@ mod common;
 
 use std::path::Path;
 
-use geeps_caffe::convert::{compute_image_mean, convert_imageset, convert_mnist, ImagesetOptions};
-use geeps_caffe::data::{Cursor, Dataset};
-use geeps_caffe::datum::decode_mean;
-use geeps_caffe::lmdb_data::LmdbData;
-use geeps_caffe::transform::{Mean, TransformConf};
+use caffe_geeps::data::datum::decode_mean;
+use caffe_geeps::data::lmdb_data::LmdbData;
+use caffe_geeps::data::transform::{Mean, TransformConf};
+use caffe_geeps::data::{Cursor, Dataset};
+use caffe_geeps::tools::convert::{convert_imageset, convert_mnist, ImagesetOptions};
+use caffe_geeps::tools::mean::compute_image_mean;
 
 #[test]
 fn convert_mnist_reads_back_as_the_idx_files() {
@@ -101,12 +102,12 @@ fn convert_imageset_resizes_greys_and_shuffles() {
 
 #[test]
 fn labels_beyond_the_scored_classes_stop_training_with_the_record_named() {
-    use geeps_caffe::cluster::Cluster;
-    use geeps_caffe::datum::{Image, Values};
-    use geeps_caffe::lmdb::LmdbWriter;
-    use geeps_caffe::proto::solver::SolverParam;
+    use caffe_geeps::cli::cluster::Cluster;
+    use caffe_geeps::data::datum::{Image, Values};
+    use caffe_geeps::data::lmdb::LmdbWriter;
+    use caffe_geeps::proto::solver::SolverParam;
 
-    use geeps_caffe::train::{train, TrainOptions};
+    use caffe_geeps::solvers::solve::{train, TrainOptions};
 
     let dir = common::scratch("lmdb-labels");
     let db = dir.join("db");

@@ -8,10 +8,10 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use geeps_caffe::cluster::Cluster;
-use geeps_caffe::convert::convert_mnist;
-use geeps_caffe::proto::solver::SolverParam;
-use geeps_caffe::train::{train, TrainOptions};
+use caffe_geeps::cli::cluster::Cluster;
+use caffe_geeps::proto::solver::SolverParam;
+use caffe_geeps::solvers::solve::{train, TrainOptions};
+use caffe_geeps::tools::convert::convert_mnist;
 
 fn quiet() -> TrainOptions {
     TrainOptions::default()

@@ -7,9 +7,9 @@ use common::net_err;
 
 use std::path::Path;
 
-use geeps_caffe::proto::net::{Filler, LayerKind, NetParam, Normalization, Phase, PoolMethod, VarianceNorm};
-use geeps_caffe::proto::solver::{LrPolicy, Regularization, SolverParam, SolverType};
-use geeps_caffe::Error;
+use caffe_geeps::proto::net::{Filler, LayerKind, NetParam, Normalization, Phase, PoolMethod, VarianceNorm};
+use caffe_geeps::proto::solver::{LrPolicy, Regularization, SolverParam, SolverType};
+use caffe_geeps::Error;
 
 fn solver_err(src: &str) -> (usize, String) {
     match SolverParam::parse(src, Path::new("broken_solver.prototxt")) {
@@ -350,8 +350,8 @@ fn solver_fields_caffe_geeps_cannot_honour_are_refused_at_their_line() {
 
 #[test]
 fn include_and_exclude_rules_select_layers_by_level_and_stage() {
-    use geeps_caffe::net_state::NetState;
-    use geeps_caffe::proto::net::Phase;
+    use caffe_geeps::proto::net::Phase;
+    use caffe_geeps::proto::net_state::NetState;
     let src = r#"name: "staged"
 layer { name: "in" type: "Input" top: "x" input_param { shape { dim: 1 dim: 4 } } }
 layer { name: "big" type: "InnerProduct" bottom: "x" top: "y" include { phase: TRAIN stage: "big" }

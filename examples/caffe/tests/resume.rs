@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use geeps_caffe::cluster::Cluster;
-use geeps_caffe::proto::caffe::SolverState;
-use geeps_caffe::proto::solver::SolverParam;
-use geeps_caffe::train::{train, TrainOptions};
+use caffe_geeps::cli::cluster::Cluster;
+use caffe_geeps::proto::caffe::SolverState;
+use caffe_geeps::proto::solver::SolverParam;
+use caffe_geeps::solvers::solve::{train, TrainOptions};
 
 fn quiet() -> TrainOptions {
     TrainOptions::default()
@@ -38,7 +38,7 @@ fn a_resumed_run_ends_with_the_weights_of_an_uninterrupted_one() {
     let whole = train(&solver, &quiet(), &Cluster::in_process(3).unwrap()).unwrap();
     assert!(dir.join("whole_iter_10.geeps").is_dir() && dir.join("whole_iter_20.solverstate").is_file());
     let state: SolverState =
-        geeps_caffe::proto::binary::read(&dir.join("whole_iter_20.solverstate"), "solver state").unwrap();
+        caffe_geeps::proto::binary::read(&dir.join("whole_iter_20.solverstate"), "solver state").unwrap();
     assert_eq!(state.iter, Some(20));
     assert!(state.learned_net.unwrap().ends_with("whole_iter_20.caffemodel"));
     assert_eq!(state.history.len(), 8, "one history blob per parameter blob (4 layers, weights and bias)");

@@ -6,10 +6,10 @@
 
 mod common;
 
-use geeps_caffe::cluster::Cluster;
-use geeps_caffe::data::DataCache;
-use geeps_caffe::proto::solver::SolverParam;
-use geeps_caffe::train::{build_nets, train, TrainOptions};
+use caffe_geeps::cli::cluster::Cluster;
+use caffe_geeps::data::DataCache;
+use caffe_geeps::proto::solver::SolverParam;
+use caffe_geeps::solvers::solve::{build_nets, train, TrainOptions};
 
 fn quiet() -> TrainOptions {
     TrainOptions::default()
@@ -30,8 +30,8 @@ fn a_net_too_big_for_memory_is_refused_up_front_with_its_biggest_layers() {
         SolverParam::load(&common::write(&dir, &common::small_net(16), &common::solver("net.prototxt", 2, 0, 0, "")))
             .unwrap();
     let (net, _) = build_nets(&solver, &DataCache::default()).unwrap();
-    assert!(geeps_caffe::memory::check_fits(&net, 1, Some(1 << 40)).is_ok());
-    let err = geeps_caffe::memory::check_fits(&net, 4, Some(1000)).unwrap_err().to_string();
+    assert!(caffe_geeps::net::memory::check_fits(&net, 1, Some(1 << 40)).is_ok());
+    let err = caffe_geeps::net::memory::check_fits(&net, 4, Some(1000)).unwrap_err().to_string();
     assert!(err.contains("for 4 worker(s)"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -68,7 +68,7 @@ fn fine_tuning_initialises_layers_the_weights_lack_from_their_fillers() {
     assert_eq!(tuned.losses.len(), 1);
     // With every layer required, the missing one is an error naming it.
     let (net, _) = build_nets(&solver, &DataCache::default()).unwrap();
-    let layout = geeps_caffe::params::ParamLayout::of(&net);
+    let layout = caffe_geeps::net::params::ParamLayout::of(&net);
     let err = layout.from_caffemodel(&weights).unwrap_err().to_string();
     assert!(err.contains("has no weights for layer `ip2_new`"), "{err}");
     let (_, missing) = layout.fine_tune(&weights, None).unwrap();

@@ -6,11 +6,11 @@
 
 mod common;
 
+use caffe_geeps::cli::cluster::Cluster;
+use caffe_geeps::proto::solver::{SolverParam, SolverType};
+use caffe_geeps::ps::PsOptions;
+use caffe_geeps::solvers::solve::train;
 use common::{assert_close, quiet, reference};
-use geeps_caffe::cluster::Cluster;
-use geeps_caffe::proto::solver::{SolverParam, SolverType};
-use geeps_caffe::ps::PsOptions;
-use geeps_caffe::train::train;
 
 /// A solver for `net.prototxt` with `settings` (type and its fields; a
 /// fixed rate of 0.01 unless they give `base_lr` or `lr_policy`).

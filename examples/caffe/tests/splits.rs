@@ -6,11 +6,11 @@ mod common;
 
 use std::path::Path;
 
-use geeps_caffe::data::DataCache;
-use geeps_caffe::net::Net;
-use geeps_caffe::params::ParamLayout;
-use geeps_caffe::plain::Plain;
-use geeps_caffe::proto::net::{NetParam, Phase};
+use caffe_geeps::data::DataCache;
+use caffe_geeps::net::params::ParamLayout;
+use caffe_geeps::net::plain::Plain;
+use caffe_geeps::net::Net;
+use caffe_geeps::proto::net::{NetParam, Phase};
 
 /// ip1 feeds two heads, each with its own loss (weights `w1`, `w2`).
 fn two_heads(w1: f32, w2: f32) -> String {

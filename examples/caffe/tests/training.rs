@@ -5,12 +5,12 @@
 
 mod common;
 
+use caffe_geeps::cli::cluster::Cluster;
+use caffe_geeps::data::DataCache;
+use caffe_geeps::proto::solver::SolverParam;
+use caffe_geeps::ps::PsOptions;
+use caffe_geeps::solvers::solve::{build_nets, test_weights, train, TrainOptions};
 use common::{assert_close, quiet, reference};
-use geeps_caffe::cluster::Cluster;
-use geeps_caffe::data::DataCache;
-use geeps_caffe::proto::solver::SolverParam;
-use geeps_caffe::ps::PsOptions;
-use geeps_caffe::train::{build_nets, test_weights, train, TrainOptions};
 
 #[test]
 fn one_bsp_worker_matches_training_without_geeps() {
@@ -116,7 +116,7 @@ fn snapshots_evaluate_as_training_reported() {
         &dir.join("net.prototxt"),
         &report.snapshots[1],
         None,
-        &geeps_caffe::net_state::NetState::phase(geeps_caffe::proto::net::Phase::Test),
+        &caffe_geeps::proto::net_state::NetState::phase(caffe_geeps::proto::net::Phase::Test),
     )
     .unwrap();
     assert_eq!(batches, 20);
@@ -143,7 +143,7 @@ fn snapshots_evaluate_as_training_reported() {
 /// with one error that says what to do, never trains on the host instead.
 #[test]
 fn gpu_device_trains_bit_for_bit_as_the_host_device() {
-    use geeps_caffe::ps::DeviceChoice;
+    use caffe_geeps::ps::DeviceChoice;
     let dir = common::scratch("gpu-device");
     let path = common::write(&dir, &common::small_net(16), &common::solver("net.prototxt", 12, 0, 0, ""));
     let solver = SolverParam::load(&path).unwrap();

@@ -35,7 +35,7 @@ fn final_accuracy(wire: &str, iters: u64, seed: u64) -> f32 {
                 .env("GEEPS_LISTEN", "127.0.0.1")
                 // The flag, not the environment, decides (each rank logs which).
                 .env("GEEPS_WIRE", if wire == "bf16" { "f32" } else { "bf16" })
-                .env("RUST_LOG", "warn,geeps_caffe::cluster=info")
+                .env("RUST_LOG", "warn,caffe_geeps::cli::cluster=info")
                 .env("RAYON_NUM_THREADS", "1")
                 .current_dir(&dir)
                 .stdout(Stdio::piped())

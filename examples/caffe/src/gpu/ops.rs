@@ -1,5 +1,5 @@
 //! Launch wrappers of the layer kernels shared by several layers (bias,
-//! im2col/col2im, scaled sums), with the argument lists of `kernels/*.cu`. They check
+//! im2col/col2im, scaled sums), with the argument lists of their `.cu` files. They check
 //! that every device range holds what the kernel touches, which makes the
 //! launches sound; they must never launch with an unchecked range.
 

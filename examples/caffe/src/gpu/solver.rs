@@ -1,18 +1,18 @@
 //! The solvers' step on the GPU, where the gradient and the parameters
 //! live: SGD and Nesterov (`sgd.cu`), AdaGrad, RMSProp, AdaDelta and Adam
 //! (`adaptive.cu`), blob by blob with their lr and decay multipliers, in the
-//! host solver's rounding (the same bits as `solver::layer_delta`). It never
+//! host solver's rounding (the same bits as `solvers::layer_delta`). It never
 //! clips or accumulates across mini-batches (those solvers step on the host).
 
 use super::{Arg, DevSlice, Gpu};
 use crate::error::Result;
-use crate::params::LayerParams;
+use crate::net::params::LayerParams;
 use crate::proto::solver::{Regularization, SolverType};
-use crate::solver::{Rule, Step};
+use crate::solvers::{Rule, Step};
 
 impl Gpu {
     /// The solver's step of one layer where its gradient lies, blob by blob
-    /// with their multipliers, as `solver::layer_delta` does on the host: the
+    /// with their multipliers, as `solvers::layer_delta` does on the host: the
     /// delta replaces the gradient in `grad`; `history` holds the solver's
     /// copies of the layer's parameter vector (one, or two for AdaDelta and Adam).
     pub fn solver_step(

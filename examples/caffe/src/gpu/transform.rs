@@ -5,8 +5,8 @@
 //! the CPU transform. It never reads a database (the source does that).
 
 use super::{holds, Arg, DevSlice, Gpu};
+use crate::data::transform::{Mean, RawBatch, RawPixels, TransformConf};
 use crate::error::{Error, Result};
-use crate::transform::{Mean, RawBatch, RawPixels, TransformConf};
 
 impl Gpu {
     /// Transforms `batch` by `t` into `data` (images × output shape) and

@@ -51,7 +51,7 @@ mod tests {
 
     #[test]
     fn solverstate_round_trip_and_bad_files() {
-        let dir = std::env::temp_dir().join(format!("geeps-caffe-binary-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("caffe-geeps-binary-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
         let path = dir.join("x.solverstate");
         let state = SolverState {

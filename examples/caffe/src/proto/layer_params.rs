@@ -1,23 +1,21 @@
 //! Each layer type's `*_param` read into its settings: Caffe's field names
 //! and defaults, every bad value recorded at its line with what to write
 //! instead. It owns that per-type translation; which `*_param` a type may
-//! set, and the checks across layers, are `net.rs`'s. It must never check
+//! set, and the checks across layers, are `net`'s (in this folder). It must never check
 //! shapes (they are known only when the net is built) or read files.
 
 use std::path::Path;
 
-use crate::layers::eltwise::EltwiseOp;
-use crate::layers::lrn::{LrnConf, NormRegion};
-use crate::layers::power::PowerConf;
-use crate::layers::scale::ScaleConf;
-use crate::layers::spec::{BatchNormSpec, LayerSpec};
 use crate::proto::caffe::{
     self, eltwise_parameter, filler_parameter, loss_parameter, lrn_parameter, pooling_parameter,
 };
-use crate::proto::locate::Loc;
-use crate::proto::net::{
-    ConvConf, DataConf, Filler, InnerProductConf, LayerKind, Normalization, PoolConf, PoolMethod, VarianceNorm,
+use crate::proto::layer_conf::{
+    ConvConf, DataConf, EltwiseOp, Filler, InnerProductConf, LrnConf, NormRegion, Normalization, PoolConf, PoolMethod,
+    PowerConf, ScaleConf, VarianceNorm,
 };
+use crate::proto::layer_spec::{BatchNormSpec, LayerSpec};
+use crate::proto::locate::Loc;
+use crate::proto::net_param::LayerKind;
 use crate::proto::problems::Problems;
 
 /// The settings of a layer of type `type_name` (one `TYPE_PARAMS` lists);

@@ -3,7 +3,10 @@
 //! `.prototxt` files with every problem reported at its line (`text`,
 //! `locate`, `problems`), the binary files (`binary`, `caffemodel`), and
 //! the net and solver settings read from them (`net`, with each layer
-//! type's settings in `layer_params`; `solver`). Nothing here runs a net.
+//! type's settings read in `layer_params`; `solver`), and those settings as
+//! plain values (`net_param`, `layer_conf`, `layer_spec`, `net_state`,
+//! `shape`). Nothing here runs a net, and nothing here imports the layers
+//! or the net built from these settings.
 
 use std::sync::OnceLock;
 
@@ -11,10 +14,15 @@ use prost_reflect::{DescriptorPool, MessageDescriptor};
 
 pub mod binary;
 pub mod caffemodel;
+pub mod layer_conf;
 mod layer_params;
+pub mod layer_spec;
 pub mod locate;
 pub mod net;
+pub mod net_param;
+pub mod net_state;
 pub mod problems;
+pub mod shape;
 pub mod solver;
 pub mod text;
 

@@ -8,10 +8,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::net_state::NetState;
 use crate::proto::caffe::{self, solver_parameter};
 use crate::proto::locate::Loc;
 use crate::proto::net::Phase;
+use crate::proto::net_state::NetState;
 use crate::proto::problems::Problems;
 use crate::proto::text;
 

@@ -4,7 +4,7 @@
 //! slot's rows are one range of one local table, which geeps serves in
 //! place, where a list spanning two tables (a blob's data with another's
 //! gradient) is gathered into a copy and saved back. It owns that grouping
-//! only; which slots a layer needs is the worker's, the math is `net.rs`'s.
+//! only; which slots a layer needs is the worker's, the math is `net::layer_call`'s.
 
 use std::borrow::Cow;
 

@@ -8,7 +8,7 @@
 //! acts at the same iteration. A worker leaves its slot alone while its
 //! target is pending, so no two workers ever read different targets for
 //! one clock. It owns the slot bookkeeping; it must never decide what a
-//! request means for training (`train.rs` does).
+//! request means for training (`solvers::solve` does).
 
 /// What the workers do at an agreed iteration (ordered: stop includes a snapshot).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -8,8 +8,8 @@
 
 use geeps::{keys, GeepsBuilder, RowKey, TableId};
 
+use crate::net::params::ParamLayout;
 use crate::net::Net;
-use crate::params::ParamLayout;
 
 /// What a run of rows in an access buffer holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

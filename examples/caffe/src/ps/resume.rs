@@ -3,7 +3,7 @@
 //! and nowhere else, and the iteration it is at) saved beside geeps' tables
 //! by `Geeps::checkpoint`, and loaded back by `Geeps::restore`, with the
 //! data cursors moved to that iteration. It owns the state's byte layout;
-//! it must never decide when to checkpoint (`train.rs` does).
+//! it must never decide when to checkpoint (`solvers::solve` does).
 
 use std::path::{Path, PathBuf};
 

@@ -10,7 +10,7 @@
 //! after the iteration's last mini-batch steps and clocks every layer.
 //! Training then replays exactly that order, so every call takes the fast
 //! path. It owns the geeps instance and the order of calls; the math is
-//! `net.rs` and `solver/`.
+//! `net::layer_call` and `solvers`.
 
 use std::sync::Arc;
 
@@ -19,14 +19,14 @@ use geeps::{Config, Geeps, Handle, ReadBuffer, RowKey, Slack, Stats, TableId, Tr
 use crate::data::Cursor;
 use crate::error::{Error, Result};
 use crate::gpu::{DevSlice, Gpu};
+use crate::net::params::ParamLayout;
 use crate::net::{backward_layer, forward_layer, Io, Net};
-use crate::params::ParamLayout;
 use crate::ps::blob_access::{self, open, Access, Held};
 use crate::ps::gpu_pass::{self, DevIo};
 use crate::ps::host_view::HostView;
 use crate::ps::layout::{rows_for, LayoutSizes, PsLayout, Slot};
 use crate::ps::PsOptions;
-use crate::solver::{clip_factor, layer_delta, sumsq, Rule, Step};
+use crate::solvers::{clip_factor, layer_delta, sumsq, Rule, Step};
 
 #[derive(Debug, Clone, Default)]
 struct Calls {
@@ -513,7 +513,12 @@ impl<'a> PsWorker<'a> {
 
     /// A Data layer's batch on the GPU: uploaded as stored and transformed
     /// there into the data top; labels into the label top.
-    fn data_on_gpu(&self, li: usize, output: Option<&Held<'_>>, batch: &crate::transform::RawBatch) -> Result<()> {
+    fn data_on_gpu(
+        &self,
+        li: usize,
+        output: Option<&Held<'_>>,
+        batch: &crate::data::transform::RawBatch,
+    ) -> Result<()> {
         let (Some(gpu), Some(src)) = (self.gpu.as_ref(), &self.net.layers[li].data) else { return Ok(()) };
         let l = &self.net.layers[li];
         let (mut data, mut label) = (DevSlice::EMPTY, DevSlice::EMPTY);
@@ -611,12 +616,12 @@ impl<'a> PsWorker<'a> {
             let mut output = open(&c.output)?;
             if let (Some(_), Some(src)) = (self.gpu.as_ref(), &l.data) {
                 let idx = self.cursors[li].as_mut().map(|c| c.take(net.batch)).unwrap_or_default();
-                let seed = crate::plain::layer_seed(seed, li);
+                let seed = crate::net::plain::layer_seed(seed, li);
                 let batch = src.set.raw_batch(&idx, &src.transform, true, seed, src.label_limit.get())?;
                 self.data_on_gpu(li, output.as_ref(), &batch)?;
             } else if let Some(gpu) = self.gpu.as_ref().filter(|_| gpu_pass::runs_on_gpu(l)) {
                 let buffers = [input.as_ref(), inout.as_ref(), output.as_ref()];
-                let seed = crate::plain::layer_seed(seed, li);
+                let seed = crate::net::plain::layer_seed(seed, li);
                 self.forward_on_gpu(gpu, li, read.as_ref(), buffers, seed, &mut outputs)?;
             } else {
                 let w_view = read.as_ref().map(|r| hv.read(r.device_ptr(), r.len(), || r.as_slice())).transpose()?;
@@ -651,10 +656,10 @@ impl<'a> PsWorker<'a> {
                                 label = s;
                             }
                         }
-                        let seed = crate::plain::layer_seed(seed, li);
+                        let seed = crate::net::plain::layer_seed(seed, li);
                         src.set.fill(&idx, &src.transform, true, seed, src.label_limit.get(), data, label)?;
                     } else {
-                        forward_layer(net, li, w, io, aux, true, crate::plain::layer_seed(seed, li));
+                        forward_layer(net, li, w, io, aux, true, crate::net::plain::layer_seed(seed, li));
                     }
                 }
                 for (slot, v) in out_view.iter().chain(inout_view.iter()) {

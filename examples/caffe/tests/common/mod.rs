@@ -7,15 +7,15 @@
 
 use std::path::{Path, PathBuf};
 
-use geeps_caffe::data::DataCache;
-use geeps_caffe::params::ParamLayout;
-use geeps_caffe::plain::Plain;
-use geeps_caffe::proto::net::NetParam;
-use geeps_caffe::proto::solver::SolverParam;
-use geeps_caffe::ps::PsOptions;
-use geeps_caffe::solver::{clip_factor, layer_delta, learning_rate, sumsq, Rule, Step};
-use geeps_caffe::train::{build_nets, iteration_seed, TrainOptions};
-use geeps_caffe::Error;
+use caffe_geeps::data::DataCache;
+use caffe_geeps::net::params::ParamLayout;
+use caffe_geeps::net::plain::Plain;
+use caffe_geeps::proto::net::NetParam;
+use caffe_geeps::proto::solver::SolverParam;
+use caffe_geeps::ps::PsOptions;
+use caffe_geeps::solvers::solve::{build_nets, iteration_seed, TrainOptions};
+use caffe_geeps::solvers::{clip_factor, layer_delta, learning_rate, sumsq, Rule, Step};
+use caffe_geeps::Error;
 
 pub fn quiet(ps: PsOptions) -> TrainOptions {
     TrainOptions { ps, ..TrainOptions::default() }
@@ -77,7 +77,7 @@ pub fn assert_close(a: &[Vec<f32>], b: &[Vec<f32>], what: &str) {
 
 /// A fresh directory for one test.
 pub fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("geeps-caffe-{}-{name}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("caffe-geeps-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch directory");
     dir

@@ -6,7 +6,7 @@
 use super::{Activation, Fn};
 use crate::error::Result;
 use crate::gpu::{holds, Arg, Gpu};
-use crate::layers::{count, GpuBackward, GpuForward};
+use crate::layers::layer::{count, GpuBackward, GpuForward};
 
 impl Activation {
     pub(super) fn forward_on(&self, gpu: &Gpu, f: &GpuForward<'_>) -> Result<()> {

@@ -10,7 +10,7 @@
 use super::BatchNorm;
 use crate::error::Result;
 use crate::gpu::{holds, Arg, Gpu, BLOCK};
-use crate::layers::{count, GpuBackward, GpuForward};
+use crate::layers::layer::{count, GpuBackward, GpuForward};
 
 impl BatchNorm {
     /// num, channels, spatial as the kernels take them.

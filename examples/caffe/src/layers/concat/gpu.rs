@@ -5,7 +5,7 @@
 use super::Concat;
 use crate::error::Result;
 use crate::gpu::{holds, Arg, DevSlice, Gpu};
-use crate::layers::{count, GpuBackward, GpuForward};
+use crate::layers::layer::{count, GpuBackward, GpuForward};
 
 /// Copies `rows` runs of `len` floats, rows `src_ld` apart in `src`, to rows `dst_ld` apart in `dst`.
 fn copy_rows(

@@ -7,7 +7,7 @@
 use super::Conv;
 use crate::error::Result;
 use crate::gpu::{holds, Gpu, Transpose};
-use crate::layers::{GpuBackward, GpuForward};
+use crate::layers::layer::{GpuBackward, GpuForward};
 
 impl Conv {
     pub(super) fn forward_on(&self, gpu: &Gpu, f: &GpuForward<'_>) -> Result<()> {

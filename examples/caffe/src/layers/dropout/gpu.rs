@@ -5,7 +5,7 @@
 use super::Dropout;
 use crate::error::Result;
 use crate::gpu::{holds, Arg, Gpu};
-use crate::layers::{count, GpuBackward, GpuForward};
+use crate::layers::layer::{count, GpuBackward, GpuForward};
 
 impl Dropout {
     pub(super) fn forward_on(&self, gpu: &Gpu, f: &GpuForward<'_>) -> Result<()> {

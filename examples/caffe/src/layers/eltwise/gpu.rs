@@ -6,7 +6,7 @@
 use super::{Eltwise, EltwiseOp};
 use crate::error::Result;
 use crate::gpu::{holds, Arg, DevSlice, Gpu};
-use crate::layers::{count, GpuBackward, GpuForward};
+use crate::layers::layer::{count, GpuBackward, GpuForward};
 
 /// `y *= x` over `n` floats.
 fn multiply(gpu: &Gpu, y: DevSlice, x: DevSlice, n: usize) -> Result<()> {

@@ -5,7 +5,7 @@
 use super::InnerProduct;
 use crate::error::Result;
 use crate::gpu::{holds, Gpu, Transpose};
-use crate::layers::{GpuBackward, GpuForward};
+use crate::layers::layer::{GpuBackward, GpuForward};
 
 impl InnerProduct {
     pub(super) fn forward_on(&self, gpu: &Gpu, f: &GpuForward<'_>) -> Result<()> {

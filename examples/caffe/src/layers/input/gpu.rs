@@ -4,7 +4,7 @@
 use super::Input;
 use crate::error::Result;
 use crate::gpu::Gpu;
-use crate::layers::{count, GpuForward};
+use crate::layers::layer::{count, GpuForward};
 
 impl Input {
     pub(super) fn forward_on(&self, gpu: &Gpu, f: &GpuForward<'_>) -> Result<()> {

@@ -6,7 +6,7 @@
 use super::{Lrn, NormRegion};
 use crate::error::Result;
 use crate::gpu::{holds, Arg, Gpu};
-use crate::layers::{count, GpuBackward, GpuForward};
+use crate::layers::layer::{count, GpuBackward, GpuForward};
 
 impl Lrn {
     /// The kernels' GEOMETRY argument list.

@@ -6,7 +6,7 @@
 use super::Pool;
 use crate::error::Result;
 use crate::gpu::{holds, Arg, Gpu};
-use crate::layers::{GpuBackward, GpuForward};
+use crate::layers::layer::{GpuBackward, GpuForward};
 use crate::proto::net::PoolMethod;
 
 impl Pool {

@@ -4,7 +4,7 @@
 use super::{Power, PowerConf};
 use crate::error::Result;
 use crate::gpu::{holds, Arg, Gpu};
-use crate::layers::{count, GpuBackward, GpuForward};
+use crate::layers::layer::{count, GpuBackward, GpuForward};
 
 impl Power {
     pub(super) fn forward_on(&self, gpu: &Gpu, f: &GpuForward<'_>) -> Result<()> {

@@ -8,7 +8,7 @@
 use super::PRelu;
 use crate::error::Result;
 use crate::gpu::{holds, Arg, Gpu, BLOCK};
-use crate::layers::{count, GpuBackward, GpuForward};
+use crate::layers::layer::{count, GpuBackward, GpuForward};
 
 impl PRelu {
     fn slopes(&self) -> usize {

@@ -4,7 +4,7 @@
 use super::Reshape;
 use crate::error::Result;
 use crate::gpu::{DevSlice, Gpu};
-use crate::layers::{count, GpuBackward, GpuForward};
+use crate::layers::layer::{count, GpuBackward, GpuForward};
 
 /// Copies the first `n` floats of `src` into `dst` unless they are the same memory.
 fn copy(gpu: &Gpu, src: DevSlice, dst: DevSlice, n: usize) -> Result<()> {

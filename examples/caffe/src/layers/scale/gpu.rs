@@ -7,7 +7,7 @@
 use super::Scale;
 use crate::error::Result;
 use crate::gpu::{holds, Arg, Gpu, BLOCK};
-use crate::layers::{count, GpuBackward, GpuForward};
+use crate::layers::layer::{count, GpuBackward, GpuForward};
 
 impl Scale {
     /// Parameter floats: γ, and β with a bias.

@@ -5,7 +5,7 @@
 use super::Softmax;
 use crate::error::Result;
 use crate::gpu::{holds, Arg, Gpu};
-use crate::layers::{count, GpuBackward, GpuForward};
+use crate::layers::layer::{count, GpuBackward, GpuForward};
 
 impl Softmax {
     fn sizes(&self) -> Result<[Arg; 3]> {

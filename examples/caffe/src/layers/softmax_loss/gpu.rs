@@ -6,7 +6,7 @@
 use super::SoftmaxLoss;
 use crate::error::Result;
 use crate::gpu::{holds, Arg, Gpu};
-use crate::layers::{GpuBackward, GpuForward};
+use crate::layers::layer::{GpuBackward, GpuForward};
 
 impl SoftmaxLoss {
     pub(super) fn forward_on(&self, gpu: &Gpu, f: &GpuForward<'_>) -> Result<()> {

@@ -6,7 +6,7 @@
 use super::Split;
 use crate::error::Result;
 use crate::gpu::Gpu;
-use crate::layers::{count, GpuBackward, GpuForward};
+use crate::layers::layer::{count, GpuBackward, GpuForward};
 
 impl Split {
     pub(super) fn forward_on(&self, gpu: &Gpu, f: &GpuForward<'_>) -> Result<()> {

@@ -1,0 +1,330 @@
+//! Training and test images for the `Data` layer: an LMDB of Datums (a
+//! directory), or IDX files (the MNIST and Fashion-MNIST format, gzipped or
+//! not) named by a path prefix; each worker's slice of them, and filling a
+//! batch through Caffe's transform. It owns which source a path is and
+//! which image comes next; it must never know about layers or geeps.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use flate2::read::GzDecoder;
+
+use super::label_limit::LabelLimit;
+use super::lmdb_data::LmdbData;
+use crate::data::transform::{Pixels, RawBatch, TransformConf};
+use crate::error::{Error, Result};
+use crate::proto::net::DataConf;
+
+/// Images (one channel, row-major bytes) with their labels.
+#[derive(Debug)]
+pub struct Dataset {
+    pub pixels: Vec<u8>,
+    pub labels: Vec<u8>,
+    pub height: usize,
+    pub width: usize,
+    /// The prefix the files were found under.
+    pub source: PathBuf,
+}
+
+impl Dataset {
+    pub fn len(&self) -> usize {
+        self.labels.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty()
+    }
+
+    pub fn image_len(&self) -> usize {
+        self.height * self.width
+    }
+
+    /// Highest label + 1.
+    pub fn classes(&self) -> usize {
+        self.labels.iter().copied().max().map_or(0, |m| m as usize + 1)
+    }
+
+    /// Loads `P-images-idx3-ubyte[.gz]` and `P-labels-idx1-ubyte[.gz]`.
+    pub fn load(prefix: &Path) -> Result<Dataset> {
+        let images = find(prefix, "images-idx3-ubyte")?;
+        let labels = find(prefix, "labels-idx1-ubyte")?;
+        let (idims, pixels) = read_idx(&images, 3)?;
+        let (ldims, labels_v) = read_idx(&labels, 1)?;
+        if idims[0] != ldims[0] {
+            return Err(Error::file(
+                &images,
+                format!("{} images but {} labels in {}", idims[0], ldims[0], labels.display()),
+            ));
+        }
+        if idims[0] == 0 {
+            return Err(Error::file(&images, "holds no image"));
+        }
+        Ok(Dataset { pixels, labels: labels_v, height: idims[1], width: idims[2], source: prefix.to_path_buf() })
+    }
+
+    /// Writes images `indices` into `data` (as floats, transformed) and their
+    /// labels into `label`.
+    pub fn fill(&self, indices: &[usize], scale: f32, mean: f32, data: &mut [f32], label: &mut [f32]) {
+        let n = self.image_len();
+        for (k, &i) in indices.iter().enumerate() {
+            let src = &self.pixels[i * n..(i + 1) * n];
+            for (d, &p) in data[k * n..(k + 1) * n].iter_mut().zip(src) {
+                *d = (f32::from(p) - mean) * scale;
+            }
+            label[k] = f32::from(self.labels[i]);
+        }
+    }
+}
+
+/// A Data layer's records.
+#[derive(Debug)]
+pub enum Source {
+    /// IDX images and labels, held in memory.
+    Idx(Dataset),
+    /// An LMDB of Datums, read batch by batch.
+    Lmdb(LmdbData),
+}
+
+impl Source {
+    /// A directory is an LMDB (a LevelDB is refused, saying to convert);
+    /// anything else is an IDX prefix.
+    pub fn open(path: &Path) -> Result<Source> {
+        if path.is_dir() {
+            Ok(Source::Lmdb(LmdbData::open(path)?))
+        } else {
+            Ok(Source::Idx(Dataset::load(path)?))
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Source::Idx(d) => d.len(),
+            Source::Lmdb(d) => d.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Highest label + 1, where known without reading every record (an
+    /// LMDB's labels are checked batch by batch instead).
+    pub fn classes(&self) -> Option<usize> {
+        match self {
+            Source::Idx(d) => Some(d.classes()),
+            Source::Lmdb(_) => None,
+        }
+    }
+
+    /// Where the records come from, for messages.
+    pub fn path(&self) -> &Path {
+        match self {
+            Source::Idx(d) => &d.source,
+            Source::Lmdb(d) => d.reader.path(),
+        }
+    }
+
+    /// (channels, height, width) of one image after `t`.
+    pub fn image_shape(&self, t: &TransformConf) -> Result<(usize, usize, usize)> {
+        match self {
+            Source::Idx(d) => t.output_shape(1, d.height, d.width).map_err(|e| Error::file(&d.source, e)),
+            Source::Lmdb(d) => d.output_shape(t),
+        }
+    }
+
+    /// Records `indices` as stored, each placed by `t` with the draws
+    /// [`Source::fill`] makes from `seed`, for a transform on the GPU.
+    pub fn raw_batch(
+        &self,
+        indices: &[usize],
+        t: &TransformConf,
+        train: bool,
+        seed: u64,
+        limit: Option<&LabelLimit>,
+    ) -> Result<RawBatch> {
+        match self {
+            Source::Lmdb(d) => d.raw_batch(indices, t, train, seed, limit),
+            Source::Idx(d) => {
+                self.image_shape(t)?;
+                let shape = (1, d.height, d.width);
+                let n = d.image_len();
+                let mut rng: rand::rngs::StdRng = rand::SeedableRng::seed_from_u64(seed);
+                let mut batch = RawBatch::new(shape, indices.len());
+                for &i in indices {
+                    let at = t.place(1, d.height, d.width, train, &mut rng);
+                    batch.push(Pixels::Bytes(&d.pixels[i * n..(i + 1) * n]), at, f32::from(d.labels[i]));
+                }
+                Ok(batch)
+            }
+        }
+    }
+
+    /// Writes records `indices`, transformed by `t`, into `data` and their
+    /// labels into `label`; TRAIN randomness (crops, mirrors) comes from
+    /// `seed`. An LMDB's labels are checked against `limit`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn fill(
+        &self,
+        indices: &[usize],
+        t: &TransformConf,
+        train: bool,
+        seed: u64,
+        limit: Option<&LabelLimit>,
+        data: &mut [f32],
+        label: &mut [f32],
+    ) -> Result<()> {
+        match self {
+            Source::Lmdb(d) => d.fill(indices, t, train, seed, limit, data, label),
+            Source::Idx(d) => {
+                let (c, h, w) = self.image_shape(t)?;
+                let per = c * h * w;
+                let n = d.image_len();
+                let mut rng = rand::SeedableRng::seed_from_u64(seed);
+                let rng: &mut rand::rngs::StdRng = &mut rng;
+                for (k, &i) in indices.iter().enumerate() {
+                    let px = Pixels::Bytes(&d.pixels[i * n..(i + 1) * n]);
+                    t.apply(px, 1, d.height, d.width, train, rng, &mut data[k * per..(k + 1) * per]);
+                    label[k] = f32::from(d.labels[i]);
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The file for `kind`, gzipped or not.
+fn find(prefix: &Path, kind: &str) -> Result<PathBuf> {
+    let base = format!("{}-{kind}", prefix.display());
+    for candidate in [base.clone(), format!("{base}.gz")] {
+        if Path::new(&candidate).is_file() {
+            return Ok(PathBuf::from(candidate));
+        }
+    }
+    Err(Error::file(
+        prefix,
+        format!(
+            "no data: expected {base} or {base}.gz (data_param.source is a path prefix P with \
+             P-images-idx3-ubyte[.gz] and P-labels-idx1-ubyte[.gz])"
+        ),
+    ))
+}
+
+/// Reads an IDX file of unsigned bytes with `rank` dimensions.
+pub(crate) fn read_idx(path: &Path, rank: usize) -> Result<(Vec<usize>, Vec<u8>)> {
+    let file = File::open(path).map_err(|e| Error::file(path, format!("cannot open: {e}")))?;
+    let mut bytes = Vec::new();
+    let gz = path.extension().is_some_and(|e| e == "gz");
+    let read = if gz { GzDecoder::new(file).read_to_end(&mut bytes) } else { { file }.read_to_end(&mut bytes) };
+    read.map_err(|e| Error::file(path, format!("cannot read: {e}")))?;
+    let header = 4 + 4 * rank;
+    if bytes.len() < header || bytes[..4] != [0, 0, 0x08, rank as u8] {
+        return Err(Error::file(path, format!("not an IDX file of unsigned bytes with {rank} dimension(s)")));
+    }
+    let dims: Vec<usize> =
+        bytes[4..header].chunks_exact(4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize).collect();
+    let len: usize = dims.iter().product();
+    if bytes.len() - header != len {
+        return Err(Error::file(
+            path,
+            format!("dimensions {dims:?} need {len} bytes of data, the file has {}", bytes.len() - header),
+        ));
+    }
+    bytes.drain(..header);
+    Ok((dims, bytes))
+}
+
+/// Datasets already loaded by this process, shared by its workers.
+#[derive(Default, Clone)]
+pub struct DataCache {
+    loaded: Arc<Mutex<HashMap<PathBuf, Arc<Source>>>>,
+}
+
+impl DataCache {
+    /// The dataset a Data layer names, loaded once per process.
+    pub fn get(&self, conf: &DataConf) -> Result<Arc<Source>> {
+        let prefix = resolve_source(conf);
+        let mut loaded = self.loaded.lock().map_err(|_| Error::config("a worker panicked while loading data"))?;
+        if let Some(d) = loaded.get(&prefix) {
+            return Ok(d.clone());
+        }
+        let d = Arc::new(Source::open(&prefix)?);
+        loaded.insert(prefix, d.clone());
+        Ok(d)
+    }
+}
+
+/// The source prefix against the current directory, else the net file's.
+pub fn resolve_source(conf: &DataConf) -> PathBuf {
+    let direct = Path::new(&conf.source);
+    let exists = |p: &Path| p.is_dir() || find(p, "labels-idx1-ubyte").is_ok();
+    if direct.is_absolute() || exists(direct) {
+        return direct.to_path_buf();
+    }
+    let beside = conf.base_dir.join(direct);
+    if exists(&beside) {
+        beside
+    } else {
+        // Not found either way: the error names the path as written.
+        direct.to_path_buf()
+    }
+}
+
+/// Which images a worker takes next: its rank-strided slice, in file order,
+/// wrapping around (Caffe reads its database sequentially).
+#[derive(Debug, Clone)]
+pub struct Cursor {
+    slice: Vec<usize>,
+    next: usize,
+}
+
+impl Cursor {
+    /// Worker `rank` of `world` over `len` images.
+    pub fn new(len: usize, rank: usize, world: usize) -> Result<Cursor> {
+        let slice: Vec<usize> = (rank..len).step_by(world.max(1)).collect();
+        if slice.is_empty() {
+            return Err(Error::config(format!("{len} images cannot give each of {world} workers one image")));
+        }
+        Ok(Cursor { slice, next: 0 })
+    }
+
+    /// The next `n` image indices.
+    pub fn take(&mut self, n: usize) -> Vec<usize> {
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            out.push(self.slice[self.next]);
+            self.next = (self.next + 1) % self.slice.len();
+        }
+        out
+    }
+
+    /// Moves on by `n` images, as `take` would.
+    pub fn skip(&mut self, n: u64) {
+        self.next = ((self.next as u64 + n) % self.slice.len() as u64) as usize;
+    }
+
+    /// Images in this worker's slice.
+    pub fn len(&self) -> usize {
+        self.slice.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slice.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_split_and_wrap() {
+        let mut a = Cursor::new(5, 0, 2).unwrap();
+        let mut b = Cursor::new(5, 1, 2).unwrap();
+        assert_eq!(a.take(4), vec![0, 2, 4, 0]);
+        assert_eq!(b.take(3), vec![1, 3, 1]);
+        assert!(Cursor::new(1, 1, 2).is_err());
+    }
+}

@@ -1,0 +1,138 @@
+//! The `Data` layer's LMDB source: records decoded as Datums, every record
+//! the same size, batches filled through Caffe's transform (crop, mirror,
+//! mean, scale). Which records a worker takes is `data::Cursor`'s job (its
+//! disjoint shard); this module owns decoding and filling, and must never
+//! decide the order.
+
+use std::path::Path;
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+use crate::data::datum::{Image, Values};
+use crate::data::label_limit::LabelLimit;
+use crate::data::lmdb::LmdbReader;
+use crate::data::transform::{Pixels, RawBatch, TransformConf};
+use crate::error::{Error, Result};
+
+#[derive(Debug)]
+pub struct LmdbData {
+    pub reader: LmdbReader,
+    /// Every record's (channels, height, width), from the first one.
+    pub channels: usize,
+    pub height: usize,
+    pub width: usize,
+}
+
+impl LmdbData {
+    /// Opens the database; the first record gives every record's size
+    /// (each batch checks its records against it, and their labels against
+    /// the net's class count: a large database is never read whole).
+    pub fn open(path: &Path) -> Result<LmdbData> {
+        let reader = LmdbReader::open(path)?;
+        let mut shape = (0, 0, 0);
+        reader.with_values(&[0], |_, bytes| {
+            let img = Image::from_datum_bytes(bytes).map_err(|e| Error::file(path, format!("record 0: {e}")))?;
+            shape = (img.channels, img.height, img.width);
+            Ok(())
+        })?;
+        Ok(LmdbData { reader, channels: shape.0, height: shape.1, width: shape.2 })
+    }
+
+    pub fn len(&self) -> usize {
+        self.reader.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.reader.is_empty()
+    }
+
+    /// The (channels, height, width) a batch image has after `t`.
+    pub fn output_shape(&self, t: &TransformConf) -> Result<(usize, usize, usize)> {
+        t.output_shape(self.channels, self.height, self.width).map_err(|e| Error::file(self.reader.path(), e))
+    }
+
+    /// Writes records `indices`, transformed, into `data` and their labels
+    /// into `label`; labels must be below `limit` when given. TRAIN
+    /// randomness (crops, mirrors) comes from `seed`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn fill(
+        &self,
+        indices: &[usize],
+        t: &TransformConf,
+        train: bool,
+        seed: u64,
+        limit: Option<&LabelLimit>,
+        data: &mut [f32],
+        label: &mut [f32],
+    ) -> Result<()> {
+        let (c, h, w) = self.output_shape(t)?;
+        let per = c * h * w;
+        let mut rng = StdRng::seed_from_u64(seed);
+        self.for_each(indices, limit, |k, px, l| {
+            t.apply(px, self.channels, self.height, self.width, train, &mut rng, &mut data[k * per..(k + 1) * per]);
+            label[k] = l;
+        })
+    }
+
+    /// Records `indices` as stored, each with where `t` places it (the same
+    /// draws from `seed` as [`LmdbData::fill`]), for a transform elsewhere.
+    pub fn raw_batch(
+        &self,
+        indices: &[usize],
+        t: &TransformConf,
+        train: bool,
+        seed: u64,
+        limit: Option<&LabelLimit>,
+    ) -> Result<RawBatch> {
+        self.output_shape(t)?;
+        let mut rng = StdRng::seed_from_u64(seed);
+        let shape = (self.channels, self.height, self.width);
+        let mut batch = RawBatch::new(shape, indices.len());
+        self.for_each(indices, limit, |_, px, l| {
+            batch.push(px, t.place(shape.0, shape.1, shape.2, train, &mut rng), l);
+        })?;
+        Ok(batch)
+    }
+
+    /// Decodes records `indices` in order and hands each (position, values,
+    /// label) to `each`, after checking its size and its label.
+    fn for_each(
+        &self,
+        indices: &[usize],
+        limit: Option<&LabelLimit>,
+        mut each: impl FnMut(usize, Pixels<'_>, f32),
+    ) -> Result<()> {
+        let path = self.reader.path();
+        self.reader.with_values(indices, |k, bytes| {
+            let img =
+                Image::from_datum_bytes(bytes).map_err(|e| Error::file(path, format!("record {}: {e}", indices[k])))?;
+            if (img.channels, img.height, img.width) != (self.channels, self.height, self.width) {
+                return Err(Error::file(
+                    path,
+                    format!(
+                        "record {} is {}x{}x{} but record 0 is {}x{}x{}; resize the images when converting",
+                        indices[k], img.channels, img.height, img.width, self.channels, self.height, self.width
+                    ),
+                ));
+            }
+            if let Some(lim) = limit {
+                if img.label < 0 || img.label as usize >= lim.classes {
+                    return Err(Error::file(
+                        path,
+                        format!(
+                            "record {} has label {} but layer `{}` scores only {} classes; raise its num_output",
+                            indices[k], img.label, lim.layer, lim.classes
+                        ),
+                    ));
+                }
+            }
+            let px = match &img.values {
+                Values::Bytes(b) => Pixels::Bytes(b),
+                Values::Floats(f) => Pixels::Floats(f),
+            };
+            each(k, px, img.label as f32);
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,15 @@
+//! Caffe's data side: the sources a `Data` layer reads (IDX files or an LMDB
+//! of Datums), each worker's slice of them, Datums and encoded images, and
+//! Caffe's DataTransformer (on the CPU here, its GPU kernel
+//! `transform.cu` beside it). Must never know about layers or geeps.
+
+pub mod dataset;
+pub mod datum;
+pub mod label_limit;
+pub mod lmdb;
+pub mod lmdb_data;
+pub mod transform;
+
+pub(crate) use dataset::read_idx;
+pub use dataset::{resolve_source, Cursor, DataCache, Dataset, Source};
+pub use label_limit::LabelLimit;

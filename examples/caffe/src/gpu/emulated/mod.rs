@@ -1,0 +1,21 @@
+//! The trainer's kernels in native Rust for the emulated CUDA driver
+//! (`cuda-emu`, test equipment): registered with it at start-up when it is
+//! the driver, run there under `GEEPS_CUDA_EMU_KERNELS=native` in place of
+//! the PTX interpreter, with the same bits (`tests/native_kernels.rs`
+//! proves it). Must never run on a real driver, where nothing registers.
+
+mod abi;
+mod callbacks;
+mod conv;
+mod elementwise;
+mod pool;
+mod reduce;
+mod register;
+mod solver;
+mod table;
+mod transform;
+mod view;
+
+pub use abi::{NativeKernel, RegisterFn, NATIVE_KERNELS_ABI};
+pub(crate) use register::register_if_emulated;
+pub use register::{register_with, with_table};

@@ -1,0 +1,222 @@
+//! Each layer type's settings as plain values (Caffe's `*_param` messages),
+//! with Caffe's defaults: what the prototxt reader produces and the layers
+//! are built from. It owns these types only; it must never parse a file or
+//! compute.
+
+use std::path::PathBuf;
+
+/// How a blob's initial values are drawn (Caffe's `FillerParameter`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Filler {
+    Constant(f32),
+    Uniform {
+        min: f32,
+        max: f32,
+    },
+    Gaussian {
+        mean: f32,
+        std: f32,
+    },
+    /// Uniform in ±sqrt(3 / n), n from `norm`.
+    Xavier(VarianceNorm),
+    /// Gaussian with std sqrt(2 / n), n from `norm`.
+    Msra(VarianceNorm),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VarianceNorm {
+    FanIn,
+    FanOut,
+    Average,
+}
+
+/// `param { lr_mult decay_mult }` of one parameter blob.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ParamSpec {
+    pub lr_mult: f32,
+    pub decay_mult: f32,
+}
+
+impl Default for ParamSpec {
+    fn default() -> Self {
+        ParamSpec { lr_mult: 1.0, decay_mult: 1.0 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DataConf {
+    /// An LMDB directory or the path prefix of IDX files, as written.
+    pub source: String,
+    pub batch_size: usize,
+    /// `transform_param`: `(x − mean) · scale`, after a crop (`crop_size`
+    /// 0: none) and, in TRAIN, a random mirror.
+    pub scale: f32,
+    pub mirror: bool,
+    pub crop_size: usize,
+    /// One value for every channel, or one per channel; empty: none.
+    pub mean_values: Vec<f32>,
+    /// A mean image (`.binaryproto`), as written; loaded by the net.
+    pub mean_file: Option<String>,
+    /// The prototxt's directory, to resolve a relative source or mean_file against.
+    pub base_dir: PathBuf,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConvConf {
+    pub num_output: usize,
+    pub kernel: (usize, usize),
+    pub stride: (usize, usize),
+    pub pad: (usize, usize),
+    pub dilation: (usize, usize),
+    /// Channel groups (AlexNet's two-tower convolutions).
+    pub group: usize,
+    pub bias_term: bool,
+    pub weight_filler: Filler,
+    pub bias_filler: Filler,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolMethod {
+    Max,
+    Ave,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolConf {
+    pub method: PoolMethod,
+    pub kernel: (usize, usize),
+    pub stride: (usize, usize),
+    pub pad: (usize, usize),
+    pub global: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct InnerProductConf {
+    pub num_output: usize,
+    pub bias_term: bool,
+    pub weight_filler: Filler,
+    pub bias_filler: Filler,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Normalization {
+    /// Divide by the batch size (FULL, VALID and BATCH_SIZE coincide here:
+    /// one label per image and no ignore_label).
+    Batch,
+    None,
+}
+
+/// Which neighbours a value is normalised over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NormRegion {
+    AcrossChannels,
+    WithinChannel,
+}
+
+/// `lrn_param`, with Caffe's defaults in [`LrnConf::default`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LrnConf {
+    pub local_size: usize,
+    pub alpha: f32,
+    pub beta: f32,
+    pub k: f32,
+    pub region: NormRegion,
+}
+
+impl Default for LrnConf {
+    fn default() -> Self {
+        LrnConf { local_size: 5, alpha: 1.0, beta: 0.75, k: 1.0, region: NormRegion::AcrossChannels }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum EltwiseOp {
+    /// One coefficient per bottom.
+    Sum(Vec<f32>),
+    Prod,
+    Max,
+}
+
+/// `power_param`, with Caffe's defaults (1, 1, 0) in [`PowerConf::default`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PowerConf {
+    pub power: f32,
+    pub scale: f32,
+    pub shift: f32,
+}
+
+impl Default for PowerConf {
+    fn default() -> Self {
+        PowerConf { power: 1.0, scale: 1.0, shift: 0.0 }
+    }
+}
+
+/// `scale_param` (one bottom), with Caffe's defaults in [`ScaleConf::default`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScaleConf {
+    pub axis: i64,
+    /// −1: to the last axis; 0: one scalar.
+    pub num_axes: i64,
+    pub bias_term: bool,
+    pub filler: Filler,
+    pub bias_filler: Filler,
+}
+
+impl Default for ScaleConf {
+    fn default() -> Self {
+        ScaleConf {
+            axis: 1,
+            num_axes: 1,
+            bias_term: false,
+            filler: Filler::Constant(1.0),
+            bias_filler: Filler::Constant(0.0),
+        }
+    }
+}
+
+/// `batch_norm_param`; `use_global_stats` already resolved for the phase.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BatchNormConf {
+    pub use_global_stats: bool,
+    pub moving_average_fraction: f32,
+    pub eps: f32,
+}
+
+impl BatchNormConf {
+    /// Caffe's defaults: global statistics in TEST only, fraction 0.999, eps 1e-5.
+    pub fn for_phase(train: bool) -> BatchNormConf {
+        BatchNormConf { use_global_stats: !train, moving_average_fraction: 0.999, eps: 1e-5 }
+    }
+}
+
+/// Everything a convolution is built from (Caffe's `convolution_param`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConvSpec {
+    pub num_output: usize,
+    pub kernel: (usize, usize),
+    pub stride: (usize, usize),
+    pub pad: (usize, usize),
+    pub dilation: (usize, usize),
+    /// Channel groups: input and output channels split into `group` parts,
+    /// output part g seeing input part g only.
+    pub group: usize,
+    pub bias_term: bool,
+    pub weight_filler: Filler,
+    pub bias_filler: Filler,
+}
+
+impl From<&ConvConf> for ConvSpec {
+    fn from(c: &ConvConf) -> ConvSpec {
+        ConvSpec {
+            num_output: c.num_output,
+            kernel: c.kernel,
+            stride: c.stride,
+            pad: c.pad,
+            dilation: c.dilation,
+            group: c.group,
+            bias_term: c.bias_term,
+            weight_filler: c.weight_filler.clone(),
+            bias_filler: c.bias_filler.clone(),
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! The layer types beyond LeNet's with their settings, as plain values:
+//! the one step between a parsed `LayerParameter` and building the layer
+//! (`layers::spec`). It owns these types only; it must never build a layer
+//! or read files.
+
+use crate::proto::layer_conf::{BatchNormConf, ConvSpec, EltwiseOp, Filler, LrnConf, PowerConf, ScaleConf};
+use crate::proto::shape::Shape;
+
+/// `batch_norm_param` as written: `use_global_stats` unset means Caffe's
+/// phase default (batch statistics in TRAIN, stored ones in TEST).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BatchNormSpec {
+    pub use_global_stats: Option<bool>,
+    pub moving_average_fraction: f32,
+    pub eps: f32,
+}
+
+impl Default for BatchNormSpec {
+    fn default() -> Self {
+        let d = BatchNormConf::for_phase(true);
+        BatchNormSpec { use_global_stats: None, moving_average_fraction: d.moving_average_fraction, eps: d.eps }
+    }
+}
+
+/// A layer type with its settings.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LayerSpec {
+    Convolution(ConvSpec),
+    Lrn(LrnConf),
+    Concat {
+        axis: i64,
+    },
+    Eltwise(EltwiseOp),
+    Flatten {
+        axis: i64,
+        end_axis: i64,
+    },
+    Reshape {
+        dims: Vec<i64>,
+        axis: i64,
+        num_axes: i64,
+    },
+    Softmax {
+        axis: i64,
+    },
+    BatchNorm(BatchNormSpec),
+    Scale(ScaleConf),
+    PRelu {
+        channel_shared: bool,
+        filler: Filler,
+    },
+    Power(PowerConf),
+    /// Shapes of the tops (one for all, or one per top) and the top count.
+    Input {
+        shapes: Vec<Shape>,
+        tops: usize,
+    },
+}
+
+impl LayerSpec {
+    /// Caffe's type name.impl LayerSpec {
+    /// Caffe's type name.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            LayerSpec::Convolution(_) => "Convolution",
+            LayerSpec::Lrn(_) => "LRN",
+            LayerSpec::Concat { .. } => "Concat",
+            LayerSpec::Eltwise(_) => "Eltwise",
+            LayerSpec::Flatten { .. } => "Flatten",
+            LayerSpec::Reshape { .. } => "Reshape",
+            LayerSpec::Softmax { .. } => "Softmax",
+            LayerSpec::BatchNorm(_) => "BatchNorm",
+            LayerSpec::Scale(_) => "Scale",
+            LayerSpec::PRelu { .. } => "PReLU",
+            LayerSpec::Power(_) => "Power",
+            LayerSpec::Input { .. } => "Input",
+        }
+    }
+}
