@@ -200,6 +200,17 @@ def mount_inside(spots, bundle, out):
     def under(p):
         return any(os.path.commonpath([os.path.abspath(p), h]) == h for h in hidden)
     stash = pathlib.Path(tempfile.mkdtemp(prefix="gpu-check-"))
+
+    def clean():
+        # OUTDIR's mount first, so that nothing below removes the report.
+        if (stash / "out").is_dir():
+            subprocess.run(["umount", str(stash / "out")], capture_output=True)
+            try:
+                (stash / "out").rmdir()
+            except OSError:
+                return
+        shutil.rmtree(stash, ignore_errors=True)
+    atexit.register(clean)
     # OUTDIR under a covered path: reach it through a bind mount made first.
     if under(out):
         (stash / "out").mkdir()
