@@ -105,7 +105,9 @@ class Runner:
             return self.record(name, group, "failed" if required else "not run", 0.0,
                                "not started: the check's time is used up", required=required, log=log)
         if rc is None:
-            return self.record(name, group, "failed", secs, f"timed out after {secs:.0f} s (limit {budget} s)",
+            # An optional step (sanitizer, PyTorch) cut short proves nothing either way: NOT RUN.
+            return self.record(name, group, "failed" if required else "not run", secs,
+                               f"timed out after {secs:.0f} s (limit {budget} s)",
                                tail=tail(output), required=required, log=log)
         ok, note, figures = (rc == 0, "", {}) if check is None else check(rc, output)
         if rc != 0 and ok is True:
@@ -426,46 +428,6 @@ def main():
     r.step(f"LeNet {iters} iterations, 2 worker processes sharing GPU 0 (geeps-launch -n 2)", "lenet",
            train("two", ["--gpu", "0"], launch=2), 120, check=two_check, cwd=work, env=base_env)
 
-    # --- compute-sanitizer ----------------------------------------------------
-    cs = shutil.which("compute-sanitizer")
-    kernels_suite = next((s for s in manifest["suites"] if s["name"] == "device_contract"), None)
-    for tool in ["memcheck", "racecheck"]:
-        targets = [
-            (f"compute-sanitizer {tool}: LeNet 20 iterations on GPU 0",
-             [caffe, "train", "--solver", solver, "--max-iter", "20", "--no-progress", "--workers", "1",
-              "--gpu", "0", "--curve", work / f"san_{tool}"], work, {}),
-            (f"compute-sanitizer {tool}: the row-kernel suite (device_contract)",
-             [bundle / kernels_suite["exe"], "--test-threads=1"], bundle / kernels_suite["cwd"], {}),
-        ]
-        for name, cmd, cwd, env in targets:
-            if not r.wanted(name):
-                continue
-            if not cs:
-                print(f"==> {name}", flush=True)
-                r.record(name, "sanitizer", "not run", 0.0, "compute-sanitizer not available (not on PATH)",
-                         required=False)
-                continue
-            if emulated:
-                print(f"==> {name}", flush=True)
-                r.record(name, "sanitizer", "not run", 0.0,
-                         "compute-sanitizer not available under the emulated driver", required=False)
-                continue
-
-            def san_check(rc, output):
-                summary = re.search(r"=+ ERROR SUMMARY: (\d+) error", output)
-                if not summary:
-                    # No summary: the tool did not attach (unsupported GPU or driver, refused by the runtime).
-                    first = next((ln for ln in output.splitlines() if "=====" in ln or "rror" in ln), "no summary")
-                    return None, f"compute-sanitizer refused or did not attach: {first.strip()[:200]}", {}
-                errors = int(summary.group(1))
-                return rc == 0 and errors == 0, f"{errors} errors (exit {rc})", {"errors": errors}
-
-            san = [cs, "--tool", tool, "--error-exitcode", "99"]
-            if tool == "racecheck":
-                san += ["--racecheck-report", "all"]
-            r.step(name, "sanitizer", san + cmd, 100, check=san_check, cwd=cwd, env={**base_env, **env},
-                   required=False)
-
     # --- figures ----------------------------------------------------------------
     note_emu = " (emulated driver: functional only, timings NOT meaningful)" if emulated else ""
 
@@ -526,6 +488,46 @@ def main():
     r.step(f"figures: LeNet images/s, caffe-geeps against PyTorch ({iters} iterations)", "figures",
            [sys.executable, bundle / "scripts/gpu-bench/pytorch_lenet.py", "--device", torch_dev,
             "--iterations", str(iters)], 90, check=torch_check, cwd=work, required=False)
+
+    # --- compute-sanitizer ----------------------------------------------------
+    cs = shutil.which("compute-sanitizer")
+    kernels_suite = next((s for s in manifest["suites"] if s["name"] == "device_contract"), None)
+    for tool in ["memcheck", "racecheck"]:
+        targets = [
+            (f"compute-sanitizer {tool}: LeNet 20 iterations on GPU 0",
+             [caffe, "train", "--solver", solver, "--max-iter", "20", "--no-progress", "--workers", "1",
+              "--gpu", "0", "--curve", work / f"san_{tool}"], work, {}),
+            (f"compute-sanitizer {tool}: the row-kernel suite (device_contract)",
+             [bundle / kernels_suite["exe"], "--test-threads=1"], bundle / kernels_suite["cwd"], {}),
+        ]
+        for name, cmd, cwd, env in targets:
+            if not r.wanted(name):
+                continue
+            if not cs:
+                print(f"==> {name}", flush=True)
+                r.record(name, "sanitizer", "not run", 0.0, "compute-sanitizer not available (not on PATH)",
+                         required=False)
+                continue
+            if emulated:
+                print(f"==> {name}", flush=True)
+                r.record(name, "sanitizer", "not run", 0.0,
+                         "compute-sanitizer not available under the emulated driver", required=False)
+                continue
+
+            def san_check(rc, output):
+                summary = re.search(r"=+ ERROR SUMMARY: (\d+) error", output)
+                if not summary:
+                    # No summary: the tool did not attach (unsupported GPU or driver, refused by the runtime).
+                    first = next((ln for ln in output.splitlines() if "=====" in ln or "rror" in ln), "no summary")
+                    return None, f"compute-sanitizer refused or did not attach: {first.strip()[:200]}", {}
+                errors = int(summary.group(1))
+                return rc == 0 and errors == 0, f"{errors} errors (exit {rc})", {"errors": errors}
+
+            san = [cs, "--tool", tool, "--error-exitcode", "99"]
+            if tool == "racecheck":
+                san += ["--racecheck-report", "all"]
+            r.step(name, "sanitizer", san + cmd, 60, check=san_check, cwd=cwd, env={**base_env, **env},
+                   required=False)
 
     # --- the report ---------------------------------------------------------------
     failed = [s for s in r.steps if s["status"] == "failed"]
