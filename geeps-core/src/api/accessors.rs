@@ -109,7 +109,7 @@ impl Geeps {
     }
 
     /// The data age of the read buffer released by `ticket` (see
-    /// [`RawBuffer::ticket`]): the clock its rows were read at, so every
+    /// [`RawBuffer::ticket`](crate::api::buffers::RawBuffer::ticket)): the clock its rows were read at, so every
     /// worker's updates of the clocks below it are included (the lowest
     /// over its tables). `None` for a buffer that is not a read, or holds no
     /// rows; an error if `ticket` is not held.
