@@ -11,6 +11,7 @@ use tokio::io::BufReader;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
+use crate::conn::accept_backoff::{accept_backing_off, AcceptBackoff};
 use crate::options::NetOptions;
 use crate::security::auth::{token_matches, PendingGate};
 use crate::wire::frame::{read_frame, read_frame_within, write_frame};
@@ -32,7 +33,10 @@ async fn refuse(stream: &mut TcpStream, reason: String) {
 /// Every rank must register within `options.connect_timeout`. A connection
 /// gets `options.handshake_timeout` and a frame of
 /// `options.max_handshake_bytes` to register; at most
-/// `options.max_pending_connections` are read at once. A registration that
+/// `options.max_pending_connections` are read at once. While accepts fail
+/// for want of descriptors or memory it backs off (up to a second between
+/// tries, logging once a second) until the timeout; only a listener that
+/// cannot accept at all fails it at once. A registration that
 /// is refused (token, protocol version, rank, world size, a rank twice)
 /// fails the start at once: the refused rank, every rank already
 /// registered and every rank that registers later is told which rank was
@@ -42,6 +46,7 @@ pub async fn serve_with(listener: TcpListener, world: usize, options: NetOptions
     let deadline = tokio::time::Instant::now() + timeout;
     let (limit, within) = (options.max_handshake_bytes as usize, options.handshake_timeout);
     let mut gate = PendingGate::new(options.max_pending_connections, "rendezvous");
+    let mut backoff = AcceptBackoff::new("rendezvous");
     let mut reading = JoinSet::new();
     let mut registered: BTreeMap<usize, (TcpStream, String)> = BTreeMap::new();
     // Once a registration is refused: why the start failed, and who knows.
@@ -54,8 +59,8 @@ pub async fn serve_with(listener: TcpListener, world: usize, options: NetOptions
             _ => {}
         }
         tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, addr) = accepted.map_err(|e| Error::Io(e.to_string()))?;
+            accepted = accept_backing_off(&mut backoff, || listener.accept()) => {
+                let (stream, addr) = accepted.map_err(|e| Error::Io(format!("the rendezvous cannot accept: {e}")))?;
                 let Some(permit) = gate.admit(addr) else { continue };
                 reading.spawn(async move {
                     let _permit = permit;

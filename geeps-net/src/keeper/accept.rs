@@ -1,6 +1,6 @@
-//! Accepting worker connections: the bound on connections in their
-//! handshake, the TLS handshake and the hello within the handshake
-//! deadline, then admission, the connection's transport, and its session
+//! Accepting worker connections: the back-off while accepts fail, the
+//! bound on connections in their handshake, the TLS handshake and the hello
+//! within one handshake deadline, then admission, the connection's transport, and its session
 //! until the worker leaves or is lost. It never applies a batch itself.
 
 use std::net::SocketAddr;
@@ -11,6 +11,7 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 
 use super::admission::Refusal;
 use super::service::KeeperService;
+use crate::conn::accept_backoff::{accept_backing_off, AcceptBackoff};
 use crate::conn::peer_stream;
 use crate::conn::writer::{writer, Outgoing};
 use crate::security::auth::PendingGate;
@@ -20,11 +21,14 @@ use crate::wire::{Body, Failure, FailureKind, Header, Refused};
 impl KeeperService {
     /// Accepts connections until `stop` turns true; at most
     /// `max_pending_connections` of them wait for their handshake at once.
+    /// While accepts fail for want of descriptors or memory it backs off
+    /// (up to a second between tries) and logs once a second.
     pub(crate) async fn serve(self: Arc<Self>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
         let mut gate = PendingGate::new(self.opts.max_pending_connections, "keeper");
+        let mut backoff = AcceptBackoff::new(format!("keeper shard {}", self.shard));
         loop {
             tokio::select! {
-                accepted = listener.accept() => match accepted {
+                accepted = accept_backing_off(&mut backoff, || listener.accept()) => match accepted {
                     Ok((stream, addr)) => {
                         let Some(permit) = gate.admit(addr) else {
                             drop(stream);
@@ -33,7 +37,14 @@ impl KeeperService {
                         let me = self.clone();
                         tokio::spawn(async move { me.handle(stream, addr, permit).await });
                     }
-                    Err(e) => tracing::warn!(shard = self.shard, error = %e, "accept failed"),
+                    Err(e) => {
+                        tracing::error!(
+                            shard = self.shard,
+                            error = %e,
+                            "the keeper's listener is unusable; it accepts no more workers"
+                        );
+                        return;
+                    }
                 },
                 _ = stop.changed() => return,
             }
@@ -42,10 +53,12 @@ impl KeeperService {
 
     async fn handle(self: Arc<Self>, stream: TcpStream, addr: SocketAddr, permit: OwnedSemaphorePermit) {
         let _ = stream.set_nodelay(true);
+        // One deadline for the TLS handshake and the hello together: a
+        // stranger holds its descriptor and permit no longer than this.
+        let deadline = tokio::time::Instant::now() + self.opts.handshake_timeout;
         let (mut rd, mut wr) = match &self.tls {
             None => peer_stream::plain(stream),
-            // The TLS handshake counts against the same short deadline as the hello.
-            Some(tls) => match tokio::time::timeout(self.opts.handshake_timeout, tls.accept(stream)).await {
+            Some(tls) => match tokio::time::timeout_at(deadline, tls.accept(stream)).await {
                 Ok(Ok(sides)) => sides,
                 Ok(Err(e)) => {
                     tracing::warn!(shard = self.shard, %addr, error = %e, "TLS handshake refused; closing");
@@ -60,7 +73,7 @@ impl KeeperService {
         // Until the token is checked: a small frame, no payload, a short
         // deadline, and no buffer of ours (read_exact never reads past the hello).
         let handshake = read_frame_within(&mut rd, self.opts.max_handshake_bytes as usize, 0);
-        let hello = match tokio::time::timeout(self.opts.handshake_timeout, handshake).await {
+        let hello = match tokio::time::timeout_at(deadline, handshake).await {
             Ok(Ok((Header { body: Some(Body::Hello(h)), .. }, _))) => h,
             Ok(Ok((h, _))) => {
                 tracing::warn!(shard = self.shard, %addr, "first frame is not a hello ({:?}); closing", h.body);

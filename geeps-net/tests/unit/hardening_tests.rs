@@ -440,3 +440,168 @@ fn a_rank_that_stops_before_its_worker_joins_is_reported_at_once() {
     assert!(rank1.join().unwrap() < Duration::from_secs(10), "rank 1's shutdown did not wait for the others");
     let _ = cluster.shutdown();
 }
+
+/// Out-of-descriptor tests run their listener in a child: this test binary
+/// again, running only `test` with this variable set, so that its lowered
+/// open-file limit touches nothing else in the suite.
+#[cfg(target_os = "linux")]
+const FD_CHILD: &str = "GEEPS_TEST_FD_CHILD";
+
+/// Lowers this process's open-file limit to what is open now plus `spare`.
+#[cfg(target_os = "linux")]
+fn leave_descriptors(spare: u64) {
+    let open = std::fs::read_dir("/proc/self/fd").unwrap().count() as u64;
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit), 0);
+        limit.rlim_cur = (open + spare) as libc::rlim_t;
+        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &limit), 0);
+    }
+}
+
+/// Starts the child half of `test`; returns it and the address it printed.
+#[cfg(target_os = "linux")]
+fn fd_child(
+    test: &str,
+) -> (std::process::Child, std::io::Lines<std::io::BufReader<std::process::ChildStdout>>, String) {
+    use std::io::BufRead;
+    let name = format!("{}::{test}", module_path!().split_once("::").unwrap().1);
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([name.as_str(), "--exact", "--nocapture", "--test-threads=1"])
+        .env(FD_CHILD, "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("the child ended before saying where it listens").unwrap();
+        if let Some(addr) = line.strip_prefix("LISTENING ") {
+            break addr.to_string();
+        }
+    };
+    (child, lines, addr)
+}
+
+/// CPU time (user and system) `pid` has used.
+#[cfg(target_os = "linux")]
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    // SAFETY: sysconf reads a constant.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    Duration::from_millis(ticks * 1000 / per_second)
+}
+
+/// Opens `n` connections to `addr` that never send a byte (the kernel
+/// completes them from the listen queue whether accepted or not).
+#[cfg(target_os = "linux")]
+async fn idle_connections(addr: &str, n: usize) -> Vec<TcpStream> {
+    let mut idle = Vec::new();
+    for _ in 0..n {
+        idle.push(TcpStream::connect(addr).await.unwrap());
+    }
+    idle
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_keeper_out_of_descriptors_backs_off_and_serves_again() {
+    const TEST: &str = "a_keeper_out_of_descriptors_backs_off_and_serves_again";
+    let handshake = Duration::from_millis(1500);
+    if std::env::var_os(FD_CHILD).is_some() {
+        let (_cluster, addr) = keeper(2, options().with_handshake_timeout(handshake));
+        leave_descriptors(20);
+        println!("LISTENING {addr}");
+        // Serves until the parent closes stdin or kills it.
+        let _ = std::io::stdin().read_line(&mut String::new());
+        std::process::exit(0);
+    }
+    let (mut child, _lines, addr) = fd_child(TEST);
+    runtime().block_on(async {
+        // Sixty strangers for twenty descriptors: the keeper's accepts fail
+        // with EMFILE until handshake deadlines free some.
+        let mut idle = idle_connections(&addr, 60).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let (cpu, wall) = (cpu_time(child.id()), Instant::now());
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let (cpu, wall) = (cpu_time(child.id()) - cpu, wall.elapsed());
+        // A loop that retries at once burns a core here; backing off, the
+        // keeper sleeps.
+        assert!(cpu < wall * 3 / 10, "the keeper used {cpu:?} of CPU in {wall:?} while out of descriptors");
+        // A stranger it accepted is closed at the handshake deadline.
+        assert!(
+            closed_without_reply(&mut idle[0], Duration::from_secs(20)).await,
+            "an idle connection outlived the handshake deadline"
+        );
+        // Once the strangers are gone, a worker that says hello is served.
+        idle.clear();
+        let start = Instant::now();
+        let mut s = TcpStream::connect(&addr).await.unwrap();
+        write_frame(&mut s, Header::new(Body::Hello(hello(1, 2, "test-token"))), None).await.unwrap();
+        let reply = tokio::time::timeout(Duration::from_secs(30), read_frame(&mut s, 1 << 20)).await;
+        let reply = reply.unwrap_or_else(|_| panic!("no welcome within {:?}", start.elapsed())).unwrap();
+        assert!(matches!(reply.0.body, Some(Body::Welcome(_))), "{:?}", reply.0.body);
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_rendezvous_rides_out_running_out_of_descriptors() {
+    const TEST: &str = "the_rendezvous_rides_out_running_out_of_descriptors";
+    if std::env::var_os(FD_CHILD).is_some() {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+        let addr = listener.local_addr().unwrap();
+        leave_descriptors(20);
+        println!("LISTENING {addr}");
+        let options =
+            options().with_handshake_timeout(Duration::from_millis(1500)).with_connect_timeout(Duration::from_secs(60));
+        let served = rt.block_on(crate::bootstrap::rendezvous::serve_with(listener, 2, options));
+        println!("SERVED {served:?}");
+        std::process::exit(0);
+    }
+    let (mut child, mut lines, addr) = fd_child(TEST);
+    let rt = runtime();
+    let idle = rt.block_on(async {
+        let idle = idle_connections(&addr, 60).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let (cpu, wall) = (cpu_time(child.id()), Instant::now());
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let (cpu, wall) = (cpu_time(child.id()) - cpu, wall.elapsed());
+        assert!(cpu < wall * 3 / 10, "the rendezvous used {cpu:?} of CPU in {wall:?} while out of descriptors");
+        idle
+    });
+    drop(idle);
+    // Both ranks still register and get the roster.
+    let ranks: Vec<_> = (0..2)
+        .map(|rank| {
+            let server = addr.clone();
+            std::thread::spawn(move || {
+                runtime().block_on(crate::bootstrap::rendezvous::register(
+                    &server,
+                    rank,
+                    2,
+                    "test-token",
+                    &format!("127.0.0.1:{}", 7000 + rank),
+                    Duration::from_secs(30),
+                ))
+            })
+        })
+        .collect();
+    for (rank, t) in ranks.into_iter().enumerate() {
+        let roster = t.join().unwrap();
+        assert_eq!(
+            roster.as_deref().ok(),
+            Some(&["127.0.0.1:7000".to_string(), "127.0.0.1:7001".to_string()][..]),
+            "rank {rank}: {roster:?}"
+        );
+    }
+    let served = lines.find_map(|l| l.ok()?.strip_prefix("SERVED ").map(str::to_string));
+    assert!(served.as_deref().is_some_and(|s| s.starts_with("Ok(")), "the rendezvous ended with {served:?}");
+    let _ = child.wait();
+}
