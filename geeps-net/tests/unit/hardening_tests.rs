@@ -477,8 +477,9 @@ fn fd_child(
     let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
     let addr = loop {
         let line = lines.next().expect("the child ended before saying where it listens").unwrap();
-        if let Some(addr) = line.strip_prefix("LISTENING ") {
-            break addr.to_string();
+        // libtest may print the test's name on the same line first.
+        if let Some((_, addr)) = line.split_once("LISTENING ") {
+            break addr.trim().to_string();
         }
     };
     (child, lines, addr)
@@ -601,7 +602,7 @@ fn the_rendezvous_rides_out_running_out_of_descriptors() {
             "rank {rank}: {roster:?}"
         );
     }
-    let served = lines.find_map(|l| l.ok()?.strip_prefix("SERVED ").map(str::to_string));
+    let served = lines.find_map(|l| l.ok()?.split_once("SERVED ").map(|(_, s)| s.to_string()));
     assert!(served.as_deref().is_some_and(|s| s.starts_with("Ok(")), "the rendezvous ended with {served:?}");
     let _ = child.wait();
 }
