@@ -460,11 +460,22 @@ fn leave_descriptors(spare: u64) {
     }
 }
 
-/// Starts the child half of `test`; returns it and the address it printed.
+/// A child process, killed when the test ends, passed or failed.
 #[cfg(target_os = "linux")]
-fn fd_child(
-    test: &str,
-) -> (std::process::Child, std::io::Lines<std::io::BufReader<std::process::ChildStdout>>, String) {
+struct Child(std::process::Child);
+
+#[cfg(target_os = "linux")]
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the child half of `test`; returns it, its further output and the
+/// address it printed.
+#[cfg(target_os = "linux")]
+fn fd_child(test: &str) -> (Child, std::io::Lines<std::io::BufReader<std::process::ChildStdout>>, String) {
     use std::io::BufRead;
     let name = format!("{}::{test}", module_path!().split_once("::").unwrap().1);
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
@@ -482,7 +493,7 @@ fn fd_child(
             break addr.trim().to_string();
         }
     };
-    (child, lines, addr)
+    (Child(child), lines, addr)
 }
 
 /// CPU time (user and system) `pid` has used.
@@ -520,15 +531,15 @@ fn a_keeper_out_of_descriptors_backs_off_and_serves_again() {
         let _ = std::io::stdin().read_line(&mut String::new());
         std::process::exit(0);
     }
-    let (mut child, _lines, addr) = fd_child(TEST);
+    let (child, _lines, addr) = fd_child(TEST);
     runtime().block_on(async {
         // Sixty strangers for twenty descriptors: the keeper's accepts fail
         // with EMFILE until handshake deadlines free some.
         let mut idle = idle_connections(&addr, 60).await;
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let (cpu, wall) = (cpu_time(child.id()), Instant::now());
+        let (cpu, wall) = (cpu_time(child.0.id()), Instant::now());
         tokio::time::sleep(Duration::from_secs(1)).await;
-        let (cpu, wall) = (cpu_time(child.id()) - cpu, wall.elapsed());
+        let (cpu, wall) = (cpu_time(child.0.id()) - cpu, wall.elapsed());
         // A loop that retries at once burns a core here; backing off, the
         // keeper sleeps.
         assert!(cpu < wall * 3 / 10, "the keeper used {cpu:?} of CPU in {wall:?} while out of descriptors");
@@ -546,8 +557,7 @@ fn a_keeper_out_of_descriptors_backs_off_and_serves_again() {
         let reply = reply.unwrap_or_else(|_| panic!("no welcome within {:?}", start.elapsed())).unwrap();
         assert!(matches!(reply.0.body, Some(Body::Welcome(_))), "{:?}", reply.0.body);
     });
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
 }
 
 #[cfg(target_os = "linux")]
@@ -566,14 +576,14 @@ fn the_rendezvous_rides_out_running_out_of_descriptors() {
         println!("SERVED {served:?}");
         std::process::exit(0);
     }
-    let (mut child, mut lines, addr) = fd_child(TEST);
+    let (child, mut lines, addr) = fd_child(TEST);
     let rt = runtime();
     let idle = rt.block_on(async {
         let idle = idle_connections(&addr, 60).await;
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let (cpu, wall) = (cpu_time(child.id()), Instant::now());
+        let (cpu, wall) = (cpu_time(child.0.id()), Instant::now());
         tokio::time::sleep(Duration::from_secs(1)).await;
-        let (cpu, wall) = (cpu_time(child.id()) - cpu, wall.elapsed());
+        let (cpu, wall) = (cpu_time(child.0.id()) - cpu, wall.elapsed());
         assert!(cpu < wall * 3 / 10, "the rendezvous used {cpu:?} of CPU in {wall:?} while out of descriptors");
         idle
     });
@@ -604,5 +614,5 @@ fn the_rendezvous_rides_out_running_out_of_descriptors() {
     }
     let served = lines.find_map(|l| l.ok()?.split_once("SERVED ").map(|(_, s)| s.to_string()));
     assert!(served.as_deref().is_some_and(|s| s.starts_with("Ok(")), "the rendezvous ended with {served:?}");
-    let _ = child.wait();
+    drop(child);
 }
