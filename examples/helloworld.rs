@@ -11,6 +11,7 @@
 //! cargo run --release --example helloworld -- --workers 4 --clocks 5
 //! ```
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::thread;
@@ -119,7 +120,9 @@ fn run(args: &Args) -> Result<(), String> {
 
 fn main() -> ExitCode {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
-    tracing_subscriber::fmt().with_env_filter(filter).init();
+    // Colour only for a person at a terminal, and never under NO_COLOR.
+    let ansi = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).init();
     let args = Args::parse();
     if args.workers == 0 {
         eprintln!("helloworld: --workers must be at least 1");

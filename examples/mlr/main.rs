@@ -10,6 +10,7 @@
 
 mod train;
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -64,7 +65,9 @@ fn run_networked(mut cfg: TrainConfig) -> Result<(), train::BoxError> {
 
 fn main() -> ExitCode {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
-    tracing_subscriber::fmt().with_env_filter(filter).init();
+    // Colour only for a person at a terminal, and never under NO_COLOR.
+    let ansi = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).init();
     let args = Args::parse();
     let cfg = TrainConfig {
         workers: args.workers,

@@ -44,6 +44,7 @@ mod trainer;
 mod transport;
 mod workload;
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -275,7 +276,9 @@ fn main() -> ExitCode {
     // each is in the results, so the planner's warning about it is not logged.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,geeps_core::plan::planner=error"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    // Colour only for a person at a terminal, and never under NO_COLOR.
+    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
     let result = match RankEnv::from_env() {
         Some(env) => env.and_then(rank_main),
         None => match Cli::parse().command {

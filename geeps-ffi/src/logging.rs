@@ -4,6 +4,7 @@
 //! its own, as the host program may have one.
 
 use std::ffi::c_char;
+use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
 
@@ -25,7 +26,10 @@ pub extern "C" fn geeps_log_init(filter: *const c_char) -> GeepsStatus {
         };
         let filter =
             EnvFilter::try_new(&filter).map_err(|e| Failure::invalid(format!("log filter `{filter}`: {e}")))?;
-        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init().map_err(|e| {
+        // Colour only for a person at a terminal, and never under NO_COLOR.
+        let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        let subscriber = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
+        subscriber.try_init().map_err(|e| {
             Failure::new(GeepsStatus::InvalidState, format!("a logger is already installed in this process: {e}"))
         })
     })

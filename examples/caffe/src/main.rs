@@ -8,6 +8,7 @@
 //! command prints; it must never train, evaluate or convert by itself (the
 //! library does).
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -470,7 +471,9 @@ fn run(cli: Cli) -> caffe_geeps::Result<()> {
 
 fn main() -> ExitCode {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    // Colour only for a person at a terminal, and never under NO_COLOR.
+    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
     match run(Cli::parse_from(args::normalise(std::env::args_os()))) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

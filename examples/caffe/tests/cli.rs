@@ -71,6 +71,8 @@ fn caffe_style_train_then_test_and_time() {
     let (stdout, stderr) = ok(&["time", "-model", &net, "-iterations=1", "-gpu=all"]);
     assert!(stdout.contains("Forward-backward:"), "{stdout}");
     assert_eq!(stderr.matches("time: -gpu all is not used").count(), 1, "{stderr}");
+    // A log read through a pipe carries no colour codes.
+    assert!(!stderr.contains('\x1b'), "ANSI escapes in a piped log: {stderr:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
