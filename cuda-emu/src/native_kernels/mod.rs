@@ -7,6 +7,7 @@
 //! Must never claim a launch it cannot reproduce: those go to the
 //! interpreter.
 
+pub mod abi;
 mod counters;
 mod dispatch;
 pub mod registry;

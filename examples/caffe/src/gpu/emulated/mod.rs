@@ -4,6 +4,8 @@
 //! the PTX interpreter, with the same bits (`tests/native_kernels.rs`
 //! proves it). Must never run on a real driver, where nothing registers.
 
+// The emulator's own definition of the interface, one file for both sides.
+#[path = "../../../../../cuda-emu/src/native_kernels/abi.rs"]
 mod abi;
 mod callbacks;
 mod conv;
