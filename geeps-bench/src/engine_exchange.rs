@@ -20,13 +20,13 @@ use crate::workload::ROW_WIDTH;
 pub const ROLE: &str = "engine-exchange";
 
 /// Clocks of the whole engine on `transport`; returns bytes/s in + out.
-fn engine_loop(transport: Arc<dyn Transport>, job: &ExchangeJob) -> Result<f64> {
+fn engine_loop(transport: Arc<dyn Transport>, job: &ExchangeJob, rank: usize) -> Result<f64> {
     let rows = (job.bytes / (ROW_WIDTH * 4)) as u32;
     let budget = 8 * job.bytes + (1 << 20);
     let mut b = Geeps::builder(Config::default().with_row_width(ROW_WIDTH).with_device_memory(budget));
     let t = b.parameter_table("w", rows);
     b.transport(transport);
-    if let Some(gpu) = BenchDevice::from_env()?.open(budget)? {
+    if let Some(gpu) = BenchDevice::from_env()?.open(budget, rank)? {
         b.device(gpu);
     }
     let ps = b.build()?;
@@ -58,7 +58,7 @@ fn engine_loop(transport: Arc<dyn Transport>, job: &ExchangeJob) -> Result<f64> 
 pub fn rank_main(env: &RankEnv) -> Result<Rate> {
     let job: ExchangeJob = env.job()?;
     let mut cluster = env.join_cluster()?;
-    let rate = engine_loop(cluster.transport(), &job);
+    let rate = engine_loop(cluster.transport(), &job, env.rank);
     cluster.shutdown()?;
     Ok(Rate { bytes_per_second: rate? })
 }
@@ -74,7 +74,7 @@ pub fn in_process(world: usize, job: &ExchangeJob) -> Result<Vec<f64>> {
     for rank in 0..world {
         let transport = cluster.transport(rank)?;
         let job = job.clone();
-        handles.push(std::thread::spawn(move || engine_loop(transport, &job)));
+        handles.push(std::thread::spawn(move || engine_loop(transport, &job, rank)));
     }
     join_all(handles)
 }

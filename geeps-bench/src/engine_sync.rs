@@ -80,7 +80,7 @@ pub fn rank_main(env: &RankEnv, wire: WireEncoding, shm: bool) -> Result<ClockTi
         let mut b = Geeps::builder(Config::default().with_row_width(ROW_WIDTH).with_device_memory(budget));
         let t = b.parameter_table("w", rows as u32);
         b.transport(cluster.transport());
-        let gpu = BenchDevice::from_env()?.open(budget)?;
+        let gpu = BenchDevice::from_env()?.open(budget, env.rank)?;
         let host_writes = gpu.is_none();
         if let Some(gpu) = gpu {
             b.device(gpu);

@@ -230,7 +230,7 @@ fn run_figures(args: &RunArgs, figures: &[Figure]) -> Result<()> {
     let s = settings_of(args)?;
     let start = Instant::now();
     args.device.export();
-    if let Some(caveat) = args.device.caveat() {
+    if let Some(caveat) = args.device.caveat(s.workers) {
         println!("{caveat}");
     }
     let paths = Paths { dir: args.out.clone() };
@@ -240,7 +240,7 @@ fn run_figures(args: &RunArgs, figures: &[Figure]) -> Result<()> {
         figure(&s, &c, &paths)?;
     }
     println!("results in {} ({:.0} s)", paths.dir.display(), start.elapsed().as_secs_f64());
-    if let Some(caveat) = args.device.caveat() {
+    if let Some(caveat) = args.device.caveat(s.workers) {
         println!("{caveat}");
     }
     Ok(())

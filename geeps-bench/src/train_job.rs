@@ -94,7 +94,7 @@ pub fn rank_main(env: &RankEnv) -> Result<RankRun> {
     let mut b = Geeps::builder(config);
     let tables = trainer::prepare(&mut b, &job.workload, job.mode);
     b.transport(cluster.transport());
-    if let Some(gpu) = BenchDevice::from_env()?.open(job.device_memory)? {
+    if let Some(gpu) = BenchDevice::from_env()?.open(job.device_memory, env.rank)? {
         b.device(gpu);
     }
     let ps = b.build()?;

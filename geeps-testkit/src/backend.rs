@@ -56,6 +56,26 @@ impl Backend {
         None
     }
 
+    /// The CUDA backend for `test`, which needs `gpus` GPUs: as
+    /// [`Backend::cuda_for`], and `None` with a `TEST: NOT RUN: ...` line on
+    /// stderr (which the GPU check reports) where a real driver shows fewer.
+    /// The emulated driver shows as many as its `GEEPS_CUDA_EMU_DEVICES` asks,
+    /// which such a test sets for the processes it starts.
+    ///
+    /// # Panics
+    /// As [`Backend::cuda_for`].
+    pub fn cuda_gpus_for(test: &str, gpus: usize) -> Option<Backend> {
+        let backend = Self::cuda_for(test)?;
+        #[cfg(feature = "cuda")]
+        if let Ok(p) = geeps_cuda::CudaDevice::probe(0) {
+            if p.devices < gpus && !p.name.contains("emulated") {
+                eprintln!("{test}: NOT RUN: needs {gpus} GPUs, {} visible", p.devices);
+                return None;
+            }
+        }
+        Some(backend)
+    }
+
     /// The backend named by `GEEPS_TEST_DEVICE` (`host`, the default, or
     /// `cuda`): how a scenario run by another process (geeps-launch's
     /// process tests) is told its device.

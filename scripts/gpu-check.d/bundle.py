@@ -117,6 +117,10 @@ def main():
         dest = tests_dir / pathlib.Path(exe).name
         shutil.copy2(exe, out / dest)
         shipped.append(dest)
+        # libtest's --show-output prints what passing tests wrote, so that a
+        # test's "NOT RUN: ..." line (a second GPU missing) reaches the report.
+        if suite != "processes":
+            args = ["--show-output", *args]
         manifest["suites"].append({"name": suite, "exe": str(dest), "cwd": d, "args": args, "env": env})
     exe = found.get(BENCH)
     if exe:

@@ -258,19 +258,33 @@ def test_counts(rc, output):
     skipped = re.findall(r"^.*CUDA variant skipped.*$", output, re.M)
     if skipped:
         return False, f"a CUDA variant skipped: {skipped[0]}", figures
-    return rc == 0 and failed == 0, f"{passed} passed, {failed} failed, {ignored} ignored", figures
+    note = f"{passed} passed, {failed} failed, {ignored} ignored"
+    # A test that needs what this machine lacks (a second GPU) says so on a
+    # line of its own; the report carries it rather than hiding it in a pass.
+    not_run = re.findall(r"^(\S+): NOT RUN: (.*)$", output, re.M)
+    if not_run:
+        figures["not run"] = [f"{t}: {why}" for t, why in not_run]
+        note += "; NOT RUN: " + "; ".join(f"{t} ({why})" for t, why in not_run)
+    return rc == 0 and failed == 0, note, figures
+
+
+# LeNet on the GPU against the CPU (see gpu_check in main).
+TRAIN_LOSS_TOLERANCE = 0.05
+TEST_LOSS_TOLERANCE = 0.02
 
 
 def read_curve(path):
-    """{iteration: loss} of the displayed iterations, and the last test accuracy."""
-    losses, acc = {}, None
+    """{iteration: loss} of the displayed iterations, the last test accuracy and {iteration: test loss}."""
+    losses, acc, test_losses = {}, None, {}
     with open(path) as f:
         for row in csv.DictReader(f):
             if row.get("loss"):
                 losses[int(row["iteration"])] = float(row["loss"])
             if row.get("test_accuracy"):
                 acc = float(row["test_accuracy"])
-    return losses, acc
+            if row.get("test_loss"):
+                test_losses[int(row["iteration"])] = float(row["test_loss"])
+    return losses, acc, test_losses
 
 
 def throughput(output):
@@ -344,6 +358,9 @@ def main():
     q = subprocess.run([caffe, "device_query", "-gpu", "0"], capture_output=True, text=True, timeout=60)
     device["device_query"] = (q.stdout + q.stderr).strip()
     print("  " + device["device_query"].replace("\n", "\n  "), flush=True)
+    m = re.search(r"Visible devices:\s*(\d+)", device["device_query"])
+    gpus = max(1, int(m.group(1))) if m else 1
+    device["visible GPUs"] = gpus
 
     # --- the device suites -------------------------------------------------
     budget_suite = 90 if emulated else 60
@@ -372,7 +389,7 @@ def main():
     def cpu_check(rc, output):
         if rc != 0:
             return False, "", {}
-        cpu_curve["losses"], cpu_curve["acc"] = read_curve(work / "cpu_curve.csv")
+        cpu_curve["losses"], cpu_curve["acc"], cpu_curve["test"] = read_curve(work / "cpu_curve.csv")
         cpu_curve["ips"] = throughput(output)
         return True, f"test accuracy {cpu_curve['acc']}", {"images/s": cpu_curve["ips"],
                                                             "test accuracy": cpu_curve["acc"]}
@@ -387,9 +404,14 @@ def main():
             return False, "", {}
         if "losses" not in cpu_curve:
             return False, "no CPU run to compare with", {}
-        losses, acc = read_curve(work / "gpu_curve.csv")
+        losses, acc, test_losses = read_curve(work / "gpu_curve.csv")
         gpu_figs.update({"images/s": throughput(output), "stall": stall(output), "test accuracy": acc})
-        worst = 0.0
+        # A GPU computes in another order than the CPU (fused multiply-adds,
+        # its own exp and division): the two SGD trajectories agree to float
+        # noise for the first tens of iterations and then drift apart as
+        # chaotic systems do, so a minibatch's loss is held to 5% and the
+        # test loss, an average over the whole test set, to 2%.
+        worst, worst_test = 0.0, 0.0
         bad = []
         for it, ref in sorted(cpu_curve["losses"].items()):
             if it not in losses:
@@ -397,18 +419,28 @@ def main():
                 continue
             d = abs(losses[it] - ref) / abs(ref)
             worst = max(worst, d)
-            if d > 0.02:
+            if d > TRAIN_LOSS_TOLERANCE:
                 bad.append(f"iteration {it}: loss {losses[it]:.6g} vs CPU {ref:.6g}")
+        for it, ref in sorted(cpu_curve["test"].items()):
+            if it not in test_losses:
+                bad.append(f"iteration {it}: no test loss")
+                continue
+            d = abs(test_losses[it] - ref) / abs(ref)
+            worst_test = max(worst_test, d)
+            if d > TEST_LOSS_TOLERANCE:
+                bad.append(f"iteration {it}: test loss {test_losses[it]:.6g} vs CPU {ref:.6g}")
         dacc = abs(acc - cpu_curve["acc"]) if acc is not None and cpu_curve["acc"] is not None else None
         if dacc is None or dacc > 0.02:
             bad.append(f"test accuracy {acc} vs CPU {cpu_curve['acc']}")
-        figs = {"loss max rel diff": round(worst, 5), "test accuracy": acc, "CPU test accuracy": cpu_curve["acc"],
+        figs = {"loss max rel diff": round(worst, 5), "test loss max rel diff": round(worst_test, 5),
+                "test accuracy": acc, "CPU test accuracy": cpu_curve["acc"],
                 "displayed iterations": len(cpu_curve["losses"]), "images/s": gpu_figs["images/s"],
                 "stall": gpu_figs["stall"]}
         if bad:
             return False, "; ".join(bad[:5]), figs
         return True, f"losses within {worst:.2%} of the CPU's at {len(cpu_curve['losses'])} displayed iterations " \
-                     f"(limit 2%), accuracy {acc} vs {cpu_curve['acc']}", figs
+                     f"(limit {TRAIN_LOSS_TOLERANCE:.0%}), test losses within {worst_test:.2%} " \
+                     f"(limit {TEST_LOSS_TOLERANCE:.0%}), accuracy {acc} vs {cpu_curve['acc']}", figs
 
     r.step(f"LeNet {iters} iterations on GPU 0 against the CPU", "lenet", train("gpu", ["--gpu", "0"]), 120,
            check=gpu_check, cwd=work, env=base_env)
@@ -416,7 +448,7 @@ def main():
     def two_check(rc, output):
         if rc != 0:
             return False, "", {}
-        losses, acc = read_curve(work / "two_curve.csv")
+        losses, acc, _ = read_curve(work / "two_curve.csv")
         ranks = len(set(re.findall(r"^\[(\d+)\]", output, re.M)))
         if not losses or ranks < 2:
             return False, f"{ranks} rank(s) printed, {len(losses)} losses displayed", {}
@@ -468,8 +500,13 @@ def main():
         return True, (lines[-1].strip() if lines else "stall bench done") + note_emu + " (paper: GeePS < 8%)", \
             {"lines": lines[-8:], **figs}
 
-    r.step("figures: stall bench with GPU compute (geeps-bench stall --device cuda --quick)", "figures",
-           [bins["geeps-bench"], "stall", "--device", "cuda", "--quick", "--out", work / "stall"], 150,
+    # One worker per GPU, as in the paper: worker processes sharing a GPU are
+    # time-sliced by it (no MPS here), and the stall measured then is the
+    # sharing's (docs/gpu.md).
+    r.step(f"figures: stall bench with GPU compute, one worker per GPU "
+           f"(geeps-bench stall --device cuda --quick --workers {gpus})", "figures",
+           [bins["geeps-bench"], "stall", "--device", "cuda", "--quick", "--workers", str(gpus),
+            "--out", work / "stall"], 150,
            check=stall_check, cwd=work, env=base_env)
 
     def torch_check(rc, output):
@@ -492,10 +529,12 @@ def main():
     # --- compute-sanitizer ----------------------------------------------------
     cs = shutil.which("compute-sanitizer")
     kernels_suite = next((s for s in manifest["suites"] if s["name"] == "device_contract"), None)
-    for tool in ["memcheck", "racecheck"]:
+    # racecheck tracks every shared-memory access: on an H200 one LeNet
+    # iteration under it takes about 25 s, against 0.15 s under memcheck.
+    for tool, lenet_iters, limit in [("memcheck", 20, 60), ("racecheck", 1, 120)]:
         targets = [
-            (f"compute-sanitizer {tool}: LeNet 20 iterations on GPU 0",
-             [caffe, "train", "--solver", solver, "--max-iter", "20", "--no-progress", "--workers", "1",
+            (f"compute-sanitizer {tool}: LeNet {lenet_iters} iteration{'s' if lenet_iters > 1 else ''} on GPU 0",
+             [caffe, "train", "--solver", solver, "--max-iter", str(lenet_iters), "--no-progress", "--workers", "1",
               "--gpu", "0", "--curve", work / f"san_{tool}"], work, {}),
             (f"compute-sanitizer {tool}: the row-kernel suite (device_contract)",
              [bundle / kernels_suite["exe"], "--test-threads=1"], bundle / kernels_suite["cwd"], {}),
@@ -515,7 +554,10 @@ def main():
                 continue
 
             def san_check(rc, output):
-                summary = re.search(r"=+ ERROR SUMMARY: (\d+) error", output)
+                # memcheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK
+                # SUMMARY: N hazards displayed (E errors, W warnings)".
+                summary = re.search(r"=+ ERROR SUMMARY: (\d+) error", output) or \
+                    re.search(r"=+ RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error", output)
                 if not summary:
                     # No summary: the tool did not attach (unsupported GPU or driver, refused by the runtime).
                     first = next((ln for ln in output.splitlines() if "=====" in ln or "rror" in ln), "no summary")
@@ -526,7 +568,7 @@ def main():
             san = [cs, "--tool", tool, "--error-exitcode", "99"]
             if tool == "racecheck":
                 san += ["--racecheck-report", "all"]
-            r.step(name, "sanitizer", san + cmd, 60, check=san_check, cwd=cwd, env={**base_env, **env},
+            r.step(name, "sanitizer", san + cmd, limit, check=san_check, cwd=cwd, env={**base_env, **env},
                    required=False)
 
     # --- the report ---------------------------------------------------------------

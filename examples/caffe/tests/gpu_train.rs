@@ -47,7 +47,7 @@ fn lenet_on_the_gpu_tracks_the_cpu_for_200_iterations() {
 
 #[test]
 fn several_gpus_start_one_worker_process_each() {
-    if geeps_testkit::Backend::cuda_for("several_gpus_start_one_worker_process_each").is_none() {
+    if geeps_testkit::Backend::cuda_gpus_for("several_gpus_start_one_worker_process_each", 2).is_none() {
         return;
     }
     let dir = common::scratch("gpu-processes");
