@@ -33,14 +33,21 @@ async fn refuse(stream: &mut TcpStream, reason: String) {
 /// Every rank must register within `options.connect_timeout`. A connection
 /// gets `options.handshake_timeout` and a frame of
 /// `options.max_handshake_bytes` to register; at most
-/// `options.max_pending_connections` are read at once. While accepts fail
-/// for want of descriptors or memory it backs off (up to a second between
-/// tries, logging once a second) until the timeout; only a listener that
-/// cannot accept at all fails it at once. A registration that
-/// is refused (token, protocol version, rank, world size, a rank twice)
-/// fails the start at once: the refused rank, every rank already
-/// registered and every rank that registers later is told which rank was
-/// refused and why, instead of waiting for the timeout.
+/// `options.max_pending_connections` are read at once (ranks whose
+/// connection is closed for that retry, see [`register`]). While accepts
+/// fail for want of descriptors or memory it backs off (up to a second
+/// between tries, logging once a second) until the timeout; only a listener
+/// that cannot accept at all fails it at once.
+///
+/// Strangers never touch the real ranks: an idle or garbage connection, or
+/// a registration without the cluster token, is refused and logged (at most
+/// once a second, with a count), and the rendezvous goes on. A registration
+/// with the token that does not fit (protocol version, rank, world size, a
+/// rank twice from two addresses) is a real rank that cannot run: it fails
+/// the start at once, and the refused rank, every rank already registered
+/// and every rank that registers later is told which rank was refused and
+/// why. The same rank registering again from the same keeper address is a
+/// retry, and replaces its first registration.
 pub async fn serve_with(listener: TcpListener, world: usize, options: NetOptions) -> Result<Vec<String>> {
     let timeout = options.connect_timeout;
     let deadline = tokio::time::Instant::now() + timeout;
@@ -49,6 +56,7 @@ pub async fn serve_with(listener: TcpListener, world: usize, options: NetOptions
     let mut backoff = AcceptBackoff::new("rendezvous");
     let mut reading = JoinSet::new();
     let mut registered: BTreeMap<usize, (TcpStream, String)> = BTreeMap::new();
+    let mut strangers = StrangerLog::default();
     // Once a registration is refused: why the start failed, and who knows.
     let mut failed: Option<String> = None;
     let mut told = BTreeSet::new();
@@ -79,19 +87,34 @@ pub async fn serve_with(listener: TcpListener, world: usize, options: NetOptions
                 let reg = match reg {
                     Ok(r) => r,
                     Err(why) => {
-                        tracing::warn!(%addr, %why, "rendezvous: bad registration; closed");
+                        strangers.refused(addr, &why);
                         continue;
                     }
                 };
                 let rank = reg.rank as usize;
-                let refusal = if !token_matches(&options.token, &reg.token) {
-                    Some("cluster token mismatch; give every rank the same GEEPS_TOKEN".to_string())
-                } else if reg.protocol != PROTOCOL_VERSION {
+                if !token_matches(&options.token, &reg.token) {
+                    // Whoever lacks the token is no rank of this job: told, logged, and otherwise ignored.
+                    strangers.refused(addr, &format!("a registration as rank {rank} without the cluster token"));
+                    strangers.wrong_token.insert(rank);
+                    refuse(&mut stream, "cluster token mismatch; give every rank the same GEEPS_TOKEN".into()).await;
+                    continue;
+                }
+                if let Some((old, address)) = registered.get_mut(&rank) {
+                    if *address == reg.address {
+                        // A retry of a registration whose connection this rank lost: the newer one answers.
+                        *old = stream;
+                        continue;
+                    }
+                }
+                let refusal = if reg.protocol != PROTOCOL_VERSION {
                     Some(format!("protocol version {} but the rendezvous speaks {PROTOCOL_VERSION}; run the same geeps version on every rank", reg.protocol))
                 } else if reg.world as usize != world || rank >= world {
                     Some(format!("rank {} of world {} does not fit this rendezvous of {world} ranks", reg.rank, reg.world))
                 } else if registered.contains_key(&rank) {
-                    Some(format!("rank {rank} registered twice (two processes with the same rank?)"))
+                    Some(format!(
+                        "rank {rank} registered twice, from keeper addresses {} and {} (two processes with the same rank?)",
+                        registered[&rank].1, reg.address
+                    ))
                 } else {
                     None
                 };
@@ -130,8 +153,9 @@ pub async fn serve_with(listener: TcpListener, world: usize, options: NetOptions
                     Some(why) => Error::Mismatch(why),
                     None => Error::Timeout {
                         what: format!(
-                            "ranks {:?} to register at the rendezvous",
-                            (0..world).filter(|r| !registered.contains_key(r)).collect::<Vec<_>>()
+                            "ranks {:?} to register at the rendezvous{}",
+                            (0..world).filter(|r| !registered.contains_key(r)).collect::<Vec<_>>(),
+                            strangers.summary()
                         ),
                         waited_ms: timeout.as_millis() as u64,
                     },
@@ -148,6 +172,12 @@ pub async fn serve_with(listener: TcpListener, world: usize, options: NetOptions
 }
 
 /// Registers this rank's keeper address and waits for the roster.
+///
+/// A rendezvous not up yet, or one that closes the connection before it
+/// answers (it admits only so many unregistered connections at once, and
+/// strangers may hold them), is tried again with back-off (50 ms doubling
+/// to a second) until `timeout`; a refusal or a timeout while registered
+/// ends it at once.
 pub async fn register(
     server: &str,
     rank: usize,
@@ -157,21 +187,48 @@ pub async fn register(
     timeout: Duration,
 ) -> Result<Vec<String>> {
     let start = Instant::now();
-    let stream = loop {
-        match TcpStream::connect(server).await {
-            Ok(s) => break s,
-            Err(e) if start.elapsed() < timeout => {
-                tracing::debug!(%server, error = %e, "rendezvous not up yet");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            Err(e) => {
-                return Err(Error::PeerLost {
-                    rank: 0,
-                    address: server.to_string(),
-                    reason: format!("rendezvous unreachable for {} s: {e}", timeout.as_secs()),
-                })
-            }
+    let mut pause = Duration::from_millis(50);
+    let mut tries = 0u32;
+    loop {
+        tries += 1;
+        let why = match register_once(server, rank, world, token, address, timeout.saturating_sub(start.elapsed())).await
+        {
+            Attempt::Done(result) => return result,
+            Attempt::Retry(why) => why,
+        };
+        if start.elapsed() + pause >= timeout {
+            return Err(Error::PeerLost {
+                rank: 0,
+                address: server.to_string(),
+                reason: format!(
+                    "rendezvous failed: {why} ({tries} tries in {:.0} s; the rendezvous admits only so many \
+                     unregistered connections at once: is something else connecting to it?)",
+                    start.elapsed().as_secs_f64()
+                ),
+            });
         }
+        tracing::debug!(%server, %why, tries, "rendezvous: trying again");
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(1));
+    }
+}
+
+enum Attempt {
+    Done(Result<Vec<String>>),
+    Retry(String),
+}
+
+async fn register_once(
+    server: &str,
+    rank: usize,
+    world: usize,
+    token: &str,
+    address: &str,
+    left: Duration,
+) -> Attempt {
+    let stream = match TcpStream::connect(server).await {
+        Ok(s) => s,
+        Err(e) => return Attempt::Retry(format!("cannot connect: {e}")),
     };
     let (rd, mut wr) = stream.into_split();
     let reg = Register {
@@ -181,21 +238,59 @@ pub async fn register(
         world: world as u32,
         address: address.to_string(),
     };
-    write_frame(&mut wr, Header::new(Body::Register(reg)), None).await.map_err(|e| Error::Io(e.to_string()))?;
+    if let Err(e) = write_frame(&mut wr, Header::new(Body::Register(reg)), None).await {
+        return Attempt::Retry(format!("registration not sent: {e}"));
+    }
     let mut rd = BufReader::new(rd);
-    let remaining = timeout.saturating_sub(start.elapsed()).max(Duration::from_secs(1));
-    match tokio::time::timeout(remaining, read_frame(&mut rd, 0)).await {
+    Attempt::Done(match tokio::time::timeout(left.max(Duration::from_secs(1)), read_frame(&mut rd, 0)).await {
         Ok(Ok((Header { body: Some(Body::Roster(r)), .. }, _))) if r.addresses.len() == world => Ok(r.addresses),
         Ok(Ok((Header { body: Some(Body::Refused(r)), .. }, _))) => {
             Err(Error::Mismatch(format!("rendezvous at {server} refused rank {rank}: {}", r.reason)))
         }
         Ok(Ok((h, _))) => Err(Error::Mismatch(format!("rendezvous at {server} answered {:?}", h.body))),
-        Ok(Err(e)) => {
-            Err(Error::PeerLost { rank: 0, address: server.to_string(), reason: format!("rendezvous failed: {e}") })
-        }
+        Ok(Err(e)) => return Attempt::Retry(format!("connection closed before an answer ({e})")),
         Err(_) => Err(Error::Timeout {
             what: format!("the other ranks to register at the rendezvous {server}"),
-            waited_ms: timeout.as_millis() as u64,
+            waited_ms: left.as_millis() as u64,
         }),
+    })
+}
+
+/// Connections refused as strangers (idle, garbage, no token), logged at
+/// most once a second with a count, and remembered for the timeout's
+/// message.
+#[derive(Default)]
+struct StrangerLog {
+    refused: u64,
+    unlogged: u64,
+    last_log: Option<Instant>,
+    wrong_token: BTreeSet<usize>,
+}
+
+impl StrangerLog {
+    fn refused(&mut self, addr: std::net::SocketAddr, why: &str) {
+        self.refused += 1;
+        self.unlogged += 1;
+        if self.last_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+            tracing::warn!(%addr, %why, refused = self.unlogged, "rendezvous: refused a connection that is no rank of this job");
+            self.unlogged = 0;
+            self.last_log = Some(Instant::now());
+        }
+    }
+
+    /// What the timeout adds: how many strangers were turned away, and the
+    /// ranks claimed without the token (a rank started with the wrong one).
+    fn summary(&self) -> String {
+        if self.refused == 0 {
+            return String::new();
+        }
+        let mut s = format!("; {} connection(s) were refused as no rank of this job", self.refused);
+        if !self.wrong_token.is_empty() {
+            s += &format!(
+                ", among them registrations as ranks {:?} without the cluster token (give every rank the same GEEPS_TOKEN)",
+                self.wrong_token
+            );
+        }
+        s
     }
 }

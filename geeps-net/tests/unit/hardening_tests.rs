@@ -305,42 +305,102 @@ fn a_silent_worker_is_named_with_its_host_and_how_long_it_was_silent() {
     let _ = cluster.shutdown();
 }
 
-fn rendezvous(world: usize, token: &str) -> String {
-    crate::test_rendezvous::loopback_rendezvous(world, token)
+/// A rendezvous for `world` ranks on a thread of its own, with `options`;
+/// the handle gives what it served.
+fn rendezvous_with(world: usize, options: NetOptions) -> (String, std::thread::JoinHandle<Result<Vec<String>, Error>>) {
+    let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = std_listener.local_addr().unwrap().to_string();
+    std_listener.set_nonblocking(true).unwrap();
+    let served = std::thread::spawn(move || {
+        runtime().block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(std_listener).unwrap();
+            crate::bootstrap::rendezvous::serve_with(listener, world, options).await
+        })
+    });
+    (addr, served)
 }
 
-#[test]
-fn a_rank_with_the_wrong_token_is_reported_to_every_rank_at_once() {
-    let world = 3;
-    let server = rendezvous(world, "test-token");
+/// Ranks 0..world joining at `server` with `options`, each on a thread:
+/// whether each started (its error otherwise), and when it knew.
+fn start_ranks(world: usize, server: &str, token_of: impl Fn(usize) -> &'static str) -> Vec<(Result<(), Error>, Duration)> {
     let start = Instant::now();
     let ranks: Vec<_> = (0..world)
         .map(|rank| {
-            let server = server.clone();
+            let server = server.to_string();
+            let token = token_of(rank);
             std::thread::spawn(move || {
-                let token = if rank == 2 { "wrong" } else { "test-token" };
                 let spec = ClusterSpec::new(
                     rank,
                     world,
                     Addresses::Rendezvous { server, hosted_by_rank0: false },
-                    options().with_token(token),
+                    options().with_token(token).with_connect_timeout(Duration::from_secs(20)),
                 )
                 .with_listen("127.0.0.1");
-                NetCluster::start(spec).map(|_| ()).map_err(|e| (e, start.elapsed()))
+                let started = NetCluster::start(spec).map(|mut c| {
+                    let _ = c.shutdown();
+                });
+                (started, start.elapsed())
             })
         })
         .collect();
-    for (rank, t) in ranks.into_iter().enumerate() {
-        let (err, after) = t.join().unwrap().expect_err("the cluster started with a wrong token");
-        let text = err.to_string();
-        assert!(matches!(err, Error::Mismatch(_)), "rank {rank}: {text}");
-        assert!(text.contains("token mismatch"), "rank {rank}: {text}");
-        if rank != 2 {
-            assert!(text.contains("rank 2"), "rank {rank} is told which rank: {text}");
-        }
-        // Not the 30 s rendezvous timeout.
-        assert!(after < Duration::from_secs(20), "rank {rank} learnt it after {after:?}");
+    ranks.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+#[test]
+fn a_rank_with_the_wrong_token_is_refused_and_named_when_the_rendezvous_times_out() {
+    let world = 3;
+    let (server, served) = rendezvous_with(world, options().with_connect_timeout(Duration::from_secs(3)));
+    let started = start_ranks(world, &server, |rank| if rank == 2 { "wrong" } else { "test-token" });
+    let (err, after) = match &started[2] {
+        (Err(e), after) => (e.to_string(), *after),
+        (Ok(()), _) => panic!("rank 2 started with a wrong token"),
+    };
+    // The rank without the token is told at once.
+    assert!(err.contains("token mismatch"), "{err}");
+    assert!(after < Duration::from_secs(2), "rank 2 learnt it after {after:?}");
+    // The ranks with it are not stopped by a registration without it; the
+    // rendezvous ends at its timeout, naming what it turned away.
+    let served = served.join().unwrap().expect_err("the rendezvous completed without rank 2");
+    let text = served.to_string();
+    assert!(text.contains("ranks [2] to register"), "{text}");
+    assert!(text.contains("registrations as ranks {2} without the cluster token"), "{text}");
+    for rank in 0..2 {
+        assert!(started[rank].0.is_err(), "rank {rank} started without rank 2");
     }
+}
+
+#[test]
+fn strangers_at_the_rendezvous_never_stop_the_real_ranks() {
+    let world = 3;
+    let (server, served) = rendezvous_with(
+        world,
+        options()
+            .with_connect_timeout(Duration::from_secs(20))
+            .with_handshake_timeout(Duration::from_millis(500))
+            .with_max_pending_connections(8),
+    );
+    // Before any rank: idle connections, far more than the rendezvous
+    // reads at once, garbage, and a registration without the token.
+    let mut idle: Vec<_> = (0..40).filter_map(|_| std::net::TcpStream::connect(&server).ok()).collect();
+    let mut garbage = std::net::TcpStream::connect(&server).unwrap();
+    use std::io::Write;
+    let _ = garbage.write_all(b"GET / HTTP/1.0\r\n\r\n");
+    let intruder = runtime().block_on(crate::bootstrap::rendezvous::register(
+        &server,
+        0,
+        world,
+        "not-the-token",
+        "127.0.0.1:9",
+        Duration::from_secs(5),
+    ));
+    assert!(intruder.is_err_and(|e| e.to_string().contains("token mismatch")));
+    let started = start_ranks(world, &server, |_| "test-token");
+    for (rank, (result, after)) in started.iter().enumerate() {
+        assert!(result.is_ok(), "rank {rank}: {result:?}");
+        assert!(*after < Duration::from_secs(15), "rank {rank} started after {after:?}");
+    }
+    assert!(served.join().unwrap().is_ok());
+    idle.clear();
 }
 
 #[test]
