@@ -151,6 +151,29 @@ fn misuse_gets_errors_that_say_what_to_do() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[test]
+fn a_checkpoint_that_cannot_be_written_leaves_no_staging_folder_and_says_how_much_it_wrote() {
+    let dir = temp_dir("unwritable");
+    let (ps, w, bias) = single();
+    ps.table_clock(w).unwrap();
+    ps.table_clock(bias).unwrap();
+    // The table's temporary file cannot be created (a folder holds its
+    // name), as when the disk is full halfway through.
+    let stage = dir.join(".staging-000000000001");
+    std::fs::create_dir_all(stage.join(format!(".table-0.f32.tmp-{}", std::process::id()))).unwrap();
+    let e = ps.checkpoint(&dir, b"state").unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, Error::Checkpoint { .. }), "{text}");
+    assert!(text.contains(&format!("cannot write {} bytes", ROWS as usize * WIDTH * 4)), "{text}");
+    assert!(!stage.exists(), "the staging folder stayed: {:?}", std::fs::read_dir(&dir).unwrap().collect::<Vec<_>>());
+    // Nothing half-written counts as a checkpoint: the next one is whole.
+    ps.table_clock(w).unwrap();
+    ps.table_clock(bias).unwrap();
+    assert!(ps.checkpoint(&dir, b"state").unwrap().is_some());
+    ps.shutdown().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Saving and restoring move rows between the device and host memory: a
 /// checkpoint made on the host device is restored on each device (the CUDA
 /// device too, under a driver or the emulated one), saved again from

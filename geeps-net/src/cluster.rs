@@ -238,6 +238,7 @@ impl NetCluster {
         })?;
         tracing::info!(rank = spec.rank, listen = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "keeper listening");
         let service = KeeperService::new(spec.rank, spec.world, opts.clone(), tls.clone());
+        service.set_keeper_addresses(addresses.clone());
         let (stop, stop_rx) = watch::channel(false);
         let admin = match (&opts.admin, spec.rank) {
             (Some(listen), 0) => Some(start_admin(&runtime, listen, &service, spec.world, &opts.token, &stop)?),
@@ -314,28 +315,27 @@ impl NetCluster {
     /// other ranks are told at once (`PeerLost` naming this rank) and the
     /// keeper stops without waiting: they could never finish without it.
     pub fn shutdown(&mut self) -> Result<()> {
-        let Some(runtime) = self.runtime.take() else { return Ok(()) };
+        if self.runtime.is_none() {
+            return Ok(());
+        }
         if !self.transport.has_joined() {
             // This rank's worker never joined (its process failed before,
             // or never built an instance): the others would wait for its
-            // clocks forever. Tell them at once and stop.
-            let own = self.addresses.get(self.rank).cloned().unwrap_or_default();
+            // clocks forever. Tell them at once and stop. A refused rank's
+            // keeper-side refusal already reached everyone, with the better
+            // reason; do not race it with a vaguer one.
             let reason = format!(
                 "rank {} stopped before its worker joined the cluster (see that rank's log for why)",
                 self.rank
             );
-            // A refused rank's keeper-side refusal already reached everyone,
-            // with the better reason; do not race it with a vaguer one.
-            if !self.transport.was_refused() {
+            let tell = (!self.transport.was_refused()).then_some(reason);
+            if tell.is_some() {
                 tracing::warn!(rank = self.rank, "stopping before this rank's worker joined; telling the other ranks");
-                self.service.abort(&own, &reason);
             }
-            // Let the writers flush the news before the runtime goes.
-            runtime.block_on(async { tokio::time::sleep(Duration::from_millis(200)).await });
-            let _ = self.stop.send(true);
-            runtime.shutdown_timeout(Duration::from_secs(2));
+            self.stop_now(tell);
             return Ok(());
         }
+        let Some(runtime) = self.runtime.take() else { return Ok(()) };
         let service = self.service.clone();
         let timeout = self.options.shutdown_timeout;
         let rank = self.rank;
@@ -367,10 +367,63 @@ impl NetCluster {
             }),
         }
     }
+
+    /// Ends this rank's membership because the program failed with `cause`;
+    /// call it instead of [`NetCluster::shutdown`] when the program ends
+    /// with an error. Unless this rank fails because another was lost first
+    /// (the others know that already), every other rank is told at once and
+    /// fails with `peer rank R at ADDRESS is lost: rank R failed: CAUSE`;
+    /// a launcher that asked for it (`GEEPS_FAILURE_REPORTS`) gets this
+    /// rank's account. It stops without waiting for the other workers to
+    /// leave, since they may be waiting for this rank's clocks. Shut the
+    /// `Geeps` instance down first, or drop it.
+    pub fn fail(&mut self, cause: &str) {
+        if self.runtime.is_none() {
+            return;
+        }
+        let own = self.addresses.get(self.rank).cloned().unwrap_or_default();
+        let tell = match self.transport.first_loss() {
+            Some((lost, address, _)) => {
+                tracing::info!(rank = self.rank, lost, %address, "stopping: a peer was lost first");
+                None
+            }
+            None if self.transport.was_refused() => None,
+            None => {
+                tracing::error!(rank = self.rank, %cause, "this rank failed; telling the other ranks");
+                crate::failure_report::write(&crate::failure_report::FailureReport {
+                    reporter: self.rank,
+                    failed: self.rank,
+                    address: own,
+                    cause: cause.to_string(),
+                });
+                Some(format!("rank {} failed: {cause}", self.rank))
+            }
+        };
+        self.stop_now(tell);
+    }
+
+    /// Stops the keeper without waiting for workers, first telling every
+    /// connected worker `reason` (when given) as this rank's loss.
+    fn stop_now(&mut self, reason: Option<String>) {
+        let Some(runtime) = self.runtime.take() else { return };
+        if let Some(reason) = reason {
+            let own = self.addresses.get(self.rank).cloned().unwrap_or_default();
+            self.service.abort(&own, &reason);
+            // Let the writers flush the news before the runtime goes.
+            runtime.block_on(async { tokio::time::sleep(Duration::from_millis(200)).await });
+        }
+        let _ = self.stop.send(true);
+        runtime.shutdown_timeout(Duration::from_secs(2));
+    }
 }
 
 impl Drop for NetCluster {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            // The program is unwinding out of its work: a failure, not a finish.
+            self.fail("the program panicked (see this rank's log)");
+            return;
+        }
         if let Err(e) = self.shutdown() {
             tracing::warn!(error = %e, "geeps cluster shutdown");
         }

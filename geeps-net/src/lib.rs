@@ -19,6 +19,7 @@ mod admin;
 mod bootstrap;
 mod cluster;
 mod conn;
+pub mod failure_report;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 #[path = "../fuzz/fuzzing.rs"]

@@ -397,7 +397,14 @@ fn train_command(args: TrainArgs) -> caffe_geeps::Result<()> {
     // Ctrl-C, SIGTERM and SIGHUP act as -sigint_effect and -sighup_effect say.
     caffe_geeps::cli::signals::install()?;
     let trained = solve::train(&s, &opts, &cluster);
-    let stopped = cluster.shutdown();
+    let stopped = match &trained {
+        Ok(_) => cluster.shutdown(),
+        Err(e) => {
+            // The other ranks hear it now, not after a shutdown that waits for them.
+            cluster.fail(&e.to_string());
+            Ok(())
+        }
+    };
     let report = trained?;
     stopped?;
     if cluster.local_ranks().contains(&0) {

@@ -78,6 +78,17 @@ impl Geeps {
         if rank != 0 {
             return Ok(None);
         }
+        let written = self.write_checkpoint(dir, &stage, clock, &app_clocks);
+        if written.is_err() {
+            // A checkpoint that cannot be finished must not keep the disk
+            // full: its staging folder goes (a restore never reads one).
+            let _ = std::fs::remove_dir_all(&stage);
+        }
+        written.map(Some)
+    }
+
+    /// Rank 0's part of a checkpoint: the tables, the manifest, the publish.
+    fn write_checkpoint(&self, dir: &Path, stage: &Path, clock: u64, app_clocks: &[u64]) -> Result<PathBuf> {
         let mut tables = Vec::new();
         for t in self.param_tables() {
             let spec = &self.tables[t.0 as usize];
@@ -92,13 +103,13 @@ impl Geeps {
                 data: entry_of(&file, &bytes),
             });
         }
-        let rank_states = self.collect_rank_states(&stage)?;
+        let rank_states = self.collect_rank_states(stage)?;
         let manifest =
             Manifest { clock, workers: self.num_workers(), row_width: self.row_width(), tables, rank_states };
         layout::write_atomically(&stage.join(MANIFEST), manifest.to_text().as_bytes())?;
         let folder = layout::publish(dir, clock, KEEP)?;
         tracing::info!(folder = %folder.display(), clock, "checkpoint written");
-        Ok(Some(folder))
+        Ok(folder)
     }
 
     /// Loads the newest complete checkpoint in `dir` (or the checkpoint

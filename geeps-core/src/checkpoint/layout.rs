@@ -54,7 +54,7 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     };
     if let Err(e) = write() {
         let _ = fs::remove_file(&tmp);
-        return Err(io_error(&tmp, "write", e));
+        return Err(io_error(&tmp, &format!("write {} bytes", bytes.len()), e));
     }
     fs::rename(&tmp, path).map_err(|e| io_error(path, "rename the finished file into place", e))?;
     sync_dir(dir)

@@ -1,7 +1,8 @@
 //! One generation of ranks: a fresh rendezvous, N rank processes started
 //! with the cluster's environment, their output relayed, and the way the
 //! generation ends — every rank succeeded, one failed (the others are then
-//! stopped: SIGTERM, SIGKILL after a grace period), or the launcher was
+//! stopped: SIGTERM, SIGKILL after a grace period; the failure is put on the
+//! rank the ranks' own reports name, see `blame.rs`), or the launcher was
 //! signalled (forwarded to every rank). It returns only once every rank of
 //! the generation has exited, so a restart never overlaps the old ranks. It
 //! must never decide whether to restart.
@@ -13,6 +14,7 @@ use tokio::process::Command;
 use tokio::signal::unix::Signal;
 use tokio::sync::mpsc;
 
+use crate::blame::{blame, rank_name};
 use crate::process_group::{relay, signal};
 
 /// How long ranks stopped after another's failure have before SIGKILL.
@@ -39,9 +41,11 @@ pub(crate) struct Generation<'a> {
 #[derive(Debug)]
 pub(crate) enum Outcome {
     Succeeded,
-    /// `rank` was the first to fail; `code` is the exit status to report.
+    /// `rank` failed, by the ranks' accounts (`name` says it with its pid
+    /// and keeper, `what` why); `code` is the exit status to report.
     Failed {
         rank: usize,
+        name: String,
         what: String,
         code: u8,
     },
@@ -55,17 +59,33 @@ impl Generation<'_> {
     pub(crate) async fn run(&self, signals: &mut Signals) -> Result<Outcome, String> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(|e| format!("rendezvous: {e}"))?;
         let rendezvous = listener.local_addr().map_err(|e| e.to_string())?.to_string();
-        let world = self.world;
         let rv = tokio::spawn(geeps_net::rendezvous::serve(
             listener,
-            world,
+            self.world,
             self.token.to_string(),
             self.rendezvous_timeout,
         ));
+        // Where the ranks write their accounts of a failure (removed at the end).
+        let reports = std::env::temp_dir().join(format!("geeps-launch-{}-{}", std::process::id(), self.restart));
+        let _ = std::fs::remove_dir_all(&reports);
+        std::fs::create_dir_all(&reports).map_err(|e| format!("cannot create {}: {e}", reports.display()))?;
+        let outcome = self.run_ranks(signals, rv, &rendezvous, &reports).await;
+        let _ = std::fs::remove_dir_all(&reports);
+        outcome
+    }
+
+    async fn run_ranks<T>(
+        &self,
+        signals: &mut Signals,
+        rv: tokio::task::JoinHandle<T>,
+        rendezvous: &str,
+        reports: &std::path::Path,
+    ) -> Result<Outcome, String> {
+        let world = self.world;
         let (done_tx, mut done_rx) = mpsc::unbounded_channel();
         let mut pids = Vec::with_capacity(world);
         for rank in 0..world {
-            let started = self.start_rank(rank, &rendezvous, done_tx.clone());
+            let started = self.start_rank(rank, rendezvous, reports, done_tx.clone());
             match started {
                 Ok(pid) => pids.push(pid),
                 Err(e) => {
@@ -97,7 +117,10 @@ impl Generation<'_> {
                         Ok(s) => s.to_string(),
                         Err(e) => e.to_string(),
                     };
-                    eprintln!("geeps-launch: rank {rank} failed ({what}); stopping the other ranks");
+                    eprintln!(
+                        "geeps-launch: {} exited ({what}); stopping the other ranks",
+                        rank_name(rank, pids.get(rank).copied(), &[])
+                    );
                     failure = Some((rank, what, code));
                     for &pid in &pids {
                         signal(pid, libc::SIGTERM);
@@ -140,7 +163,16 @@ impl Generation<'_> {
         }
         Ok(match (interrupted, failure) {
             (Some(code), _) => Outcome::Interrupted { code },
-            (None, Some((rank, what, code))) => Outcome::Failed { rank, what, code },
+            (None, Some((first, what, code))) => {
+                let accounts = geeps_net::failure_report::read_all(reports);
+                let b = blame(&accounts, (first, &what));
+                Outcome::Failed {
+                    rank: b.rank,
+                    name: rank_name(b.rank, pids.get(b.rank).copied(), &accounts),
+                    what: b.why,
+                    code,
+                }
+            }
             (None, None) => Outcome::Succeeded,
         })
     }
@@ -150,6 +182,7 @@ impl Generation<'_> {
         &self,
         rank: usize,
         rendezvous: &str,
+        reports: &std::path::Path,
         done: mpsc::UnboundedSender<(usize, std::io::Result<std::process::ExitStatus>)>,
     ) -> Result<u32, String> {
         let mut child = Command::new(&self.command[0])
@@ -162,6 +195,7 @@ impl Generation<'_> {
             .env("GEEPS_TOKEN", self.token)
             .env("GEEPS_RESTART_COUNT", self.restart.to_string())
             .env("GEEPS_MAX_RESTARTS", self.max_restarts.to_string())
+            .env(geeps_net::failure_report::ENV, reports)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -7,6 +7,7 @@
 //! non-zero. This file owns the command line and the restart policy; one
 //! round of ranks is `generation.rs`'s.
 
+mod blame;
 mod generation;
 mod process_group;
 
@@ -63,24 +64,28 @@ async fn run(args: Args) -> Result<u8, String> {
         match generation.run(&mut signals).await? {
             Outcome::Succeeded => return Ok(0),
             Outcome::Interrupted { code } => return Ok(code),
-            Outcome::Failed { rank, what, code } => {
+            Outcome::Failed { rank, name, what, code } => {
+                say_who_failed(rank, &name, &what);
                 if restart >= args.max_restarts {
                     if args.max_restarts > 0 {
-                        eprintln!(
-                            "geeps-launch: rank {rank} failed ({what}) and no restarts are left ({} used); giving up",
-                            args.max_restarts
-                        );
+                        eprintln!("geeps-launch: no restarts are left ({} used); giving up", args.max_restarts);
                     }
                     return Ok(code);
                 }
                 restart += 1;
                 eprintln!(
-                    "geeps-launch: rank {rank} failed ({what}); all {} ranks stopped; restarting them (restart {restart} of {})",
+                    "geeps-launch: all {} ranks stopped; restarting them (restart {restart} of {})",
                     args.nproc, args.max_restarts
                 );
             }
         }
     }
+}
+
+/// The one line that says which rank failed and why.
+fn say_who_failed(rank: usize, name: &str, what: &str) {
+    debug_assert!(name.starts_with(&format!("rank {rank}")));
+    eprintln!("geeps-launch: {name} failed: {what}");
 }
 
 fn main() -> ExitCode {

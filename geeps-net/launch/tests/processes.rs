@@ -55,12 +55,77 @@ fn child_options() -> NetOptions {
     NetOptions::default().with_peer_timeout(Duration::from_secs(10)).with_heartbeat(Duration::from_millis(200))
 }
 
-/// The roles a child process can play.
+/// A child process: joins the cluster, plays `role`, and leaves as a
+/// program should: `shutdown` after success, `fail` with the cause after an
+/// error (so the others hear it at once).
 fn child(role: &str) -> Result<(), String> {
     let mut cluster = NetCluster::start(ClusterSpec::from_env(child_options()).map_err(|e| e.to_string())?)
         .map_err(|e| e.to_string())?;
+    match play(role, &mut cluster) {
+        Ok(()) => cluster.shutdown().map_err(|e| e.to_string()),
+        Err(e) => {
+            cluster.fail(&e);
+            Err(e)
+        }
+    }
+}
+
+/// A BSP loop over a 4-row table for `clocks` clocks, calling `at_clock`
+/// before each. On an error the cluster hears it before the instance goes
+/// (a worker that left is not waited for: the others must fail, not train
+/// on without it).
+fn bsp_loop(
+    cluster: &mut NetCluster,
+    clocks: u64,
+    mut at_clock: impl FnMut(u64) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut b = Geeps::builder(Config::default().with_row_width(4).with_wait_deadline(Duration::from_secs(120)));
+    let w = b.parameter_table("w", 4);
+    b.transport(cluster.transport());
+    let ps = b.build().map_err(|e| e.to_string())?;
+    let mut run = || -> Result<(), String> {
+        ps.finish_virtual_iteration().map_err(|e| e.to_string())?;
+        for clock in 0..clocks {
+            at_clock(clock)?;
+            let mut u = ps.pre_update_keys(&keys(w, 0..4)).map_err(|e| e.to_string())?;
+            u.as_mut_slice().map_err(|e| e.to_string())?.fill(1.0);
+            u.update().map_err(|e| e.to_string())?;
+            ps.table_clock(w).map_err(|e| e.to_string())?;
+            let r = ps.read_keys(&keys(w, 0..4), Slack::BSP).map_err(|e| e.to_string())?;
+            r.post().map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    };
+    if let Err(e) = run() {
+        cluster.fail(&e);
+        return Err(e);
+    }
+    ps.shutdown().map_err(|e| e.to_string())
+}
+
+/// The roles a child process can play.
+fn play(role: &str, cluster: &mut NetCluster) -> Result<(), String> {
     let rank = cluster.rank();
     match role {
+        "fails_alone" => {
+            // Rank 2 fails on its own (a snapshot that cannot be written, say) at clock 3.
+            bsp_loop(cluster, 40, |clock| {
+                if rank == 2 && clock == 3 {
+                    return Err("snapshot: cannot write 4096 bytes: No space left on device".into());
+                }
+                Ok(())
+            })?;
+        }
+        "stops" => {
+            // Rank 1 stops (SIGSTOP) at clock 3 and never exits by itself.
+            bsp_loop(cluster, 40, |clock| {
+                if rank == 1 && clock == 3 {
+                    // SAFETY: raising SIGSTOP on ourselves; the launcher kills us later.
+                    unsafe { libc::raise(libc::SIGSTOP) };
+                }
+                Ok(())
+            })?;
+        }
         "mlr" => {
             let (_, epochs) = train::train_rank(&mlr_config(cluster.world()), rank, cluster.transport())
                 .map_err(|e| e.to_string())?;
@@ -141,7 +206,66 @@ fn child(role: &str) -> Result<(), String> {
         }
         other => return Err(format!("unknown role {other}")),
     }
-    cluster.shutdown().map_err(|e| e.to_string())
+    Ok(())
+}
+
+/// Whether geeps-launch's output puts the failure on `rank`.
+fn blamed(text: &str, rank: usize) -> bool {
+    text.lines().any(|l| l.starts_with(&format!("geeps-launch: rank {rank} ")) && l.contains(" failed: "))
+}
+
+/// geeps-launch -n `n` running this binary as `role`, expected to fail:
+/// its output, exit status and how long it ran.
+fn launch_failing(n: usize, role: &str) -> Result<(String, std::process::ExitStatus, Duration), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    let out = Command::new(LAUNCH)
+        .arg("-n")
+        .arg(n.to_string())
+        .arg("--")
+        .arg(exe)
+        .env("GEEPS_TEST_CHILD", role)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("geeps-launch: {e}"))?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    Ok((text, out.status, start.elapsed()))
+}
+
+fn a_rank_failing_alone_is_named_with_its_cause_at_once() -> Result<(), String> {
+    let (text, status, took) = launch_failing(4, "fails_alone")?;
+    let cause = "No space left on device";
+    // The other ranks hear which rank failed and why, without waiting for
+    // shutdown_timeout (60 s) or the peer timeout (10 s); the first of them
+    // to exit says so (the launcher stops the rest).
+    let told = text
+        .lines()
+        .any(|l| !l.starts_with("[2] ") && l.starts_with('[') && l.contains("rank 2 failed") && l.contains(cause));
+    if !told {
+        return Err(format!("no other rank was told that rank 2 failed with its cause:\n{text}"));
+    }
+    let named = text.lines().any(|l| {
+        l.starts_with("geeps-launch: rank 2 (pid ")
+            && l.contains(&format!("failed: snapshot: cannot write 4096 bytes: {cause}"))
+    });
+    if status.success() || !named || took > Duration::from_secs(9) {
+        return Err(format!(
+            "expected geeps-launch to name rank 2 and its cause within seconds; {status} after {took:?}:\n{text}"
+        ));
+    }
+    Ok(())
+}
+
+fn a_stopped_rank_is_named_not_the_first_to_exit() -> Result<(), String> {
+    let (text, status, took) = launch_failing(4, "stops")?;
+    // Rank 1 never exits by itself; the others lose it after the peer timeout and exit first.
+    let named = text
+        .lines()
+        .any(|l| l.starts_with("geeps-launch: rank 1 (pid ") && l.contains("failed: lost, by the account of rank(s)"));
+    if status.success() || !named || took > Duration::from_secs(40) {
+        return Err(format!("expected geeps-launch to name the stopped rank 1; {status} after {took:?}:\n{text}"));
+    }
+    Ok(())
 }
 
 fn launch(n: usize, role: &str, env: &[(&str, String)]) -> Result<String, String> {
@@ -261,7 +385,7 @@ fn launcher_prefixes_output_and_fails_when_a_rank_fails() -> Result<(), String> 
     let start = Instant::now();
     let bad = run("if [ $GEEPS_RANK = 1 ]; then exit 7; fi; sleep 60")?;
     let err = String::from_utf8_lossy(&bad.stderr).to_string();
-    if bad.status.code() != Some(7) || !err.contains("rank 1 failed") || start.elapsed() > Duration::from_secs(20) {
+    if bad.status.code() != Some(7) || !blamed(&err, 1) || start.elapsed() > Duration::from_secs(20) {
         return Err(format!(
             "expected exit 7 naming rank 1 within seconds, got {:?} after {:?}:\n{err}",
             bad.status,
@@ -284,7 +408,7 @@ fn launcher_restarts_every_rank_until_the_restarts_are_spent() -> Result<(), Str
                   echo gen $GEEPS_RESTART_COUNT of $GEEPS_MAX_RESTARTS; sleep 0.2";
     let out = run(3, script)?;
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    let restarted = stderr.contains("rank 1 failed") && stderr.contains("(restart 2 of 3)");
+    let restarted = blamed(&stderr, 1) && stderr.contains("(restart 2 of 3)");
     let finished = (0..3).all(|r| stdout.contains(&format!("[{r}] gen 2 of 3")));
     if !out.status.success() || !restarted || !finished || stderr.contains("restart 3 of 3") {
         return Err(format!("expected success after two restarts, got {}:\n{stdout}{stderr}", out.status));
@@ -309,7 +433,7 @@ fn killed_rank_restarts_the_cluster() -> Result<(), String> {
         .output()
         .map_err(|e| format!("geeps-launch: {e}"))?;
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    let killed = text.contains("rank 1 failed") && text.contains("(restart 1 of 2)");
+    let killed = blamed(&text, 1) && text.contains("(restart 1 of 2)");
     let finished = (0..3).all(|r| text.contains(&format!("[{r}] FLAKY_DONE restart 1")));
     if !out.status.success() || !killed || !finished {
         return Err(format!("expected the killed generation to be restarted and finish, got {}:\n{text}", out.status));
@@ -328,7 +452,7 @@ fn main() -> ExitCode {
         };
     }
     type Test = fn() -> Result<(), String>;
-    let tests: [(&str, Test); 6] = [
+    let tests: [(&str, Test); 8] = [
         ("launcher_prefixes_output_and_fails_when_a_rank_fails", launcher_prefixes_output_and_fails_when_a_rank_fails),
         (
             "launcher_restarts_every_rank_until_the_restarts_are_spent",
@@ -338,6 +462,8 @@ fn main() -> ExitCode {
         ("consistency_over_three_processes", consistency_over_three_processes),
         ("mlr_four_processes_match_in_process", mlr_four_processes_match_in_process),
         ("killed_rank_is_named_by_the_others", killed_rank_is_named_by_the_others),
+        ("a_rank_failing_alone_is_named_with_its_cause_at_once", a_rank_failing_alone_is_named_with_its_cause_at_once),
+        ("a_stopped_rank_is_named_not_the_first_to_exit", a_stopped_rank_is_named_not_the_first_to_exit),
     ];
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let (mut passed, mut failed) = (0, 0);

@@ -191,11 +191,11 @@ pub async fn register(
     let mut tries = 0u32;
     loop {
         tries += 1;
-        let why = match register_once(server, rank, world, token, address, timeout.saturating_sub(start.elapsed())).await
-        {
-            Attempt::Done(result) => return result,
-            Attempt::Retry(why) => why,
-        };
+        let why =
+            match register_once(server, rank, world, token, address, timeout.saturating_sub(start.elapsed())).await {
+                Attempt::Done(result) => return result,
+                Attempt::Retry(why) => why,
+            };
         if start.elapsed() + pause >= timeout {
             return Err(Error::PeerLost {
                 rank: 0,
@@ -218,14 +218,7 @@ enum Attempt {
     Retry(String),
 }
 
-async fn register_once(
-    server: &str,
-    rank: usize,
-    world: usize,
-    token: &str,
-    address: &str,
-    left: Duration,
-) -> Attempt {
+async fn register_once(server: &str, rank: usize, world: usize, token: &str, address: &str, left: Duration) -> Attempt {
     let stream = match TcpStream::connect(server).await {
         Ok(s) => s,
         Err(e) => return Attempt::Retry(format!("cannot connect: {e}")),

@@ -41,8 +41,10 @@ impl KeeperService {
         let mut st = self.state.lock();
         st.peers[rank].lost = true;
         st.peers[rank].queue = None;
-        let address = st.peers[rank].address.clone();
-        tracing::error!(shard = self.shard, rank, %address, %reason, "worker lost");
+        let connected_from = st.peers[rank].address.clone();
+        let address =
+            self.keeper_addresses.get().and_then(|a| a.get(rank)).cloned().unwrap_or_else(|| connected_from.clone());
+        tracing::error!(shard = self.shard, rank, %address, %connected_from, %reason, "worker lost");
         let failure = Failure { kind: FailureKind::PeerLost.into(), rank: rank as u32, address, message: reason };
         self.broadcast(&st, || Outgoing::new(Body::Failure(failure.clone()), None), None);
         drop(st);

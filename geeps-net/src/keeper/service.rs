@@ -68,6 +68,9 @@ pub(crate) struct KeeperService {
     /// that came while it was busy go in together (one pass over the rows).
     /// Locked alone or while holding `state`, never the other way round.
     pub(super) waiting: Mutex<Vec<(usize, UpdateHeader, Bytes)>>,
+    /// Every rank's keeper address, once the cluster knows them: how a lost
+    /// rank is named (its workers connect from ports of no meaning).
+    pub(super) keeper_addresses: std::sync::OnceLock<Vec<String>>,
 }
 
 impl KeeperService {
@@ -91,7 +94,13 @@ impl KeeperService {
             shm_batches: AtomicU64::new(0),
             host: Arc::new(crate::shm::segment::host_identity()),
             waiting: Mutex::new(Vec::new()),
+            keeper_addresses: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Tells the service where every rank's keeper listens.
+    pub(crate) fn set_keeper_addresses(&self, addresses: Vec<String>) {
+        let _ = self.keeper_addresses.set(addresses);
     }
 
     /// Ranks that joined and have neither left nor been lost, and ranks not yet joined.

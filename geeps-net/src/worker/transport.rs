@@ -110,6 +110,34 @@ pub(crate) struct NetTransport {
     closing: Arc<AtomicBool>,
     /// Where publications' payloads are read into, once the instance offers it.
     landing: Arc<OnceLock<Landing>>,
+    /// The first peer this worker heard lost, if any.
+    first_loss: Arc<FirstLoss>,
+}
+
+/// The first peer a worker hears lost (rank, keeper address, reason): what
+/// the rank reports to its launcher, and why its own failure, if it follows,
+/// is no news to the others.
+#[derive(Default)]
+pub(crate) struct FirstLoss(Mutex<Option<(usize, String, String)>>);
+
+impl FirstLoss {
+    fn record(&self, reporter: usize, lost: &Error) {
+        let Error::PeerLost { rank, address, reason } = lost else { return };
+        let mut first = self.0.lock();
+        if first.is_none() {
+            *first = Some((*rank, address.clone(), reason.clone()));
+            crate::failure_report::write(&crate::failure_report::FailureReport {
+                reporter,
+                failed: *rank,
+                address: address.clone(),
+                cause: format!("peer rank {rank} at {address} is lost: {reason}"),
+            });
+        }
+    }
+
+    pub(crate) fn get(&self) -> Option<(usize, String, String)> {
+        self.0.lock().clone()
+    }
 }
 
 fn lost(rank: usize, address: &str, reason: impl Into<String>) -> Error {
@@ -143,7 +171,13 @@ impl NetTransport {
             tasks: Mutex::new(Vec::new()),
             closing: Arc::new(AtomicBool::new(false)),
             landing: Arc::new(OnceLock::new()),
+            first_loss: Arc::new(FirstLoss::default()),
         }
+    }
+
+    /// The first peer this worker heard lost (rank, keeper address, reason).
+    pub(crate) fn first_loss(&self) -> Option<(usize, String, String)> {
+        self.first_loss.get()
     }
 
     async fn connect(&self, shard: usize, hello: &Hello) -> Result<(BufReader<ReadSide>, WriteSide)> {
@@ -285,17 +319,25 @@ struct OperatorRequests {
     checkpoints: AtomicU64,
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What a keeper connection's reader shares with the transport.
+struct ReaderEnds {
+    /// This worker's rank.
+    rank: usize,
+    closing: Arc<AtomicBool>,
+    requests: Arc<OperatorRequests>,
+    landing: Arc<OnceLock<Landing>>,
+    first_loss: Arc<FirstLoss>,
+}
+
 async fn reader(
     mut rd: BufReader<ReadSide>,
     shard: usize,
     address: String,
     opts: NetOptions,
     inbox: Inbox,
-    closing: Arc<AtomicBool>,
-    requests: Arc<OperatorRequests>,
-    landing: Arc<OnceLock<Landing>>,
+    ends: ReaderEnds,
 ) {
+    let ReaderEnds { rank, closing, requests, landing, first_loss } = ends;
     let mut last_heard = Instant::now();
     // Publications are held until the puller has merged them: two in flight per keeper at most.
     let pool = RecvPool::new(2);
@@ -347,6 +389,7 @@ async fn reader(
         }
     };
     if !closing.load(Ordering::Acquire) {
+        first_loss.record(rank, &failure);
         inbox(Inbound::Failed(failure));
     }
 }
@@ -438,15 +481,15 @@ impl Transport for NetTransport {
                 None => queues.push(Some(Route::Socket(tx))),
             }
             tasks.push(self.runtime.spawn(writer(wr, rx, self.opts.heartbeat)));
-            let (address, opts, inbox, closing, requests, landing) = (
-                self.addresses[shard].clone(),
-                self.opts.clone(),
-                inbox.clone(),
-                self.closing.clone(),
-                self.requests.clone(),
-                self.landing.clone(),
-            );
-            tasks.push(self.runtime.spawn(reader(rd, shard, address, opts, inbox, closing, requests, landing)));
+            let ends = ReaderEnds {
+                rank: self.rank,
+                closing: self.closing.clone(),
+                requests: self.requests.clone(),
+                landing: self.landing.clone(),
+                first_loss: self.first_loss.clone(),
+            };
+            let (address, opts, inbox) = (self.addresses[shard].clone(), self.opts.clone(), inbox.clone());
+            tasks.push(self.runtime.spawn(reader(rd, shard, address, opts, inbox, ends)));
         }
         *self.queues.lock() = queues;
         self.tasks.lock().extend(tasks);

@@ -322,7 +322,11 @@ fn rendezvous_with(world: usize, options: NetOptions) -> (String, std::thread::J
 
 /// Ranks 0..world joining at `server` with `options`, each on a thread:
 /// whether each started (its error otherwise), and when it knew.
-fn start_ranks(world: usize, server: &str, token_of: impl Fn(usize) -> &'static str) -> Vec<(Result<(), Error>, Duration)> {
+fn start_ranks(
+    world: usize,
+    server: &str,
+    token_of: impl Fn(usize) -> &'static str,
+) -> Vec<(Result<(), Error>, Duration)> {
     let start = Instant::now();
     let ranks: Vec<_> = (0..world)
         .map(|rank| {
@@ -499,6 +503,63 @@ fn a_rank_that_stops_before_its_worker_joins_is_reported_at_once() {
     assert!(waited < Duration::from_secs(20), "learnt after {waited:?}");
     assert!(rank1.join().unwrap() < Duration::from_secs(10), "rank 1's shutdown did not wait for the others");
     let _ = cluster.shutdown();
+}
+
+#[test]
+fn a_rank_that_fails_after_joining_is_reported_at_once_with_its_cause() {
+    // Every rank trains; rank 2 fails on its own at clock 2 (its snapshot
+    // cannot be written, say), drops its instance and calls `fail`.
+    let world = 3;
+    let addresses: Vec<String> = (0..world).map(|_| free_port()).collect();
+    let ranks: Vec<_> = (0..world)
+        .map(|rank| {
+            let addresses = addresses.clone();
+            std::thread::spawn(move || -> (Result<(), Error>, Duration) {
+                let mut cluster = NetCluster::start(ClusterSpec::fixed(rank, addresses, options())).unwrap();
+                let config = Config::default().with_row_width(4).with_wait_deadline(Duration::from_secs(60));
+                let mut b = Geeps::builder(config);
+                let w = b.parameter_table("w", 4);
+                b.transport(cluster.transport());
+                let ps = b.build().unwrap();
+                ps.finish_virtual_iteration().unwrap();
+                let mut failed_at = Instant::now();
+                let result = (0..50).try_for_each(|clock| {
+                    if rank == 2 && clock == 2 {
+                        return Err(Error::Io("snapshot: cannot write 4096 bytes: No space left on device".into()));
+                    }
+                    let mut u = ps.pre_update_keys(&keys(w, 0..4))?;
+                    u.as_mut_slice()?.fill(1.0);
+                    u.update()?;
+                    ps.table_clock(w)?;
+                    failed_at = Instant::now();
+                    ps.read_keys(&keys(w, 0..4), Slack::BSP)?.post()
+                });
+                // The cluster hears of a failure before the instance leaves it.
+                let start = Instant::now();
+                match &result {
+                    Ok(()) => {
+                        drop(ps);
+                        cluster.shutdown().unwrap()
+                    }
+                    Err(e) => {
+                        cluster.fail(&e.to_string());
+                        drop(ps);
+                    }
+                }
+                (result, if rank == 2 { start.elapsed() } else { failed_at.elapsed() })
+            })
+        })
+        .collect();
+    for (rank, t) in ranks.into_iter().enumerate() {
+        let (result, took) = t.join().unwrap();
+        let text = result.expect_err("the cluster cannot finish without rank 2").to_string();
+        assert!(text.contains("No space left on device"), "rank {rank}: {text}");
+        if rank != 2 {
+            assert!(text.contains("rank 2 failed"), "rank {rank}: {text}");
+        }
+        // Neither the 60 s wait deadline, the 10 s peer timeout, nor a shutdown waiting for the others.
+        assert!(took < Duration::from_secs(5), "rank {rank} took {took:?}");
+    }
 }
 
 /// Out-of-descriptor tests run their listener in a child: this test binary

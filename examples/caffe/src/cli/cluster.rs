@@ -75,6 +75,18 @@ impl Cluster {
         }
     }
 
+    /// When the run ends with an error (`cause`), instead of `shutdown`:
+    /// tells the other ranks at once that this rank failed, and why, unless
+    /// it failed because another was lost first (networked runs only).
+    pub fn fail(&self, cause: &str) {
+        if let Link::Net(n) = &self.link {
+            match n.lock() {
+                Ok(mut n) => n.fail(cause),
+                Err(poisoned) => poisoned.into_inner().fail(cause),
+            }
+        }
+    }
+
     /// After every local worker has shut down: waits for the other ranks to
     /// leave this rank's keeper, then stops it (networked runs only).
     pub fn shutdown(&self) -> Result<()> {

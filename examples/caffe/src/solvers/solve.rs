@@ -264,7 +264,7 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
             .map(|&rank| {
                 let shared = &shared;
                 let h = std::thread::Builder::new().name(format!("caffe-worker-{rank}")).spawn_scoped(s, move || {
-                    let r = cluster.connect(rank).and_then(|t| run_rank(rank, t, shared));
+                    let r = cluster.connect(rank).and_then(|t| run_rank(rank, t, shared, cluster));
                     if r.is_err() {
                         shared.abort.store(true, Ordering::Relaxed);
                     }
@@ -385,11 +385,27 @@ fn named(net: &Net, values: &[f32]) -> Vec<(String, f32, f32)> {
         .collect()
 }
 
-fn run_rank(rank: usize, transport: Arc<dyn geeps::Transport>, sh: &Shared<'_>) -> Result<RankResult> {
-    let s = sh.solver;
-    let rule = Rule::of(s);
+fn run_rank(
+    rank: usize,
+    transport: Arc<dyn geeps::Transport>,
+    sh: &Shared<'_>,
+    cluster: &Cluster,
+) -> Result<RankResult> {
+    let rule = Rule::of(sh.solver);
     let test_outputs = sh.tests.iter().map(|t| t.outputs.len()).chain([sh.train.outputs.len()]).max().unwrap_or(0);
     let mut worker = PsWorker::new(sh.train, sh.layout, &sh.opts.ps, rule, test_outputs, transport)?;
+    let trained = train_rank(rank, &mut worker, sh);
+    if let Err(e) = &trained {
+        // Before this worker leaves the cluster (dropping it does): a
+        // worker that left is not waited for, and the others must stop
+        // because of this failure, not train on without it.
+        cluster.fail(&e.to_string());
+    }
+    trained
+}
+
+fn train_rank(rank: usize, worker: &mut PsWorker<'_>, sh: &Shared<'_>) -> Result<RankResult> {
+    let s = sh.solver;
     let plan = worker.geeps().plan()?;
     if rank == 0 {
         let mib = |b: usize| b as f64 / (1 << 20) as f64;
