@@ -13,7 +13,7 @@ cargo build --release -p caffe-geeps --bin caffe-geeps
 bin="${CARGO_TARGET_DIR:-target}/release/caffe-geeps"
 
 # 60 iterations of 4 workers x 64 images; the curve and the weights go to $out.
-"$bin" train --solver examples/caffe/models/lenet_solver.prototxt --workers 4 --max-iter 60 \
+"$bin" train --solver examples/caffe/models/lenet_solver.prototxt --workers 4 --max-iter 60 --overwrite \
   --curve "$out/lenet" --no-progress | tee "$out/train.log"
 grep -q "Test net output #0: accuracy" "$out/train.log"
 test -s "$out/lenet_curve.csv"

@@ -90,7 +90,7 @@ for device in host gpu; do
   flags=()
   [ "$device" = gpu ] && flags=(--gpu 0 --cpu-layers)
   GEEPS_CUDA_EMU_KERNELS=native $emu "$caffe" train --solver examples/caffe/models/lenet_solver.prototxt \
-    --workers 1 --max-iter 200 --no-progress --curve "$work/$device" "${flags[@]}" | tee "$work/$device.log"
+    --overwrite --workers 1 --max-iter 200 --no-progress --curve "$work/$device" "${flags[@]}" | tee "$work/$device.log"
   cp results/caffe/lenet_iter_200.caffemodel "$work/$device.caffemodel"
   # The curve without its wall-clock column: iteration, lr, loss, test figures.
   cut -d, -f1,3- "$work/${device}_curve.csv" > "$work/$device.curve"

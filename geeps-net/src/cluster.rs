@@ -152,7 +152,21 @@ fn require_token(opts: &NetOptions, rank: usize, what: &str, listener: &TcpListe
             ),
         });
     }
+    if let Some(warning) = no_token_warning(opts, rank, what, addr) {
+        tracing::warn!(rank, %addr, "{warning}");
+    }
     Ok(())
+}
+
+/// What is said of a listener on loopback without a token: loopback keeps
+/// other machines out, not other users of this one.
+fn no_token_warning(opts: &NetOptions, rank: usize, what: &str, addr: SocketAddr) -> Option<String> {
+    opts.token.is_empty().then(|| {
+        format!(
+            "rank {rank}'s {what} listens on {addr} without a cluster token: any local user could join this job; \
+             set GEEPS_TOKEN to the same secret on every rank (geeps-launch makes one per job)"
+        )
+    })
 }
 
 fn with_port(listen: &str, port: u16) -> String {
@@ -427,5 +441,22 @@ impl Drop for NetCluster {
         if let Err(e) = self.shutdown() {
             tracing::warn!(error = %e, "geeps cluster shutdown");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listener_without_a_token_is_warned_of_even_on_loopback() {
+        let addr: SocketAddr = "127.0.0.1:4000".parse().unwrap();
+        let w = no_token_warning(&NetOptions::default().with_token(""), 1, "keeper", addr).unwrap();
+        assert!(
+            w.contains("rank 1's keeper listens on 127.0.0.1:4000 without a cluster token")
+                && w.contains("GEEPS_TOKEN"),
+            "{w}"
+        );
+        assert_eq!(no_token_warning(&NetOptions::default().with_token("s3cret"), 1, "keeper", addr), None);
     }
 }

@@ -63,11 +63,11 @@ for n in $(seq 1 "$gpus"); do
   fi
   status=0
   if [ "$n" = 1 ]; then
-    "$bin" train --solver "$solver" --workers 1 --max-iter "$iterations" --no-progress \
+    "$bin" train --solver "$solver" --overwrite --workers 1 --max-iter "$iterations" --no-progress \
       --curve "$out/c1" "${device[@]}" >"$log" 2>&1 || status=$?
   else
     # One process per GPU, as Caffe users run it; rank r takes GPU r.
-    target/release/geeps-launch -n "$n" -- "$bin" train --solver "$solver" --max-iter "$iterations" \
+    target/release/geeps-launch -n "$n" -- "$bin" train --solver "$solver" --overwrite --max-iter "$iterations" \
       --no-progress --curve "$out/c$n" "${device[@]}" >"$log" 2>&1 || status=$?
   fi
   if [ "$status" != 0 ]; then
@@ -80,7 +80,7 @@ for n in $(seq 1 "$gpus"); do
 done
 if [ "$cpu" = 0 ]; then
   log="$out/caffe-cpu-layers.log"
-  "$bin" train --solver "$solver" --workers 1 --max-iter "$iterations" --no-progress --gpu 0 --cpu-layers \
+  "$bin" train --solver "$solver" --overwrite --workers 1 --max-iter "$iterations" --no-progress --gpu 0 --cpu-layers \
     --curve "$out/cl" >"$log" 2>&1 || { tail -20 "$log" >&2; exit 1; }
   echo "  1 worker, rows on GPU 0, layers on the CPU (--cpu-layers): $(figures "$log")"
 fi

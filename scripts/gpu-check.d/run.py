@@ -376,7 +376,8 @@ def main():
 
     # --- LeNet: GPU against the CPU, two workers on one GPU ------------------
     def train(tag, extra, launch=0):
-        cmd = [caffe, "train", "--solver", solver, "--max-iter", str(iters), "--no-progress",
+        # Every run starts afresh over the last one's snapshots (the same snapshot_prefix).
+        cmd = [caffe, "train", "--solver", solver, "--overwrite", "--max-iter", str(iters), "--no-progress",
                "--curve", work / tag, *extra]
         if launch:
             cmd = [bins["geeps-launch"], "-n", str(launch), "--", *cmd]
@@ -534,7 +535,8 @@ def main():
     for tool, lenet_iters, limit in [("memcheck", 20, 60), ("racecheck", 1, 120)]:
         targets = [
             (f"compute-sanitizer {tool}: LeNet {lenet_iters} iteration{'s' if lenet_iters > 1 else ''} on GPU 0",
-             [caffe, "train", "--solver", solver, "--max-iter", str(lenet_iters), "--no-progress", "--workers", "1",
+             [caffe, "train", "--solver", solver, "--overwrite", "--max-iter", str(lenet_iters), "--no-progress",
+              "--workers", "1",
               "--gpu", "0", "--curve", work / f"san_{tool}"], work, {}),
             (f"compute-sanitizer {tool}: the row-kernel suite (device_contract)",
              [bundle / kernels_suite["exe"], "--test-threads=1"], bundle / kernels_suite["cwd"], {}),

@@ -23,6 +23,7 @@ use caffe_geeps::proto::net::Phase;
 use caffe_geeps::proto::net_state::NetState;
 use caffe_geeps::proto::solver::SolverParam;
 use caffe_geeps::ps::{DeviceChoice, PsOptions};
+use caffe_geeps::solvers::snapshots::ExistingSnapshots;
 use caffe_geeps::solvers::solve::{self, SignalEffect, TrainOptions, TrainReport, DEFAULT_SEED};
 use caffe_geeps::tools::convert::{self, ImagesetOptions};
 use caffe_geeps::tools::mean;
@@ -114,6 +115,14 @@ struct TrainArgs {
     /// snapshot of snapshot_prefix without it.
     #[arg(long, conflicts_with = "weights")]
     snapshot: Option<PathBuf>,
+    /// When snapshot_prefix already holds snapshots of an earlier run: go
+    /// on from the newest (a run refuses to start over them otherwise).
+    #[arg(long, conflicts_with_all = ["weights", "snapshot", "overwrite"])]
+    resume: bool,
+    /// When snapshot_prefix already holds snapshots of an earlier run:
+    /// remove them and start from iteration 0.
+    #[arg(long, conflicts_with = "snapshot")]
+    overwrite: bool,
     /// Override the solver's max_iter.
     #[arg(long)]
     max_iter: Option<u64>,
@@ -278,7 +287,7 @@ fn summary(r: &TrainReport) {
     }
     if !r.test.is_empty() {
         let t: Vec<String> = r.test.iter().map(|(n, v)| format!("{n} = {v:.4}")).collect();
-        println!("  test: {}", t.join(", "));
+        println!("  {}: {}", caffe_geeps::cli::report::test_heading(r.test_iteration, r.iterations), t.join(", "));
     }
     if let (Some(csv), Some(png)) = (&r.curve_csv, &r.curve_png) {
         println!("  curve: {} and {}", csv.display(), png.display());
@@ -326,6 +335,8 @@ fn train_command(args: TrainArgs) -> caffe_geeps::Result<()> {
         batches_per_clock,
         weights,
         snapshot,
+        resume,
+        overwrite,
         max_iter,
         curve,
         no_progress,
@@ -378,6 +389,11 @@ fn train_command(args: TrainArgs) -> caffe_geeps::Result<()> {
         resume_on_restart: true,
         sigint_effect,
         sighup_effect,
+        existing: match (resume, overwrite) {
+            (true, _) => ExistingSnapshots::Resume,
+            (_, true) => ExistingSnapshots::Overwrite,
+            _ => ExistingSnapshots::Refuse,
+        },
     };
     let launched = net || Cluster::in_environment();
     if let (false, None, DeviceChoice::Cuda(ordinals)) = (launched, workers, &opts.ps.device) {

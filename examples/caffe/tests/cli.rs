@@ -77,6 +77,41 @@ fn caffe_style_train_then_test_and_time() {
 }
 
 #[test]
+fn a_second_run_over_earlier_snapshots_refuses_unless_told_to_resume_or_overwrite() {
+    let dir = common::scratch("cli-rerun");
+    let extra = format!("snapshot: 2\nsnapshot_prefix: \"{}\"", s(&dir.join("small")));
+    let solver = common::write(&dir, &common::small_net(8), &common::solver("net.prototxt", 4, 0, 0, &extra));
+    let solver = s(&solver);
+    let train = |more: &[&str]| {
+        let mut args = vec!["train", "-solver", &solver, "-workers=1", "-no_progress"];
+        args.extend_from_slice(more);
+        caffe(&args)
+    };
+    assert!(train(&[]).status.success());
+    // The same command again would start over the snapshot at iteration 2
+    // (the last iteration's weights are a .caffemodel only).
+    let again = train(&[]);
+    let err = text(&again.stderr);
+    assert!(!again.status.success(), "a rerun started over earlier snapshots: {}", text(&again.stdout));
+    assert!(
+        err.contains("already holds 1 snapshot(s) of an earlier run") && err.contains("small_iter_2.geeps"),
+        "{err}"
+    );
+    assert!(err.contains("-resume") && err.contains("-overwrite"), "{err}");
+    // -resume goes on from the newest, saying whose it is.
+    let resumed = train(&["-resume", "-max_iter", "6"]);
+    let out = text(&resumed.stdout) + &text(&resumed.stderr);
+    assert!(resumed.status.success(), "{out}");
+    assert!(out.contains("at iteration 2 (a snapshot of run ") && out.contains(", not this one)"), "{out}");
+    // -overwrite removes them and starts from 0.
+    let fresh = train(&["-overwrite"]);
+    let out = text(&fresh.stdout) + &text(&fresh.stderr);
+    assert!(fresh.status.success() && !out.contains("Resuming"), "{out}");
+    assert!(out.contains("removed 2 earlier snapshot(s)"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn mnist_converts_and_averages_under_caffes_names() {
     let dir = common::scratch("cli-mnist");
     let p = common::data("t10k");

@@ -75,3 +75,34 @@ fn fine_tuning_initialises_layers_the_weights_lack_from_their_fillers() {
     assert_eq!(missing, ["ip2_new"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_missing_data_source_names_what_was_looked_for_and_where() {
+    let dir = common::scratch("no-source");
+    let net = common::small_net(16).replacen(&common::data("train"), "examples/mnist/mnist_train_lmdb", 1);
+    let path = common::write(&dir, &net, &common::solver("net.prototxt", 2, 0, 0, ""));
+    let solver = SolverParam::load(&path).unwrap();
+    let err = train(&solver, &quiet(), &Cluster::in_process(1).unwrap()).unwrap_err().to_string();
+    // At the layer's line, with what was looked for.
+    assert!(
+        err.contains("net.prototxt:2: layer `d`: examples/mnist/mnist_train_lmdb: data_param.source not found"),
+        "{err}"
+    );
+    assert!(err.contains("an LMDB folder") && err.contains("IDX files"), "{err}");
+    // Both places a relative source is looked for.
+    assert!(err.contains(&format!("at examples/mnist/mnist_train_lmdb and at {}", dir.display())), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_test_iter_of_many_passes_over_the_test_set_is_refused_at_its_line() {
+    let dir = common::scratch("test-iter");
+    let path = common::write(&dir, &common::small_net(16), &common::solver("net.prototxt", 2, 1_000_000_000, 1, ""));
+    let solver = SolverParam::load(&path).unwrap();
+    let err = train(&solver, &quiet(), &Cluster::in_process(1).unwrap()).unwrap_err();
+    let text = err.to_string();
+    // The solver's 10th line: the arithmetic, and the value of one pass.
+    assert!(text.starts_with(&format!("{}:10: test_iter 1000000000 x batch 100", path.display())), "{text}");
+    assert!(text.contains("passes over the test set of") && text.contains("one pass is test_iter: "), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -132,7 +132,12 @@ fn snapshots_evaluate_as_training_reported() {
 
     // Starting from a snapshot reproduces its test accuracy at iteration 0.
     let warm = SolverParam { max_iter: 1, ..solver.clone() };
-    let opts = TrainOptions { weights: Some(report.snapshots[1].clone()), ..quiet(PsOptions::default()) };
+    // Into the same snapshot_prefix: told to overwrite the earlier run's snapshots.
+    let opts = TrainOptions {
+        weights: Some(report.snapshots[1].clone()),
+        existing: caffe_geeps::solvers::snapshots::ExistingSnapshots::Overwrite,
+        ..quiet(PsOptions::default())
+    };
     assert!(train(&warm, &opts, &Cluster::in_process(1).unwrap()).is_ok());
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -31,6 +31,8 @@ pub(crate) struct Generation<'a> {
     pub command: &'a [String],
     pub world: usize,
     pub token: &'a str,
+    /// One id per launch, the same in every generation (GEEPS_RUN_ID).
+    pub run_id: &'a str,
     pub rendezvous_timeout: Duration,
     /// 0 for the first generation, then 1, 2, ... (GEEPS_RESTART_COUNT).
     pub restart: u32,
@@ -193,6 +195,7 @@ impl Generation<'_> {
             .env("GEEPS_RENDEZVOUS", rendezvous)
             .env("GEEPS_LISTEN", "127.0.0.1")
             .env("GEEPS_TOKEN", self.token)
+            .env("GEEPS_RUN_ID", self.run_id)
             .env("GEEPS_RESTART_COUNT", self.restart.to_string())
             .env("GEEPS_MAX_RESTARTS", self.max_restarts.to_string())
             .env(geeps_net::failure_report::ENV, reports)

@@ -46,6 +46,9 @@ async fn run(args: Args) -> Result<u8, String> {
         return Err("-n must be at least 1".into());
     }
     let token = args.token.unwrap_or_else(|| format!("{:032x}", rand::random::<u128>()));
+    // One id for this launch, the same in every generation: what a restarted
+    // rank recognises its own snapshots by.
+    let run_id = format!("{:016x}", rand::random::<u64>());
     // Listening before any rank starts: a signal that comes early is still forwarded.
     let mut signals = Signals {
         interrupt: on_signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT handler: {e}"))?,
@@ -57,6 +60,7 @@ async fn run(args: Args) -> Result<u8, String> {
             command: &args.command,
             world: args.nproc,
             token: &token,
+            run_id: &run_id,
             rendezvous_timeout: Duration::from_secs(args.rendezvous_timeout),
             restart,
             max_restarts: args.max_restarts,

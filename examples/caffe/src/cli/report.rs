@@ -137,3 +137,37 @@ pub fn write_csv(points: &[Point], path: &Path) -> Result<()> {
     }
     std::fs::write(path, out).map_err(|e| Error::file(path, format!("cannot write the curve: {e}")))
 }
+
+/// How the summary introduces the last test: at which iteration it ran,
+/// and that it is older than the weights when training stopped later.
+pub fn test_heading(tested_at: Option<u64>, iterations: u64) -> String {
+    match tested_at {
+        Some(0) if iterations > 0 => {
+            format!("test at iteration 0 (before training; none since, training stopped at iteration {iterations})")
+        }
+        Some(at) if at < iterations => {
+            format!("test at iteration {at} (the last one; training stopped at iteration {iterations})")
+        }
+        Some(at) => format!("test at iteration {at}"),
+        None => "test".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_says_which_iteration_its_test_is_from() {
+        assert_eq!(test_heading(Some(1000), 1000), "test at iteration 1000");
+        assert_eq!(
+            test_heading(Some(0), 43),
+            "test at iteration 0 (before training; none since, training stopped at iteration 43)"
+        );
+        assert_eq!(
+            test_heading(Some(500), 700),
+            "test at iteration 500 (the last one; training stopped at iteration 700)"
+        );
+        assert_eq!(test_heading(None, 10), "test");
+    }
+}

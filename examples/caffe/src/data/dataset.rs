@@ -246,6 +246,12 @@ impl DataCache {
     /// The dataset a Data layer names, loaded once per process.
     pub fn get(&self, conf: &DataConf) -> Result<Arc<Source>> {
         let prefix = resolve_source(conf);
+        if !prefix.is_dir()
+            && find(&prefix, "labels-idx1-ubyte").is_err()
+            && find(&prefix, "images-idx3-ubyte").is_err()
+        {
+            return Err(not_found(conf));
+        }
         let mut loaded = self.loaded.lock().map_err(|_| Error::config("a worker panicked while loading data"))?;
         if let Some(d) = loaded.get(&prefix) {
             return Ok(d.clone());
@@ -254,6 +260,23 @@ impl DataCache {
         loaded.insert(prefix, d.clone());
         Ok(d)
     }
+}
+
+/// A `data_param.source` found nowhere: what was looked for, and where.
+fn not_found(conf: &DataConf) -> Error {
+    let direct = Path::new(&conf.source);
+    let mut places = vec![direct.display().to_string()];
+    if !direct.is_absolute() {
+        places.push(conf.base_dir.join(direct).display().to_string());
+    }
+    Error::file(
+        direct,
+        format!(
+            "data_param.source not found: looked for an LMDB folder (as `caffe-geeps convert` or Caffe's convert_imageset \
+             writes) or MNIST-style IDX files (SOURCE-images-idx3-ubyte[.gz] with SOURCE-labels-idx1-ubyte[.gz]) at {}",
+            places.join(" and at ")
+        ),
+    )
 }
 
 /// The source prefix against the current directory, else the net file's.

@@ -39,6 +39,24 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     result.map_err(io)
 }
 
+/// Removes the temporary files of snapshot writes (`.PREFIX_iter_*.tmp-PID`)
+/// that another process, killed while writing, left beside `prefix`.
+pub fn remove_stale_temporaries(prefix: &Path) {
+    let dir = match prefix.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let Some(stem) = prefix.file_name().map(|s| format!(".{}_iter_", s.to_string_lossy())) else { return };
+    let own = format!(".tmp-{}", std::process::id());
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with(&stem) && name.contains(".tmp-") && !name.ends_with(&own) {
+            let _ = fs::remove_file(e.path());
+        }
+    }
+}
+
 /// Writes message `msg` to `path` atomically.
 pub fn write<T: prost::Message>(path: &Path, msg: &T) -> Result<()> {
     write_atomic(path, &msg.encode_to_vec())
@@ -47,6 +65,29 @@ pub fn write<T: prost::Message>(path: &Path, msg: &T) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stale_temporaries_of_the_prefix_go_and_nothing_else() {
+        let dir = std::env::temp_dir().join(format!("caffe-geeps-stale-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let keep = [
+            "lenet_iter_40.caffemodel".to_string(),
+            ".other_iter_40.caffemodel.tmp-1".to_string(),
+            format!(".lenet_iter_40.caffemodel.tmp-{}", std::process::id()),
+        ];
+        for f in keep.iter().chain([&".lenet_iter_40.caffemodel.tmp-999999".to_string()]) {
+            fs::write(dir.join(f), b"x").unwrap();
+        }
+        remove_stale_temporaries(&dir.join("lenet"));
+        let mut left: Vec<String> =
+            fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into()).collect();
+        left.sort();
+        let mut want = keep.to_vec();
+        want.sort();
+        assert_eq!(left, want);
+        fs::remove_dir_all(&dir).unwrap();
+    }
     use crate::proto::caffe::{BlobProto, BlobShape, SolverState};
 
     #[test]

@@ -137,6 +137,8 @@ pub struct TestNet {
     pub net: PathBuf,
     pub iter: u64,
     pub state: NetState,
+    /// The solver file's line of this net's `test_iter` (0: none).
+    pub iter_line: usize,
 }
 
 /// Resolves `name` as Caffe does (against the current directory), falling
@@ -349,6 +351,7 @@ impl SolverParam {
                 net: files.get(i).cloned().unwrap_or_else(|| resolve(s.net.as_deref().unwrap_or_default(), &base_dir)),
                 iter: s.test_iter[i].max(0) as u64,
                 state: state_of(s.test_state.get(i), Phase::Test),
+                iter_line: loc.nth("test_iter", i).line(),
             })
             .collect();
         for (i, &t) in s.test_iter.iter().enumerate() {

@@ -13,6 +13,7 @@ mod adaptive;
 mod gradient;
 mod lr_policy;
 mod sgd;
+pub mod snapshots;
 pub mod solve;
 
 pub use gradient::{clip_factor, sumsq};

@@ -25,6 +25,7 @@ use crate::proto::solver::SolverParam;
 use crate::ps::control::{Action, Control};
 use crate::ps::worker::PsWorker;
 use crate::ps::PsOptions;
+use crate::solvers::snapshots::{self, ExistingSnapshots, JobId, Resume};
 use crate::solvers::{learning_rate, Rule, Step};
 
 /// Seed of everything random when the solver gives no random_seed.
@@ -54,6 +55,9 @@ pub struct TrainOptions {
     pub sigint_effect: SignalEffect,
     /// What SIGHUP asks of the run (Caffe's `-sighup_effect`, default snapshot).
     pub sighup_effect: SignalEffect,
+    /// What a fresh run does with snapshots already under its prefix
+    /// (default: refuse to start, naming them).
+    pub existing: ExistingSnapshots,
 }
 
 impl Default for TrainOptions {
@@ -70,6 +74,7 @@ impl Default for TrainOptions {
             resume_on_restart: false,
             sigint_effect: SignalEffect::Stop,
             sighup_effect: SignalEffect::Snapshot,
+            existing: ExistingSnapshots::Refuse,
         }
     }
 }
@@ -108,6 +113,9 @@ pub struct TrainReport {
     pub losses: Vec<f32>,
     /// The last test's outputs (name, value).
     pub test: Vec<(String, f32)>,
+    /// The iteration the last test ran at (a run stopped early may have
+    /// tested last long before it stopped).
+    pub test_iteration: Option<u64>,
     /// The parameters at the end, one vector per parameter layer.
     pub final_params: Vec<Vec<f32>>,
     pub points: Vec<Point>,
@@ -127,8 +135,10 @@ struct Shared<'a> {
     seed: u64,
     max_iter: u64,
     world: usize,
-    /// The geeps checkpoint to resume from.
-    resume: Option<PathBuf>,
+    /// The geeps checkpoint to resume from, and whose it is.
+    resume: Option<Resume>,
+    /// The job every snapshot this run writes is recorded under.
+    job: JobId,
     /// The lowest rank of this process: the one that answers its signals.
     first_local: usize,
     reporter: Option<Mutex<Reporter>>,
@@ -142,6 +152,7 @@ struct RankResult {
     train_time: Duration,
     losses: Vec<f32>,
     test: Vec<(String, f32)>,
+    test_iteration: Option<u64>,
     final_params: Vec<Vec<f32>>,
     snapshots: Vec<PathBuf>,
     /// Iterations run to (below `max_iter` when the workers agreed to stop).
@@ -169,6 +180,9 @@ pub fn build_nets(solver: &SolverParam, cache: &DataCache) -> Result<(Net, Vec<N
     Ok((train, tests))
 }
 
+/// The most passes over the test set one test may make (`test_iter` x batch).
+const MAX_TEST_PASSES: usize = 10;
+
 /// Trains `solver` on `cluster`'s local ranks.
 pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Result<TrainReport> {
     let start = Instant::now();
@@ -186,13 +200,28 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
             solver.snapshot
         )));
     }
-    let resume = resume_folder(solver, opts)?;
     let cache = DataCache::default();
     let (train_net, test_nets) = build_nets(solver, &cache)?;
     crate::net::memory::check_fits(&train_net, cluster.local_ranks().len(), None)?;
     for (t, tn) in test_nets.iter().zip(&solver.test_nets) {
         let images = t.layers.iter().find_map(|l| l.data.as_ref().map(|d| d.set.len())).unwrap_or(0);
         let needed = tn.iter as usize * t.batch;
+        // Beyond a few passes over the test set a test reads nothing new and
+        // can take hours at every test_interval: a typo, not a choice.
+        if images > 0 && needed / images > MAX_TEST_PASSES {
+            return Err(Error::Prototxt {
+                file: solver.file.clone(),
+                line: tn.iter_line,
+                msg: format!(
+                    "test_iter {} x batch {} = {needed} images is {} passes over the test set of {images} images at every test; \
+                     one pass is test_iter: {} (at most {MAX_TEST_PASSES} passes are allowed)",
+                    tn.iter,
+                    t.batch,
+                    needed / images,
+                    images.div_ceil(t.batch.max(1))
+                ),
+            });
+        }
         if needed > images {
             tracing::warn!(
                 "test_iter {} x batch {} = {needed} images, but the test set has {images}: each test reads some images more than once (as Caffe would); lower test_iter to {}",
@@ -205,6 +234,20 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
     let layout = ParamLayout::of(&train_net);
     for t in &test_nets {
         layout.share_with(t)?;
+    }
+    let job = JobId::current(&layout, solver);
+    let restarted = opts.resume_on_restart
+        && std::env::var("GEEPS_RESTART_COUNT").ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) > 0;
+    let resume = snapshots::choose(&solver.snapshot_prefix, &job, opts.resume.as_deref(), restarted, opts.existing)?;
+    if resume.is_none()
+        && opts.existing == ExistingSnapshots::Overwrite
+        && !restarted
+        && cluster.local_ranks().contains(&0)
+    {
+        let removed = snapshots::remove_all(&solver.snapshot_prefix)?;
+        if removed > 0 {
+            tracing::warn!("-overwrite: removed {removed} earlier snapshot(s) of `{}`", solver.snapshot_prefix);
+        }
     }
     let seed = solver.random_seed.unwrap_or(DEFAULT_SEED);
     let fillers = layout.initial(&train_net, seed);
@@ -253,6 +296,7 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
         max_iter: solver.max_iter,
         world,
         resume,
+        job,
         reporter,
         abort: AtomicBool::new(false),
         first_local: cluster.local_ranks().iter().copied().min().unwrap_or(0),
@@ -326,6 +370,7 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
         plans: ok.iter().map(|(_, r)| r.plan.clone()).collect(),
         losses: rank0.map(|r| r.losses.clone()).unwrap_or_default(),
         test: rank0.map(|r| r.test.clone()).unwrap_or_default(),
+        test_iteration: rank0.and_then(|r| r.test_iteration),
         final_params: rank0.map(|r| r.final_params.clone()).unwrap_or_default(),
         points,
         snapshots: rank0.map(|r| r.snapshots.clone()).unwrap_or_default(),
@@ -427,15 +472,18 @@ fn train_rank(rank: usize, worker: &mut PsWorker<'_>, sh: &Shared<'_>) -> Result
         });
     }
     let start_iter = match &sh.resume {
-        Some(dir) => {
+        Some(Resume { folder, whose }) => {
             if rank == 0 {
                 // Snapshots a killed run left half-written would mix its
                 // workers' states with this run's; the others wait in
                 // `restore` until this rank has restored.
-                remove_incomplete_snapshots(&s.snapshot_prefix);
+                snapshots::remove_incomplete(&s.snapshot_prefix);
             }
-            let iter = worker.restore(dir)?;
-            with_reporter(sh, |r| r.log(&format!("Resuming from {} at iteration {iter}", dir.display())));
+            let iter = worker.restore(folder)?;
+            with_reporter(sh, |r| r.log(&format!("Resuming from {} at iteration {iter} ({whose})", folder.display())));
+            if rank == 0 {
+                complete_resumed_snapshot(worker, sh, iter)?;
+            }
             iter
         }
         None => {
@@ -448,6 +496,7 @@ fn train_rank(rank: usize, worker: &mut PsWorker<'_>, sh: &Shared<'_>) -> Result
     let mut losses = Vec::with_capacity(s.max_iter as usize);
     let mut window: Vec<f32> = Vec::new();
     let mut test = Vec::new();
+    let mut test_iteration = None;
     let mut test_prev: Vec<f32> = Vec::new();
     if !sh.tests.is_empty() && start_iter > 0 && rank == 0 {
         // The restored test sums are the baseline of the next test's means.
@@ -483,6 +532,7 @@ fn train_rank(rank: usize, worker: &mut PsWorker<'_>, sh: &Shared<'_>) -> Result
         if test_due(iter) && !resumed_here {
             let t0 = Instant::now();
             test = run_test(rank, &worker, sh, iter, &mut test_prev)?;
+            test_iteration = Some(iter);
             paused += t0.elapsed();
         }
         let scheduled = s.snapshot > 0 && iter > 0 && iter % s.snapshot == 0 && !resumed_here;
@@ -532,6 +582,7 @@ fn train_rank(rank: usize, worker: &mut PsWorker<'_>, sh: &Shared<'_>) -> Result
     // Stopped early, every worker stopped at the same iteration, snapshot written.
     if !sh.tests.is_empty() && stopped_at.is_none() {
         test = run_test(rank, &worker, sh, sh.max_iter, &mut test_prev)?;
+        test_iteration = Some(sh.max_iter);
     }
     let final_params = if rank == 0 { worker.current_params()? } else { Vec::new() };
     if rank == 0 && s.snapshot_after_train && stopped_at.is_none() {
@@ -540,7 +591,7 @@ fn train_rank(rank: usize, worker: &mut PsWorker<'_>, sh: &Shared<'_>) -> Result
     let stats = worker.stats();
     worker.shutdown()?;
     let iterations = stopped_at.unwrap_or(sh.max_iter);
-    Ok(RankResult { stats, plan, train_time, losses, test, final_params, snapshots, iterations })
+    Ok(RankResult { stats, plan, train_time, losses, test, test_iteration, final_params, snapshots, iterations })
 }
 
 /// Turns what this worker was asked since the last clock into requests:
@@ -587,7 +638,11 @@ fn take_requests(
 /// Every worker saves its part of geeps' checkpoint (`PREFIX_iter_N.geeps`);
 /// rank 0 then writes the weights and the solver state beside it.
 fn snapshot(worker: &PsWorker<'_>, sh: &Shared<'_>, iter: u64) -> Result<Option<PathBuf>> {
-    let dir = checkpoint_folder(&sh.solver.snapshot_prefix, iter);
+    let dir = snapshots::checkpoint_folder(&sh.solver.snapshot_prefix, iter);
+    if worker.geeps().rank() == 0 {
+        // Named before it is published: a complete snapshot always says whose it is.
+        sh.job.record(&dir)?;
+    }
     if worker.checkpoint(&dir, iter)?.is_none() {
         return Ok(None);
     }
@@ -599,73 +654,21 @@ fn snapshot(worker: &PsWorker<'_>, sh: &Shared<'_>, iter: u64) -> Result<Option<
     Ok(Some(model))
 }
 
-/// The geeps checkpoint folder of the snapshot at `iter`.
-pub fn checkpoint_folder(prefix: &str, iter: u64) -> PathBuf {
-    PathBuf::from(format!("{prefix}_iter_{iter}.geeps"))
-}
-
-/// Where to resume from: the snapshot asked for, or on a restart the newest
-/// snapshot of the prefix that completed.
-fn resume_folder(solver: &SolverParam, opts: &TrainOptions) -> Result<Option<PathBuf>> {
-    if let Some(p) = &opts.resume {
-        if p.extension().is_some_and(|e| e == "solverstate") {
-            let folder = p.with_extension("geeps");
-            if !p.is_file() {
-                return Err(Error::file(p, "no such solver state"));
-            }
-            if !folder.is_dir() {
-                return Err(Error::file(
-                    p,
-                    format!(
-                        "its geeps checkpoint {} is missing; resume needs both (written together at each snapshot)",
-                        folder.display()
-                    ),
-                ));
-            }
-            return Ok(Some(folder));
-        }
-        return Ok(Some(p.clone()));
+/// After a resume at `iter` on rank 0: the weights and solver state of the
+/// snapshot resumed from, where a kill came between its checkpoint and
+/// them, and no temporary file of that write left behind.
+fn complete_resumed_snapshot(worker: &PsWorker<'_>, sh: &Shared<'_>, iter: u64) -> Result<()> {
+    let prefix = &sh.solver.snapshot_prefix;
+    crate::proto::binary::remove_stale_temporaries(Path::new(prefix));
+    let model = PathBuf::from(format!("{prefix}_iter_{iter}.caffemodel"));
+    let state = PathBuf::from(format!("{prefix}_iter_{iter}.solverstate"));
+    if !model.is_file() {
+        write_snapshot(sh, iter, &worker.current_params()?)?;
     }
-    let restarted = std::env::var("GEEPS_RESTART_COUNT").ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) > 0;
-    if !(opts.resume_on_restart && restarted) {
-        return Ok(None);
+    if !state.is_file() {
+        worker.write_solverstate(&state, iter, &model)?;
     }
-    Ok(newest_snapshot(&solver.snapshot_prefix))
-}
-
-/// Removes the `PREFIX_iter_N.geeps` folders whose checkpoint was never published.
-fn remove_incomplete_snapshots(prefix: &str) {
-    for (_, folder, complete) in snapshot_folders(prefix) {
-        if !complete {
-            let _ = std::fs::remove_dir_all(folder);
-        }
-    }
-}
-
-/// `PREFIX_iter_N.geeps` folders: iteration, path, whether published.
-fn snapshot_folders(prefix: &str) -> Vec<(u64, PathBuf, bool)> {
-    let prefix_path = Path::new(prefix);
-    let dir = match prefix_path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let Some(stem) = prefix_path.file_name().map(|s| s.to_string_lossy().into_owned()) else { return Vec::new() };
-    let Ok(entries) = std::fs::read_dir(&dir) else { return Vec::new() };
-    let mut found: Vec<(u64, PathBuf, bool)> = entries
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let iter = name.strip_prefix(&format!("{stem}_iter_"))?.strip_suffix(".geeps")?.parse().ok()?;
-            Some((iter, e.path(), e.path().join("LATEST").is_file()))
-        })
-        .collect();
-    found.sort();
-    found
-}
-
-/// The newest `PREFIX_iter_N.geeps` folder whose checkpoint was published.
-pub fn newest_snapshot(prefix: &str) -> Option<PathBuf> {
-    snapshot_folders(prefix).into_iter().filter(|(_, _, complete)| *complete).map(|(_, p, _)| p).next_back()
+    Ok(())
 }
 
 fn write_snapshot(sh: &Shared<'_>, iter: u64, params: &[Vec<f32>]) -> Result<PathBuf> {
