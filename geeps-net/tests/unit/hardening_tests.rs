@@ -368,8 +368,8 @@ fn a_rank_with_the_wrong_token_is_refused_and_named_when_the_rendezvous_times_ou
     let text = served.to_string();
     assert!(text.contains("ranks [2] to register"), "{text}");
     assert!(text.contains("registrations as ranks {2} without the cluster token"), "{text}");
-    for rank in 0..2 {
-        assert!(started[rank].0.is_err(), "rank {rank} started without rank 2");
+    for (rank, (result, _)) in started.iter().enumerate().take(2) {
+        assert!(result.is_err(), "rank {rank} started without rank 2");
     }
 }
 

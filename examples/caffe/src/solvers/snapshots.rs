@@ -173,7 +173,7 @@ pub fn choose(
         Some(j) => format!("a snapshot of run {} of another net or solver ({})", j.run, j.net),
         None => "a snapshot that names no job".to_string(),
     };
-    let own = all.iter().filter(|s| s.complete && s.job.as_ref() == Some(job)).next_back();
+    let own = all.iter().rfind(|s| s.complete && s.job.as_ref() == Some(job));
     if restarted {
         if let Some(s) = own {
             return Ok(Some(Resume { folder: s.folder.clone(), whose: whose(s) }));

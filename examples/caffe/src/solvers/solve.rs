@@ -524,21 +524,21 @@ fn train_rank(rank: usize, worker: &mut PsWorker<'_>, sh: &Shared<'_>) -> Result
         let resumed_here = iter == start_iter && sh.resume.is_some();
         let mut agreed = None;
         if iter % per_clock == 0 {
-            take_requests(rank, &worker, sh, &mut control, &mut checkpoints_seen, &mut drain_seen);
+            take_requests(rank, worker, sh, &mut control, &mut checkpoints_seen, &mut drain_seen);
             let slack = u64::from(sh.opts.ps.slack);
             let read = worker.exchange_control(|read| control.delta(read, rank, iter, slack, per_clock))?;
             agreed = control.due(&read, sh.world, iter).filter(|_| !resumed_here);
         }
         if test_due(iter) && !resumed_here {
             let t0 = Instant::now();
-            test = run_test(rank, &worker, sh, iter, &mut test_prev)?;
+            test = run_test(rank, worker, sh, iter, &mut test_prev)?;
             test_iteration = Some(iter);
             paused += t0.elapsed();
         }
         let scheduled = s.snapshot > 0 && iter > 0 && iter % s.snapshot == 0 && !resumed_here;
         if scheduled || agreed.is_some() {
             let t0 = Instant::now();
-            if let Some(path) = snapshot(&worker, sh, iter)? {
+            if let Some(path) = snapshot(worker, sh, iter)? {
                 snapshots.push(path);
             }
             paused += t0.elapsed();
@@ -581,7 +581,7 @@ fn train_rank(rank: usize, worker: &mut PsWorker<'_>, sh: &Shared<'_>) -> Result
     let train_time = loop_start.elapsed().saturating_sub(paused);
     // Stopped early, every worker stopped at the same iteration, snapshot written.
     if !sh.tests.is_empty() && stopped_at.is_none() {
-        test = run_test(rank, &worker, sh, sh.max_iter, &mut test_prev)?;
+        test = run_test(rank, worker, sh, sh.max_iter, &mut test_prev)?;
         test_iteration = Some(sh.max_iter);
     }
     let final_params = if rank == 0 { worker.current_params()? } else { Vec::new() };
