@@ -234,3 +234,33 @@ fn gpu_flag_computes_on_the_gpu_as_on_the_cpu() {
     total_ms(&out, "Average Forward-Backward: ");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A shipped ImageNet train_val with its two Data layers replaced by one
+/// Input layer of batch 1 (image and label), as a deploy file declares it.
+fn with_input(name: &str) -> String {
+    let src = std::fs::read_to_string(common::models().join("imagenet").join(format!("{name}.prototxt"))).unwrap();
+    let crop: usize = src.lines().find_map(|l| l.trim().strip_prefix("crop_size:")).unwrap().trim().parse().unwrap();
+    let third = src.match_indices("\nlayer {").nth(2).unwrap().0;
+    let head = src.lines().next().unwrap();
+    format!(
+        "{head}\nlayer {{ name: \"data\" type: \"Input\" top: \"data\" top: \"label\"\n  input_param {{ shape {{ dim: 1 dim: 3 \
+         dim: {crop} dim: {crop} }} shape {{ dim: 1 }} }} }}{}",
+        &src[third..]
+    )
+}
+
+#[test]
+fn time_runs_the_shipped_imagenet_nets_on_an_input_layer() {
+    let dir = common::scratch("deploy-imagenet");
+    for (name, conv) in
+        [("alexnet_train_val", "conv1"), ("caffenet_train_val", "conv1"), ("googlenet_train_val", "conv1/7x7_s2")]
+    {
+        let model = dir.join(format!("{name}.prototxt"));
+        std::fs::write(&model, with_input(name)).unwrap();
+        let out = ok(&["time", "-model", &s(&model), "-iterations", "1"]);
+        assert!(out.contains("Testing for 1 iterations of batch 1."), "{name}: {out}");
+        assert!(layer_ms(&out, conv, "backward") > 0.0, "{name}: {out}");
+        assert!(total_ms(&out, "Average Forward-Backward: ") > 0.0, "{name}: {out}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
