@@ -98,9 +98,10 @@ struct TrainArgs {
     /// Staleness bound in clocks: 0 is BSP.
     #[arg(long, default_value_t = 0)]
     slack: u32,
-    /// geeps device memory budget per worker, in MiB.
-    #[arg(long, default_value_t = 512)]
-    device_memory_mb: usize,
+    /// geeps device memory budget per worker, in MiB (default: on the CPU,
+    /// fitted to the net and bounded by the memory available; on a GPU, 512).
+    #[arg(long)]
+    device_memory_mb: Option<usize>,
     /// Consecutive parameter layers sharing one geeps table.
     #[arg(long, default_value_t = 1)]
     layers_per_table: usize,
@@ -457,7 +458,8 @@ fn train_command(args: TrainArgs) -> caffe_geeps::Result<()> {
             device,
             layers_on_cpu: cpu_layers,
             slack,
-            device_memory: device_memory_mb << 20,
+            device_memory: device_memory_mb.unwrap_or(512) << 20,
+            budget_from_net: device_memory_mb.is_none(),
             layers_per_table,
             batches_per_clock,
             wait_deadline: Duration::from_secs(wait_deadline_s.max(1)),
