@@ -10,6 +10,7 @@ pub mod batch_norm;
 pub mod concat;
 pub mod conv;
 pub mod dropout;
+pub mod dummy_data;
 pub mod eltwise;
 mod factory;
 pub mod filler;

@@ -6,6 +6,7 @@
 use crate::layers::batch_norm::BatchNorm;
 use crate::layers::concat::Concat;
 use crate::layers::conv::Conv;
+use crate::layers::dummy_data::DummyData;
 use crate::layers::eltwise::Eltwise;
 use crate::layers::input::Input;
 use crate::layers::layer::{Layer, Shape};
@@ -57,6 +58,12 @@ pub fn build(spec: &LayerSpec, bottoms: &[Shape], train: bool) -> Result<Box<dyn
                 return Err(format!("takes no bottom blob, has {}", bottoms.len()));
             }
             Box::new(Input::new(shapes, *tops)?)
+        }
+        LayerSpec::DummyData { shapes, fillers } => {
+            if !bottoms.is_empty() {
+                return Err(format!("takes no bottom blob, has {}", bottoms.len()));
+            }
+            Box::new(DummyData::new(shapes, fillers)?)
         }
     })
 }

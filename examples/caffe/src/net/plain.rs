@@ -90,6 +90,11 @@ impl<'n> Plain<'n> {
         self.net.outputs.iter().map(|&b| self.data[b].clone()).collect()
     }
 
+    /// The values of blobs `blobs` after the last forward.
+    pub fn output_values_of(&self, blobs: &[usize]) -> Vec<Vec<f32>> {
+        blobs.iter().map(|&b| self.data[b].clone()).collect()
+    }
+
     /// Backward over the whole net after `forward`; writes each layer's
     /// parameter gradient into `grads[l]` (sized like `params[l]`).
     pub fn backward(&mut self, params: &[&[f32]], grads: &mut [Vec<f32>]) {

@@ -110,6 +110,11 @@ fn transform(conf: &DataConf) -> Result<TransformConf> {
     Ok(TransformConf { scale: conf.scale, mirror: conf.mirror, crop_size: conf.crop_size, mean })
 }
 
+/// Layers that feed a net from outside it, without a dataset.
+fn feeds(type_name: &str) -> bool {
+    matches!(type_name, "Input" | "DummyData")
+}
+
 fn push_unique(v: &mut Vec<usize>, b: usize) {
     if !v.contains(&b) {
         v.push(b);
@@ -143,7 +148,7 @@ impl Net {
         let mut by_name: HashMap<String, usize> = HashMap::new();
         let mut layers: Vec<NetLayer> = Vec::new();
         let mut batch = None;
-        // A deploy net's batch: the first axis of its Input layer's first top.
+        // A net without Data layers: the first axis of its Input (or DummyData) layer's first top.
         let mut input_batch = None;
         let admitted: Vec<&LayerParam> = param.layers.iter().filter(|l| l.phases.admits_state(state)).collect();
         let wiring: Vec<_> = admitted.iter().map(|l| (l.name.as_str(), &l.bottoms[..], &l.tops[..])).collect();
@@ -209,7 +214,7 @@ impl Net {
                     let l = layers::build(kind, &bottom_shapes, phase == Phase::Train)
                         .map_err(|e| at(param, lp.line, format!("{} layer `{name}`: {e}", kind.type_name())))?;
                     let shapes = l.top_shapes();
-                    if l.type_name() == "Input" && input_batch.is_none() {
+                    if feeds(l.type_name()) && input_batch.is_none() {
                         input_batch = shapes.first().and_then(|s| s.first()).copied();
                     }
                     (Some(l), None, shapes)
@@ -344,7 +349,7 @@ impl Net {
             .filter(|&b| {
                 let consumed = net.layers.iter().any(|l| !l.in_place && l.bottoms.contains(&b));
                 let produced_by_data =
-                    net.layers.iter().any(|l| (l.data.is_some() || l.type_name == "Input") && l.tops.contains(&b));
+                    net.layers.iter().any(|l| (l.data.is_some() || feeds(l.type_name)) && l.tops.contains(&b));
                 !consumed && !produced_by_data
             })
             .collect();

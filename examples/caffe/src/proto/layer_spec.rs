@@ -55,6 +55,11 @@ pub enum LayerSpec {
         shapes: Vec<Shape>,
         tops: usize,
     },
+    /// One shape and one filler per top.
+    DummyData {
+        shapes: Vec<Shape>,
+        fillers: Vec<Filler>,
+    },
 }
 
 impl LayerSpec {
@@ -74,6 +79,7 @@ impl LayerSpec {
             LayerSpec::PRelu { .. } => "PReLU",
             LayerSpec::Power(_) => "Power",
             LayerSpec::Input { .. } => "Input",
+            LayerSpec::DummyData { .. } => "DummyData",
         }
     }
 }
