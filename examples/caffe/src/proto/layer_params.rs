@@ -13,7 +13,7 @@ use crate::proto::layer_conf::{
     ConvConf, DataConf, EltwiseOp, Filler, ImageListConf, InnerProductConf, LrnConf, NormRegion, Normalization, PoolConf, PoolMethod,
     PowerConf, ScaleConf, VarianceNorm,
 };
-use crate::proto::layer_spec::{BatchNormSpec, LayerSpec};
+use crate::proto::layer_spec::{BatchNormSpec, LayerSpec, LossNorm, NeuronFn};
 use crate::proto::locate::Loc;
 use crate::proto::net_param::LayerKind;
 use crate::proto::problems::Problems;
@@ -94,6 +94,29 @@ pub(crate) fn kind(
         "Input" => spec(input(lp, loc, p)),
         "ImageData" => image_data(lp, loc, base_dir, p).map(LayerKind::Data),
         "DummyData" => spec(dummy_data(lp, loc, p)),
+        "AbsVal" => Some(LayerKind::Spec(LayerSpec::Neuron(NeuronFn::AbsVal))),
+        "BNLL" => Some(LayerKind::Spec(LayerSpec::Neuron(NeuronFn::Bnll))),
+        "Exp" | "Log" => spec(exp_log(type_name, lp, loc, p)),
+        "Threshold" => {
+            let threshold = lp.threshold_param.unwrap_or_default().threshold();
+            Some(LayerKind::Spec(LayerSpec::Neuron(NeuronFn::Threshold(threshold))))
+        }
+        "ELU" => {
+            let alpha = lp.elu_param.unwrap_or_default().alpha();
+            if !(alpha >= 0.0 && alpha.is_finite()) {
+                // Its backward reads the top (in place, as Caffe runs it), which needs alpha >= 0.
+                p.push(loc.at("elu_param").of("alpha"), format!("alpha {alpha}: caffe-geeps runs ELU with alpha >= 0"));
+            }
+            Some(LayerKind::Spec(LayerSpec::Neuron(NeuronFn::Elu(alpha))))
+        }
+        "Silence" => Some(LayerKind::Spec(LayerSpec::Silence)),
+        "EuclideanLoss" => {
+            if lp.loss_param.as_ref().is_some_and(|l| l.ignore_label.is_some()) {
+                p.push(loc.at("loss_param").of("ignore_label"), "ignore_label does not apply to EuclideanLoss; remove it");
+            }
+            Some(LayerKind::Spec(LayerSpec::EuclideanLoss))
+        }
+        "SigmoidCrossEntropyLoss" => spec(sigmoid_cross_entropy(lp, loc, p)),
         "MemoryData" => {
             p.push(
                 loc.of("type"),
@@ -297,6 +320,46 @@ fn softmax_loss(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> 
         }
     }
     Some(normalization)
+}
+
+/// Exp and Log: `base` (−1: e, else above 0 and not 1 for Log), scale, shift.
+fn exp_log(type_name: &str, lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<LayerSpec> {
+    let (base, scale, shift, field) = if type_name == "Exp" {
+        let e = lp.exp_param.unwrap_or_default();
+        (e.base(), e.scale(), e.shift(), "exp_param")
+    } else {
+        let l = lp.log_param.unwrap_or_default();
+        (l.base(), l.scale(), l.shift(), "log_param")
+    };
+    if base != -1.0 && (base <= 0.0 || (type_name == "Log" && base == 1.0)) {
+        p.push(loc.at(field).of("base"), format!("base {base}: give -1 (e) or a positive base{}", if type_name == "Log" { " other than 1" } else { "" }));
+        return None;
+    }
+    Some(LayerSpec::Neuron(if type_name == "Exp" {
+        NeuronFn::Exp { base, scale, shift }
+    } else {
+        NeuronFn::Log { base, scale, shift }
+    }))
+}
+
+/// SigmoidCrossEntropyLoss: divided by the batch unless loss_param says otherwise (Caffe 1.0).
+fn sigmoid_cross_entropy(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<LayerSpec> {
+    let mut norm = LossNorm::Batch;
+    if let Some(l) = &lp.loss_param {
+        if l.normalization.is_some() {
+            norm = match l.normalization() {
+                loss_parameter::NormalizationMode::Full | loss_parameter::NormalizationMode::Valid => LossNorm::Count,
+                loss_parameter::NormalizationMode::BatchSize => LossNorm::Batch,
+                loss_parameter::NormalizationMode::None => LossNorm::None,
+            };
+        } else if l.normalize == Some(true) {
+            norm = LossNorm::Count;
+        }
+        if l.ignore_label.is_some() {
+            p.push(loc.at("loss_param").of("ignore_label"), "ignore_label is not supported; remove it");
+        }
+    }
+    Some(LayerSpec::SigmoidCrossEntropyLoss(norm))
 }
 
 fn data(lp: &caffe::LayerParameter, loc: &Loc<'_>, base_dir: &Path, p: &mut Problems) -> Option<DataConf> {

@@ -54,7 +54,7 @@ impl LayerKind {
 }
 
 /// Every layer type a prototxt may name (the automatic Split aside).
-pub const LAYER_TYPES: [&str; 23] = [
+pub const LAYER_TYPES: [&str; 32] = [
     "Data",
     "ImageData",
     "Input",
@@ -78,6 +78,15 @@ pub const LAYER_TYPES: [&str; 23] = [
     "Softmax",
     "SoftmaxWithLoss",
     "Accuracy",
+    "AbsVal",
+    "BNLL",
+    "Exp",
+    "Log",
+    "Threshold",
+    "ELU",
+    "Silence",
+    "EuclideanLoss",
+    "SigmoidCrossEntropyLoss",
 ];
 
 /// The net states a layer is in: its `include` and `exclude` rules (phase,
