@@ -176,7 +176,8 @@ fn dummy_data_fills_its_tops_and_trains() {
     let out = ok(&["time", "-model", &s(&net), "-iterations", "1"]);
     assert!(out.contains("Testing for 1 iterations of batch 4."), "{out}");
     // The legacy spelling, one filler for all tops (constant 0 without one).
-    let legacy = "layer { name: \"d\" type: \"DummyData\" top: \"a\" top: \"b\"\n dummy_data_param { num: 2 channels: 3 \
+    let legacy =
+        "layer { name: \"d\" type: \"DummyData\" top: \"a\" top: \"b\"\n dummy_data_param { num: 2 channels: 3 \
                   height: 4 width: 5 num: 2 channels: 1 height: 1 width: 1 } }\n\
                   layer { name: \"r\" type: \"ReLU\" bottom: \"a\" top: \"r\" }\n";
     let p = NetParam::parse(legacy, Path::new("l.prototxt")).unwrap();
@@ -188,11 +189,15 @@ fn dummy_data_fills_its_tops_and_trains() {
         ("dummy_data_param { shape { dim: 2 dim: 0 } }", "at least 1"),
         ("dummy_data_param { shape { dim: 2 } data_filler { type: \"xavier\" } }", "constant, uniform or gaussian"),
     ] {
-        let net = format!("layer {{ name: \"d\" type: \"DummyData\" top: \"a\" top: \"b\" {src} }}\n\
-                           layer {{ name: \"r\" type: \"ReLU\" bottom: \"a\" top: \"r\" }}\n");
+        let net = format!(
+            "layer {{ name: \"d\" type: \"DummyData\" top: \"a\" top: \"b\" {src} }}\n\
+                           layer {{ name: \"r\" type: \"ReLU\" bottom: \"a\" top: \"r\" }}\n"
+        );
         let err = match NetParam::parse(&net, Path::new("d.prototxt")) {
             Err(e) => e.to_string(),
-            Ok(p) => Net::build(&p, Phase::Train, &DataCache::default()).err().map(|e| e.to_string()).unwrap_or_default(),
+            Ok(p) => {
+                Net::build(&p, Phase::Train, &DataCache::default()).err().map(|e| e.to_string()).unwrap_or_default()
+            }
         };
         assert!(err.contains(words), "{src}: {err}");
     }

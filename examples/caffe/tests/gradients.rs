@@ -14,8 +14,8 @@ use caffe_geeps::layers::reshape::Reshape;
 use caffe_geeps::layers::scale::{Scale, ScaleConf};
 use caffe_geeps::layers::sigmoid_cross_entropy_loss::SigmoidCrossEntropyLoss;
 use caffe_geeps::layers::silence::Silence;
-use caffe_geeps::layers::spec::{LayerSpec, LossNorm, NeuronFn};
 use caffe_geeps::layers::softmax::Softmax;
+use caffe_geeps::layers::spec::{LayerSpec, LossNorm, NeuronFn};
 use caffe_geeps::layers::split::Split;
 use caffe_geeps::layers::{self, count, Backward, Forward, Layer, Shape};
 use caffe_geeps::proto::net::{

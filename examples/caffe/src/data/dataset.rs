@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 
 use flate2::read::GzDecoder;
 
-use super::label_limit::LabelLimit;
 use super::image_list::ImageList;
+use super::label_limit::LabelLimit;
 use super::lmdb_data::LmdbData;
 use crate::data::transform::{Pixels, RawBatch, TransformConf};
 use crate::error::{Error, Result};
@@ -245,10 +245,13 @@ pub(crate) fn read_idx(path: &Path, rank: usize) -> Result<(Vec<usize>, Vec<u8>)
     Ok((dims, bytes))
 }
 
+/// A source's path, with how an ImageData layer reads it.
+type SourceKey = (PathBuf, Option<ImageListConf>);
+
 /// Datasets already loaded by this process, shared by its workers.
 #[derive(Default, Clone)]
 pub struct DataCache {
-    loaded: Arc<Mutex<HashMap<(PathBuf, Option<ImageListConf>), Arc<Source>>>>,
+    loaded: Arc<Mutex<HashMap<SourceKey, Arc<Source>>>>,
 }
 
 impl DataCache {

@@ -70,7 +70,9 @@ pub fn build(spec: &LayerSpec, bottoms: &[Shape], train: bool) -> Result<Box<dyn
             }
             Box::new(DummyData::new(shapes, fillers)?)
         }
-        LayerSpec::Neuron(f @ (NeuronFn::Exp { .. } | NeuronFn::Elu(_))) => Box::new(PointwiseInPlace::new(*f, one()?)?),
+        LayerSpec::Neuron(f @ (NeuronFn::Exp { .. } | NeuronFn::Elu(_))) => {
+            Box::new(PointwiseInPlace::new(*f, one()?)?)
+        }
         LayerSpec::Neuron(f) => Box::new(Pointwise::new(*f, one()?)?),
         LayerSpec::Silence => Box::new(Silence::new(bottoms)?),
         LayerSpec::EuclideanLoss => Box::new(EuclideanLoss::new(bottoms)?),

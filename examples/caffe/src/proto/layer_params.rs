@@ -10,8 +10,8 @@ use crate::proto::caffe::{
     self, eltwise_parameter, filler_parameter, loss_parameter, lrn_parameter, pooling_parameter,
 };
 use crate::proto::layer_conf::{
-    ConvConf, DataConf, EltwiseOp, Filler, ImageListConf, InnerProductConf, LrnConf, NormRegion, Normalization, PoolConf, PoolMethod,
-    PowerConf, ScaleConf, VarianceNorm,
+    ConvConf, DataConf, EltwiseOp, Filler, ImageListConf, InnerProductConf, LrnConf, NormRegion, Normalization,
+    PoolConf, PoolMethod, PowerConf, ScaleConf, VarianceNorm,
 };
 use crate::proto::layer_spec::{BatchNormSpec, LayerSpec, LossNorm, NeuronFn};
 use crate::proto::locate::Loc;
@@ -112,7 +112,10 @@ pub(crate) fn kind(
         "Silence" => Some(LayerKind::Spec(LayerSpec::Silence)),
         "EuclideanLoss" => {
             if lp.loss_param.as_ref().is_some_and(|l| l.ignore_label.is_some()) {
-                p.push(loc.at("loss_param").of("ignore_label"), "ignore_label does not apply to EuclideanLoss; remove it");
+                p.push(
+                    loc.at("loss_param").of("ignore_label"),
+                    "ignore_label does not apply to EuclideanLoss; remove it",
+                );
             }
             Some(LayerKind::Spec(LayerSpec::EuclideanLoss))
         }
@@ -332,7 +335,13 @@ fn exp_log(type_name: &str, lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut P
         (l.base(), l.scale(), l.shift(), "log_param")
     };
     if base != -1.0 && (base <= 0.0 || (type_name == "Log" && base == 1.0)) {
-        p.push(loc.at(field).of("base"), format!("base {base}: give -1 (e) or a positive base{}", if type_name == "Log" { " other than 1" } else { "" }));
+        p.push(
+            loc.at(field).of("base"),
+            format!(
+                "base {base}: give -1 (e) or a positive base{}",
+                if type_name == "Log" { " other than 1" } else { "" }
+            ),
+        );
         return None;
     }
     Some(LayerSpec::Neuron(if type_name == "Exp" {
@@ -447,7 +456,10 @@ fn image_data(lp: &caffe::LayerParameter, loc: &Loc<'_>, base_dir: &Path, p: &mu
         ("mirror", ip.mirror.is_some(), "write it as transform_param { mirror }"),
     ] {
         if set {
-            p.push(il.of(field), format!("field `{field}` of ImageDataParameter is not supported by caffe-geeps; {instead}"));
+            p.push(
+                il.of(field),
+                format!("field `{field}` of ImageDataParameter is not supported by caffe-geeps; {instead}"),
+            );
         }
     }
     let Some(source) = ip.source.clone() else {
@@ -497,7 +509,10 @@ fn dummy_data(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Op
         return None;
     }
     if d.data_filler.len() > 1 && d.data_filler.len() != tops {
-        p.push(dl.line(), format!("{} data_filler for {tops} tops; give none, one, or one per top", d.data_filler.len()));
+        p.push(
+            dl.line(),
+            format!("{} data_filler for {tops} tops; give none, one, or one per top", d.data_filler.len()),
+        );
         return None;
     }
     let mut fillers = Vec::new();

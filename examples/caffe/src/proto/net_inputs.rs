@@ -18,7 +18,10 @@ pub fn upgrade(msg: &caffe::NetParameter, loc: &Loc<'_>, p: &mut Problems) -> Op
     if names.is_empty() {
         for (field, set) in [("input_dim", !dims.is_empty()), ("input_shape", !shapes.is_empty())] {
             if set {
-                p.push(loc.of(field), format!("`{field}` gives a shape but no `input` names the blob; add `input: \"data\"`"));
+                p.push(
+                    loc.of(field),
+                    format!("`{field}` gives a shape but no `input` names the blob; add `input: \"data\"`"),
+                );
             }
         }
         return None;
@@ -30,7 +33,10 @@ pub fn upgrade(msg: &caffe::NetParameter, loc: &Loc<'_>, p: &mut Problems) -> Op
             return None;
         }
         (true, true) => {
-            p.push(line, "`input` names a blob without its shape; add `input_shape { dim: ... }` (or four `input_dim`)");
+            p.push(
+                line,
+                "`input` names a blob without its shape; add `input_shape { dim: ... }` (or four `input_dim`)",
+            );
             return None;
         }
         (false, true) if dims.len() != 4 * names.len() => {

@@ -26,12 +26,9 @@ fn row_bytes(floats: usize, width: usize) -> usize {
 /// Every table of one worker: parameters, their histories, blobs, gradients
 /// and layer state, as `ps::layout` declares them.
 pub fn tables_bytes(net: &Net, params: &ParamLayout, history_copies: usize, width: usize) -> usize {
-    let p: usize = params.layers.iter().map(|lp| row_bytes(lp.len, width) + row_bytes(history_copies * lp.len, width)).sum();
-    let blobs: usize = net
-        .blobs
-        .iter()
-        .map(|b| row_bytes(b.count(), width) * if b.needs_diff { 2 } else { 1 })
-        .sum();
+    let p: usize =
+        params.layers.iter().map(|lp| row_bytes(lp.len, width) + row_bytes(history_copies * lp.len, width)).sum();
+    let blobs: usize = net.blobs.iter().map(|b| row_bytes(b.count(), width) * if b.needs_diff { 2 } else { 1 }).sum();
     let aux: usize = net.layers.iter().filter(|l| l.aux_len > 0).map(|l| row_bytes(l.aux_len, width)).sum();
     p + blobs + aux
 }
@@ -90,7 +87,8 @@ pub fn for_worker(net: &Net, params: &ParamLayout, opts: &PsOptions, history_cop
         };
     }
     let budget = opts.device_memory;
-    let biggest = (0..net.layers.len()).map(|li| (li, layer_bytes(net, li, history_copies, width))).max_by_key(|&(_, b)| b);
+    let biggest =
+        (0..net.layers.len()).map(|li| (li, layer_bytes(net, li, history_copies, width))).max_by_key(|&(_, b)| b);
     if let Some((li, need)) = biggest.filter(|&(_, need)| need > budget) {
         let l = &net.layers[li];
         return Err(Error::config(format!(
@@ -102,7 +100,11 @@ pub fn for_worker(net: &Net, params: &ParamLayout, opts: &PsOptions, history_cop
             mib(need),
             budget / MIB,
             mib(need),
-            if opts.device == DeviceChoice::Host { " (or leave it out: on the CPU the budget then fits the net)" } else { "" }
+            if opts.device == DeviceChoice::Host {
+                " (or leave it out: on the CPU the budget then fits the net)"
+            } else {
+                ""
+            }
         )));
     }
     Ok(budget)

@@ -28,7 +28,8 @@ impl<'g, 'n> GpuNet<'g, 'n> {
     /// (empty for layers without).
     pub fn new(gpu: &'g Gpu, net: &'n Net, params: &[&[f32]]) -> Result<Self> {
         let data = net.blobs.iter().map(|b| gpu.alloc(b.count())).collect::<Result<_>>()?;
-        let diff = net.blobs.iter().map(|b| b.needs_diff.then(|| gpu.alloc(b.count())).transpose()).collect::<Result<_>>()?;
+        let diff =
+            net.blobs.iter().map(|b| b.needs_diff.then(|| gpu.alloc(b.count())).transpose()).collect::<Result<_>>()?;
         let aux = net.layers.iter().map(|l| gpu.alloc(l.aux_len)).collect::<Result<_>>()?;
         let params: Vec<DeviceVec<'g>> = (0..net.layers.len())
             .map(|li| gpu.alloc_from(params.get(li).copied().unwrap_or_default()))
@@ -68,7 +69,8 @@ impl<'g, 'n> GpuNet<'g, 'n> {
         let seed = layer_seed(seed, li);
         if let Some(src) = &l.data {
             let idx = self.cursors[li].as_mut().map(|c| c.take(net.batch)).unwrap_or_default();
-            let (mut data, mut label) = (vec![0.0; net.blobs[l.tops[0]].count()], vec![0.0; net.blobs[l.tops[1]].count()]);
+            let (mut data, mut label) =
+                (vec![0.0; net.blobs[l.tops[0]].count()], vec![0.0; net.blobs[l.tops[1]].count()]);
             src.set.fill(&idx, &src.transform, train, seed, src.label_limit.get(), &mut data, &mut label)?;
             self.gpu.upload(&data, self.data[l.tops[0]].slice())?;
             self.gpu.upload(&label, self.data[l.tops[1]].slice())?;

@@ -74,11 +74,8 @@ mod tests {
 
     #[test]
     fn constant_uniform_and_gaussian_fill_each_top() {
-        let fillers = [
-            Filler::Constant(2.5),
-            Filler::Uniform { min: -1.0, max: 3.0 },
-            Filler::Gaussian { mean: 5.0, std: 0.5 },
-        ];
+        let fillers =
+            [Filler::Constant(2.5), Filler::Uniform { min: -1.0, max: 3.0 }, Filler::Gaussian { mean: 5.0, std: 0.5 }];
         let l = DummyData::new(&[vec![2, 3], vec![4000], vec![4000]], &fillers).unwrap();
         assert_eq!(l.top_shapes(), vec![vec![2, 3], vec![4000], vec![4000]]);
         let tops = run(&l, 7);
@@ -95,7 +92,7 @@ mod tests {
     #[test]
     fn bad_settings_say_what_to_write() {
         let c = Filler::Constant(0.0);
-        assert!(DummyData::new(&[vec![2, 0]], &[c.clone()]).unwrap_err().contains("no value"));
+        assert!(DummyData::new(&[vec![2, 0]], std::slice::from_ref(&c)).unwrap_err().contains("no value"));
         assert!(DummyData::new(&[vec![2]], &[c.clone(), c]).unwrap_err().contains("one of each per top"));
         let x = Filler::Xavier(crate::proto::layer_conf::VarianceNorm::FanIn);
         assert!(DummyData::new(&[vec![2]], &[x]).unwrap_err().contains("constant, uniform or gaussian"));

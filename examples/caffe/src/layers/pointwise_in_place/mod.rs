@@ -19,7 +19,9 @@ impl PointwiseInPlace {
     /// Exp or ELU over a bottom of `shape`.
     pub fn new(f: NeuronFn, bottom: &Shape) -> Result<PointwiseInPlace, String> {
         match f {
-            NeuronFn::Exp { base, .. } if base != -1.0 && base <= 0.0 => Err(format!("base {base} must be -1 (e) or positive")),
+            NeuronFn::Exp { base, .. } if base != -1.0 && base <= 0.0 => {
+                Err(format!("base {base} must be -1 (e) or positive"))
+            }
             NeuronFn::Elu(alpha) if alpha.is_nan() || alpha < 0.0 => Err(format!("alpha {alpha} must be >= 0")),
             NeuronFn::Exp { .. } | NeuronFn::Elu(_) => Ok(PointwiseInPlace { f, shape: bottom.clone() }),
             other => Err(format!("{other:?} needs its input in backward (pointwise)")),
