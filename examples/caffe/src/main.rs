@@ -441,18 +441,6 @@ fn train_command(args: TrainArgs) -> caffe_geeps::Result<()> {
         (None, Some(id)) => DeviceChoice::Cuda(vec![id]),
         (None, None) => DeviceChoice::Host,
     };
-    // Where the workers compute, as Caffe's log says it.
-    match &device {
-        DeviceChoice::Cuda(ordinals) => {
-            for line in device_log::gpu_lines(ordinals)? {
-                println!("{line}");
-            }
-            if cpu_layers {
-                println!("{} (--cpu-layers: the layers compute on the CPU)", device_log::cpu_line());
-            }
-        }
-        DeviceChoice::Host => println!("{}", device_log::cpu_line()),
-    }
     let opts = TrainOptions {
         ps: PsOptions {
             device,
@@ -480,6 +468,18 @@ fn train_command(args: TrainArgs) -> caffe_geeps::Result<()> {
             // One process per GPU, as Caffe users expect: this command again, under geeps-launch.
             return Err(caffe_geeps::cli::launch::one_process_per_gpu(ordinals.len()));
         }
+    }
+    // Where the workers compute, as Caffe's log says it.
+    match &opts.ps.device {
+        DeviceChoice::Cuda(ordinals) => {
+            for line in device_log::gpu_lines(ordinals)? {
+                println!("{line}");
+            }
+            if cpu_layers {
+                println!("{} (--cpu-layers: the layers compute on the CPU)", device_log::cpu_line());
+            }
+        }
+        DeviceChoice::Host => println!("{}", device_log::cpu_line()),
     }
     if !launched && wire == Some(WireEncoding::Bf16) {
         return Err(caffe_geeps::Error::config(
