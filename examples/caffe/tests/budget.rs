@@ -50,7 +50,7 @@ fn the_cpu_budget_fits_a_layer_bigger_than_512_mib() {
     let out = train(&solver, &["-device_memory_mb", "512"]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("layer `ip1` (InnerProduct, line 4)"), "{err}");
+    assert!(err.starts_with("caffe-geeps: layer `ip1` (InnerProduct, line 4)"), "said once, before any worker: {err}");
     assert!(err.contains("raise --device-memory-mb to at least 5") && err.contains("leave it out"), "{err}");
     assert!(!err.contains("device_memory`"), "{err}");
 

@@ -206,6 +206,14 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
     for t in &test_nets {
         layout.share_with(t)?;
     }
+    // A budget that cannot hold one layer is said once, before any worker starts.
+    let rule = Rule::of(solver);
+    crate::ps::budget::for_worker(
+        &train_net,
+        &layout,
+        &opts.ps,
+        rule.history_slots() + usize::from(rule.accumulates()),
+    )?;
     let seed = solver.random_seed.unwrap_or(DEFAULT_SEED);
     let fillers = layout.initial(&train_net, seed);
     let (initial, not_in_weights) = match &opts.weights {
