@@ -20,7 +20,7 @@ pub enum Error {
     /// A data or weights file that cannot be used.
     #[error("{}: {msg}", path.display())]
     File { path: PathBuf, msg: String },
-    #[error("geeps: {0}")]
+    #[error("geeps: {}", geeps_message(.0))]
     Geeps(#[from] geeps::Error),
     #[error("worker {rank}: {source}")]
     Worker { rank: usize, source: Box<Error> },
@@ -40,6 +40,18 @@ fn list_problems(file: &std::path::Path, problems: &[(usize, String)], more: usi
     out.join("\n")
 }
 
+/// geeps' words, but a budget too small names the flag a user sets.
+fn geeps_message(e: &geeps::Error) -> String {
+    match e {
+        geeps::Error::BudgetTooSmall { budget, needed, what } => format!(
+            "the device memory budget is too small: {what} needs {needed} bytes, and it has {budget}; raise \
+             --device-memory-mb (the budget per worker, in MiB) by at least {} MiB",
+            needed.saturating_sub(*budget).div_ceil(1 << 20)
+        ),
+        other => other.to_string(),
+    }
+}
+
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
@@ -49,5 +61,22 @@ impl Error {
 
     pub fn config(msg: impl Into<String>) -> Self {
         Error::Config(msg.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn geeps_budget_errors_name_the_flag_a_user_sets() {
+        let e = Error::from(geeps::Error::BudgetTooSmall {
+            budget: 77_070_848,
+            needed: 94_297_088,
+            what: "one access buffer (the pool's share of the budget)",
+        });
+        let text = e.to_string();
+        assert!(text.contains("raise --device-memory-mb") && text.contains("by at least 17 MiB"), "{text}");
+        assert!(!text.contains("`device_memory`"), "{text}");
     }
 }

@@ -18,7 +18,9 @@ use clap::{ArgAction, Args, Parser, Subcommand};
 
 use caffe_geeps::cli::args::{self, parse_phase, parse_signal_effect, GpuArg};
 use caffe_geeps::cli::cluster::Cluster;
+use caffe_geeps::cli::device_log;
 use caffe_geeps::data::lmdb::LmdbReader;
+use caffe_geeps::gpu::Gpu;
 use caffe_geeps::proto::net::Phase;
 use caffe_geeps::proto::net_state::NetState;
 use caffe_geeps::proto::solver::SolverParam;
@@ -97,9 +99,10 @@ struct TrainArgs {
     /// Staleness bound in clocks: 0 is BSP.
     #[arg(long, default_value_t = 0)]
     slack: u32,
-    /// geeps device memory budget per worker, in MiB.
-    #[arg(long, default_value_t = 512)]
-    device_memory_mb: usize,
+    /// geeps device memory budget per worker, in MiB (default: on the CPU,
+    /// fitted to the net and bounded by the memory available; on a GPU, 512).
+    #[arg(long)]
+    device_memory_mb: Option<usize>,
     /// Consecutive parameter layers sharing one geeps table.
     #[arg(long, default_value_t = 1)]
     layers_per_table: usize,
@@ -161,15 +164,15 @@ struct TrainArgs {
 enum Command {
     /// Train with a Caffe solver prototxt.
     Train(TrainArgs),
-    /// Time each layer's forward and backward on the TRAIN net (no geeps).
+    /// Time each layer's forward and backward (Caffe's `time`; no geeps).
     Time {
-        /// The net prototxt.
+        /// The net prototxt (a train_test file or a deploy file).
         #[arg(long)]
         model: PathBuf,
-        /// Iterations to average over.
-        #[arg(long, default_value_t = 20)]
+        /// Iterations to average over (Caffe's default, 50).
+        #[arg(long, default_value_t = 50)]
         iterations: u32,
-        /// Accepted for Caffe's command lines; the layers compute on the CPU.
+        /// Compute on this GPU (the first of a list); without it, on the CPU.
         #[arg(long, value_parser = GpuArg::parse)]
         gpu: Option<GpuArg>,
         /// The phase to time: TRAIN (forward and backward; Caffe's `-phase`).
@@ -178,18 +181,18 @@ enum Command {
         #[command(flatten)]
         state: StateArgs,
     },
-    /// Evaluate weights on the TEST phase of a net.
+    /// Score weights on the TEST phase of a net (Caffe's `test`).
     Test {
-        /// The net prototxt.
+        /// The net prototxt (a train_test file or a deploy file).
         #[arg(long)]
         model: PathBuf,
-        /// The .caffemodel to evaluate.
+        /// The .caffemodel to score.
         #[arg(long)]
         weights: PathBuf,
-        /// Test batches (default: enough to cover the test set once).
+        /// Test batches (default: enough to cover a Data layer's set once, else 50).
         #[arg(long)]
         iterations: Option<u64>,
-        /// Accepted for Caffe's command lines; the layers compute on the CPU.
+        /// Compute on this GPU (the first of a list); without it, on the CPU.
         #[arg(long, value_parser = GpuArg::parse)]
         gpu: Option<GpuArg>,
         #[command(flatten)]
@@ -297,14 +300,94 @@ fn summary(r: &TrainReport) {
     }
 }
 
-/// Says once, for `test` and `time`, that `-gpu` is not used there.
-fn cpu_only(command: &str, gpu: &Option<GpuArg>) {
-    if let Some(gpu) = gpu {
+/// The GPU `test` or `time` computes on (the first asked for), opened,
+/// after saying where it computes; `None` on the CPU.
+fn compute_device(command: &str, gpu: &Option<GpuArg>) -> caffe_geeps::Result<Option<Gpu>> {
+    let Some(gpu) = gpu else {
+        println!("{}", device_log::cpu_line());
+        return Ok(None);
+    };
+    let ordinals = gpu.ordinals()?;
+    let Some(&first) = ordinals.first() else {
+        return Err(caffe_geeps::Error::config(format!(
+            "{command} -gpu {gpu}: the driver sees no GPU (check CUDA_VISIBLE_DEVICES), or run without -gpu"
+        )));
+    };
+    if ordinals.len() > 1 {
+        tracing::warn!("{command}: -gpu {gpu}: {command} computes on one GPU, GPU {first}");
+    }
+    for line in device_log::gpu_lines(&[first])? {
+        println!("{line}");
+    }
+    Gpu::open(first).map(Some)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// `time`, printed as Caffe's `caffe time` prints it.
+fn time_command(model: &Path, iterations: u32, gpu: &Option<GpuArg>, state: &NetState) -> caffe_geeps::Result<()> {
+    let device = compute_device("time", gpu)?;
+    let t = caffe_geeps::tools::time::time(model, iterations, state, device.as_ref())?;
+    println!("*** Benchmark begins ***");
+    println!("Testing for {} iterations of batch {}.", t.iterations.len(), t.batch);
+    for (i, d) in t.iterations.iter().enumerate() {
+        println!("Iteration: {} forward-backward time: {:.3} ms.", i + 1, ms(*d));
+    }
+    println!("Average time per layer:");
+    for l in &t.layers {
+        println!("{:>10}\tforward: {:.5} ms.", l.name, ms(l.forward));
+        println!("{:>10}\tbackward: {:.5} ms.", l.name, ms(l.backward));
+    }
+    println!("Average Forward pass: {:.5} ms.", ms(t.forward));
+    println!("Average Backward pass: {:.5} ms.", ms(t.backward));
+    println!("Average Forward-Backward: {:.5} ms.", ms(t.mean()));
+    println!("Total Time: {:.3} ms.", ms(t.total));
+    println!("*** Benchmark ends ***");
+    Ok(())
+}
+
+/// `test`, printed as Caffe's `caffe test` prints it.
+fn test_command(
+    model: &Path,
+    weights: &Path,
+    iterations: Option<u64>,
+    gpu: &Option<GpuArg>,
+    state: &NetState,
+) -> caffe_geeps::Result<()> {
+    let device = compute_device("test", gpu)?;
+    let s = caffe_geeps::tools::score::score(model, weights, iterations, state, device.as_ref())?;
+    if !s.missing.is_empty() {
         tracing::warn!(
-            "{command}: -gpu {gpu} is not used: {command} computes every layer on the CPU (only `train` keeps \
-             its rows on a GPU)"
+            "{} has no weights for layer(s) {}: they keep their fillers' values",
+            weights.display(),
+            s.missing.join(", ")
         );
     }
+    println!("Running for {} iterations.", s.batches.len());
+    for (i, outs) in s.batches.iter().enumerate() {
+        for (o, values) in s.outputs.iter().zip(outs) {
+            for v in values {
+                println!("Batch {i}, {} = {v}", o.name);
+            }
+        }
+    }
+    println!("Loss: {}", s.loss);
+    for o in &s.outputs {
+        for m in &o.means {
+            if o.loss_weight != 0.0 {
+                println!("{} = {m} (* {} = {} loss)", o.name, o.loss_weight, o.loss_weight * m);
+            } else {
+                println!("{} = {m}", o.name);
+            }
+        }
+    }
+    // The trainer's own summary of scalar outputs (what its training log and CI read).
+    for (k, o) in s.outputs.iter().enumerate().filter(|(_, o)| o.means.len() == 1) {
+        println!("    Test net output #{k}: {} = {}", o.name, o.means[0]);
+    }
+    Ok(())
 }
 
 /// Prints what the driver says about each GPU asked for, as Caffe's `device_query` does.
@@ -364,7 +447,6 @@ fn train_command(args: TrainArgs) -> caffe_geeps::Result<()> {
                     "-gpu all: the driver sees no GPU (check CUDA_VISIBLE_DEVICES), or run without -gpu",
                 ));
             }
-            tracing::info!("keeping rows on GPU(s) {ordinals:?}");
             DeviceChoice::Cuda(ordinals)
         }
         (None, Some(id)) => DeviceChoice::Cuda(vec![id]),
@@ -375,7 +457,8 @@ fn train_command(args: TrainArgs) -> caffe_geeps::Result<()> {
             device,
             layers_on_cpu: cpu_layers,
             slack,
-            device_memory: device_memory_mb << 20,
+            device_memory: device_memory_mb.unwrap_or(512) << 20,
+            budget_from_net: device_memory_mb.is_none(),
             layers_per_table,
             batches_per_clock,
             wait_deadline: Duration::from_secs(wait_deadline_s.max(1)),
@@ -401,6 +484,18 @@ fn train_command(args: TrainArgs) -> caffe_geeps::Result<()> {
             // One process per GPU, as Caffe users expect: this command again, under geeps-launch.
             return Err(caffe_geeps::cli::launch::one_process_per_gpu(ordinals.len()));
         }
+    }
+    // Where the workers compute, as Caffe's log says it.
+    match &opts.ps.device {
+        DeviceChoice::Cuda(ordinals) => {
+            for line in device_log::gpu_lines(ordinals)? {
+                println!("{line}");
+            }
+            if cpu_layers {
+                println!("{} (--cpu-layers: the layers compute on the CPU)", device_log::cpu_line());
+            }
+        }
+        DeviceChoice::Host => println!("{}", device_log::cpu_line()),
     }
     if !launched && wire == Some(WireEncoding::Bf16) {
         return Err(caffe_geeps::Error::config(
@@ -443,31 +538,15 @@ fn run(cli: Cli) -> caffe_geeps::Result<()> {
     match cli.command {
         Command::Train(args) => train_command(args)?,
         Command::Time { model, iterations, gpu, phase, state } => {
-            cpu_only("time", &gpu);
             if phase != Phase::Train {
                 return Err(caffe_geeps::Error::config(
                     "-phase TEST: caffe-geeps times forward and backward of the TRAIN net; use -phase TRAIN",
                 ));
             }
-            let t = caffe_geeps::tools::time::time(&model, iterations, &state.state(phase))?;
-            println!("Average time per layer over {iterations} iteration(s) of batch {}:", t.batch);
-            for (name, kind, f, b) in &t.layers {
-                println!(
-                    "  {name:>12} ({kind:<15}) forward {:8.3} ms  backward {:8.3} ms",
-                    f.as_secs_f64() * 1e3,
-                    b.as_secs_f64() * 1e3
-                );
-            }
-            let ms = t.iteration.as_secs_f64() * 1e3;
-            println!("Forward-backward: {ms:.3} ms, {:.0} images/s", t.batch as f64 / t.iteration.as_secs_f64());
+            time_command(&model, iterations, &gpu, &state.state(phase))?;
         }
         Command::Test { model, weights, iterations, gpu, state } => {
-            cpu_only("test", &gpu);
-            let (outputs, n) = solve::test_weights(&model, &weights, iterations, &state.state(Phase::Test))?;
-            println!("Tested {} on {n} batch(es) of the TEST phase of {}", weights.display(), model.display());
-            for (k, (name, v)) in outputs.iter().enumerate() {
-                println!("    Test net output #{k}: {name} = {v}");
-            }
+            test_command(&model, &weights, iterations, &gpu, &state.state(Phase::Test))?;
         }
         Command::DeviceQuery { gpu } => device_query(&gpu)?,
         Command::ConvertMnist { images, labels, out, .. } => {

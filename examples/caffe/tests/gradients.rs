@@ -6,12 +6,16 @@ use caffe_geeps::layers::batch_norm::{BatchNorm, BatchNormConf};
 use caffe_geeps::layers::concat::Concat;
 use caffe_geeps::layers::conv::{Conv, ConvSpec};
 use caffe_geeps::layers::eltwise::{Eltwise, EltwiseOp};
+use caffe_geeps::layers::euclidean_loss::EuclideanLoss;
 use caffe_geeps::layers::lrn::{Lrn, LrnConf, NormRegion};
 use caffe_geeps::layers::power::{Power, PowerConf};
 use caffe_geeps::layers::prelu::PRelu;
 use caffe_geeps::layers::reshape::Reshape;
 use caffe_geeps::layers::scale::{Scale, ScaleConf};
+use caffe_geeps::layers::sigmoid_cross_entropy_loss::SigmoidCrossEntropyLoss;
+use caffe_geeps::layers::silence::Silence;
 use caffe_geeps::layers::softmax::Softmax;
+use caffe_geeps::layers::spec::{LayerSpec, LossNorm, NeuronFn};
 use caffe_geeps::layers::split::Split;
 use caffe_geeps::layers::{self, count, Backward, Forward, Layer, Shape};
 use caffe_geeps::proto::net::{
@@ -48,7 +52,13 @@ fn objective(l: &dyn Layer, params: &[f32], bottoms: &[Vec<f32>], r: &[Vec<f32>]
 }
 
 /// Analytic gradients: (per bottom, params).
-fn analytic(l: &dyn Layer, params: &[f32], bottoms: &[Vec<f32>], r: &[Vec<f32>]) -> (Vec<Vec<f32>>, Vec<f32>) {
+fn analytic(
+    l: &dyn Layer,
+    params: &[f32],
+    bottoms: &[Vec<f32>],
+    r: &[Vec<f32>],
+    differentiable: usize,
+) -> (Vec<Vec<f32>>, Vec<f32>) {
     let mut tops: Vec<Vec<f32>> = l.top_shapes().iter().map(|s| vec![0.0; count(s)]).collect();
     let mut aux = vec![0.0; l.aux_len()];
     let b: Vec<&[f32]> = if l.elementwise() {
@@ -71,7 +81,7 @@ fn analytic(l: &dyn Layer, params: &[f32], bottoms: &[Vec<f32>], r: &[Vec<f32>])
     let top_diffs: Vec<&[f32]> =
         if l.elementwise() || l.is_loss() { Vec::new() } else { r.iter().map(|v| v.as_slice()).collect() };
     let mut d: Vec<&mut [f32]> = dx.iter_mut().map(|v| v.as_mut_slice()).collect();
-    if l.is_loss() {
+    if l.is_loss() && differentiable < 2 {
         // Labels get no gradient.
         d[1] = &mut [];
     }
@@ -133,7 +143,7 @@ fn check_layer(l: &dyn Layer, mut bottoms: Vec<Vec<f32>>, differentiable: usize,
     let mut params = params.unwrap_or_else(|| random(&mut rng, n_params).iter().map(|v| v * 0.5).collect());
     assert_eq!(params.len(), n_params);
     let r: Vec<Vec<f32>> = l.top_shapes().iter().map(|s| random(&mut rng, count(s))).collect();
-    let (dx, grad) = analytic(l, &params, &bottoms, &r);
+    let (dx, grad) = analytic(l, &params, &bottoms, &r, differentiable);
     for b in 0..differentiable {
         for i in 0..bottoms[b].len() {
             let keep = bottoms[b][i];
@@ -355,4 +365,87 @@ fn power() {
     ] {
         check_built(&Power::new(conf, &vec![3, 4]), &[vec![3, 4]]);
     }
+}
+
+#[test]
+fn pointwise_abs_bnll_exp_log_elu() {
+    for f in [
+        NeuronFn::AbsVal,
+        NeuronFn::Bnll,
+        NeuronFn::Exp { base: -1.0, scale: 0.5, shift: 0.2 },
+        NeuronFn::Exp { base: 2.0, scale: 1.0, shift: 0.0 },
+        NeuronFn::Elu(1.0),
+        NeuronFn::Elu(0.5),
+        // Inputs are within ±1.1: shift keeps shift + scale·x above 0.
+        NeuronFn::Log { base: -1.0, scale: 1.0, shift: 2.0 },
+        NeuronFn::Log { base: 10.0, scale: 0.5, shift: 1.5 },
+    ] {
+        check(LayerKind::Spec(LayerSpec::Neuron(f)), &[vec![4, 5]], None);
+    }
+}
+
+#[test]
+fn pointwise_values_are_caffes() {
+    let run = |f: NeuronFn, x: &[f32]| {
+        let l = layers::build(&LayerKind::Spec(LayerSpec::Neuron(f)), &[vec![x.len()]], true).unwrap();
+        let mut top = if l.elementwise() { x.to_vec() } else { vec![0.0; x.len()] };
+        let bottoms: Vec<&[f32]> = if l.elementwise() { Vec::new() } else { vec![x] };
+        let mut tops: Vec<&mut [f32]> = vec![&mut top];
+        l.forward(Forward { params: &[], bottoms: &bottoms, tops: &mut tops, aux: &mut [], train: true, seed: 0 });
+        (top, l.has_backward())
+    };
+    assert_eq!(run(NeuronFn::AbsVal, &[-2.0, 3.0]).0, [2.0, 3.0]);
+    assert_eq!(run(NeuronFn::Threshold(0.5), &[0.5, 0.6, -1.0]), (vec![0.0, 1.0, 0.0], false));
+    let (b, _) = run(NeuronFn::Bnll, &[0.0, 100.0, -100.0]);
+    assert!((b[0] - 2f32.ln()).abs() < 1e-6 && b[1] == 100.0 && b[2] >= 0.0 && b[2] < 1e-20, "{b:?}");
+    let (e, _) = run(NeuronFn::Exp { base: 2.0, scale: 3.0, shift: 1.0 }, &[1.0]);
+    assert!((e[0] - 16.0).abs() < 1e-4, "{e:?}");
+    let (l, _) = run(NeuronFn::Log { base: 10.0, scale: 2.0, shift: 0.0 }, &[50.0]);
+    assert!((l[0] - 2.0).abs() < 1e-5, "{l:?}");
+    let (elu, _) = run(NeuronFn::Elu(2.0), &[1.5, -1.0]);
+    assert!(elu[0] == 1.5 && (elu[1] - 2.0 * ((-1f32).exp() - 1.0)).abs() < 1e-6, "{elu:?}");
+    // In place would lose the input these need: refused when built so.
+    let err = layers::build(&LayerKind::Spec(LayerSpec::Neuron(NeuronFn::Elu(-1.0))), &[vec![2]], true).err().unwrap();
+    assert!(err.contains(">= 0"), "{err}");
+}
+
+#[test]
+fn silence_and_euclidean_loss() {
+    let shapes = [vec![3, 4], vec![5]];
+    check_built(&Silence::new(&shapes).unwrap(), &shapes);
+    let shapes = [vec![3, 4], vec![3, 2, 2]];
+    check_built(&EuclideanLoss::new(&shapes).unwrap(), &shapes);
+    assert!(EuclideanLoss::new(&[vec![3, 4], vec![3, 5]]).err().unwrap().contains("same number of values"));
+    assert!(Silence::new(&[]).err().unwrap().contains("at least one bottom"));
+}
+
+#[test]
+fn sigmoid_cross_entropy_loss() {
+    let mut rng = StdRng::seed_from_u64(5);
+    for norm in [LossNorm::Batch, LossNorm::Count, LossNorm::None] {
+        let shapes = [vec![3, 4], vec![3, 4]];
+        let l = SigmoidCrossEntropyLoss::new(norm, &shapes).unwrap();
+        // Large scores too: the loss stays finite and its gradient exact.
+        let mut x = random(&mut rng, 12);
+        x[0] = 40.0;
+        x[1] = -40.0;
+        let t: Vec<f32> = (0..12).map(|_| rng.gen_range(0.0..1.0f32)).collect();
+        check_layer(&l, vec![x, t], 1, None);
+    }
+    // Against the textbook formula on small values.
+    let l = SigmoidCrossEntropyLoss::new(LossNorm::Batch, &[vec![2, 1], vec![2, 1]]).unwrap();
+    let (x, t) = ([0.3f32, -1.2], [1.0f32, 0.25]);
+    let want: f32 = x
+        .iter()
+        .zip(&t)
+        .map(|(x, t)| {
+            let s = 1.0 / (1.0 + (-x).exp());
+            -(t * s.ln() + (1.0 - t) * (1.0 - s).ln())
+        })
+        .sum::<f32>()
+        / 2.0;
+    let mut top = vec![0.0];
+    let mut tops: Vec<&mut [f32]> = vec![&mut top];
+    l.forward(Forward { params: &[], bottoms: &[&x, &t], tops: &mut tops, aux: &mut [], train: true, seed: 0 });
+    assert!((top[0] - want).abs() < 1e-6, "{} vs {want}", top[0]);
 }

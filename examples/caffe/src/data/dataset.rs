@@ -1,6 +1,6 @@
 //! Training and test images for the `Data` layer: an LMDB of Datums (a
 //! directory), or IDX files (the MNIST and Fashion-MNIST format, gzipped or
-//! not) named by a path prefix; each worker's slice of them, and filling a
+//! not) named by a path prefix; for `ImageData`, a list of image files; each worker's slice of them, and filling a
 //! batch through Caffe's transform. It owns which source a path is and
 //! which image comes next; it must never know about layers or geeps.
 
@@ -12,10 +12,12 @@ use std::sync::{Arc, Mutex};
 
 use flate2::read::GzDecoder;
 
+use super::image_list::ImageList;
 use super::label_limit::LabelLimit;
 use super::lmdb_data::LmdbData;
 use crate::data::transform::{Pixels, RawBatch, TransformConf};
 use crate::error::{Error, Result};
+use crate::proto::layer_conf::ImageListConf;
 use crate::proto::net::DataConf;
 
 /// Images (one channel, row-major bytes) with their labels.
@@ -86,6 +88,8 @@ pub enum Source {
     Idx(Dataset),
     /// An LMDB of Datums, read batch by batch.
     Lmdb(LmdbData),
+    /// Image files named in a list (ImageData), decoded batch by batch.
+    Images(ImageList),
 }
 
 impl Source {
@@ -103,6 +107,7 @@ impl Source {
         match self {
             Source::Idx(d) => d.len(),
             Source::Lmdb(d) => d.len(),
+            Source::Images(d) => d.len(),
         }
     }
 
@@ -115,7 +120,7 @@ impl Source {
     pub fn classes(&self) -> Option<usize> {
         match self {
             Source::Idx(d) => Some(d.classes()),
-            Source::Lmdb(_) => None,
+            Source::Lmdb(_) | Source::Images(_) => None,
         }
     }
 
@@ -124,6 +129,7 @@ impl Source {
         match self {
             Source::Idx(d) => &d.source,
             Source::Lmdb(d) => d.reader.path(),
+            Source::Images(d) => &d.list,
         }
     }
 
@@ -132,6 +138,7 @@ impl Source {
         match self {
             Source::Idx(d) => t.output_shape(1, d.height, d.width).map_err(|e| Error::file(&d.source, e)),
             Source::Lmdb(d) => d.output_shape(t),
+            Source::Images(d) => d.output_shape(t),
         }
     }
 
@@ -147,6 +154,7 @@ impl Source {
     ) -> Result<RawBatch> {
         match self {
             Source::Lmdb(d) => d.raw_batch(indices, t, train, seed, limit),
+            Source::Images(d) => d.raw_batch(indices, t, train, seed, limit),
             Source::Idx(d) => {
                 self.image_shape(t)?;
                 let shape = (1, d.height, d.width);
@@ -178,6 +186,7 @@ impl Source {
     ) -> Result<()> {
         match self {
             Source::Lmdb(d) => d.fill(indices, t, train, seed, limit, data, label),
+            Source::Images(d) => d.fill(indices, t, train, seed, limit, data, label),
             Source::Idx(d) => {
                 let (c, h, w) = self.image_shape(t)?;
                 let per = c * h * w;
@@ -236,28 +245,37 @@ pub(crate) fn read_idx(path: &Path, rank: usize) -> Result<(Vec<usize>, Vec<u8>)
     Ok((dims, bytes))
 }
 
+/// A source's path, with how an ImageData layer reads it.
+type SourceKey = (PathBuf, Option<ImageListConf>);
+
 /// Datasets already loaded by this process, shared by its workers.
 #[derive(Default, Clone)]
 pub struct DataCache {
-    loaded: Arc<Mutex<HashMap<PathBuf, Arc<Source>>>>,
+    loaded: Arc<Mutex<HashMap<SourceKey, Arc<Source>>>>,
 }
 
 impl DataCache {
     /// The dataset a Data layer names, loaded once per process.
     pub fn get(&self, conf: &DataConf) -> Result<Arc<Source>> {
         let prefix = resolve_source(conf);
-        if !prefix.is_dir()
+        // An ImageData list is a file of its own; a Data source is an LMDB or IDX files.
+        if conf.images.is_none()
+            && !prefix.is_dir()
             && find(&prefix, "labels-idx1-ubyte").is_err()
             && find(&prefix, "images-idx3-ubyte").is_err()
         {
             return Err(not_found(conf));
         }
+        let key = (prefix.clone(), conf.images.clone());
         let mut loaded = self.loaded.lock().map_err(|_| Error::config("a worker panicked while loading data"))?;
-        if let Some(d) = loaded.get(&prefix) {
+        if let Some(d) = loaded.get(&key) {
             return Ok(d.clone());
         }
-        let d = Arc::new(Source::open(&prefix)?);
-        loaded.insert(prefix, d.clone());
+        let d = Arc::new(match &conf.images {
+            Some(images) => Source::Images(ImageList::open(&prefix, images, &conf.base_dir)?),
+            None => Source::open(&prefix)?,
+        });
+        loaded.insert(key, d.clone());
         Ok(d)
     }
 }
@@ -282,7 +300,13 @@ fn not_found(conf: &DataConf) -> Error {
 /// The source prefix against the current directory, else the net file's.
 pub fn resolve_source(conf: &DataConf) -> PathBuf {
     let direct = Path::new(&conf.source);
-    let exists = |p: &Path| p.is_dir() || find(p, "labels-idx1-ubyte").is_ok();
+    let exists = |p: &Path| {
+        if conf.images.is_some() {
+            p.is_file()
+        } else {
+            p.is_dir() || find(p, "labels-idx1-ubyte").is_ok()
+        }
+    };
     if direct.is_absolute() || exists(direct) {
         return direct.to_path_buf();
     }

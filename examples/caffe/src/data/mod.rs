@@ -1,10 +1,12 @@
 //! Caffe's data side: the sources a `Data` layer reads (IDX files or an LMDB
-//! of Datums), each worker's slice of them, Datums and encoded images, and
-//! Caffe's DataTransformer (on the CPU here, its GPU kernel
-//! `transform.cu` beside it). Must never know about layers or geeps.
+//! of Datums) and an `ImageData` layer reads (a list of image files), each
+//! worker's slice of them, Datums and encoded images, and Caffe's
+//! DataTransformer (on the CPU here, its GPU kernel `transform.cu` beside
+//! it). Must never know about layers or geeps.
 
 pub mod dataset;
 pub mod datum;
+pub mod image_list;
 pub mod label_limit;
 pub mod lmdb;
 pub mod lmdb_data;

@@ -6,18 +6,24 @@
 use crate::layers::batch_norm::BatchNorm;
 use crate::layers::concat::Concat;
 use crate::layers::conv::Conv;
+use crate::layers::dummy_data::DummyData;
 use crate::layers::eltwise::Eltwise;
+use crate::layers::euclidean_loss::EuclideanLoss;
 use crate::layers::input::Input;
 use crate::layers::layer::{Layer, Shape};
 use crate::layers::lrn::Lrn;
+use crate::layers::pointwise::Pointwise;
+use crate::layers::pointwise_in_place::PointwiseInPlace;
 use crate::layers::power::Power;
 use crate::layers::prelu::PRelu;
 use crate::layers::reshape::Reshape;
 use crate::layers::scale::Scale;
+use crate::layers::sigmoid_cross_entropy_loss::SigmoidCrossEntropyLoss;
+use crate::layers::silence::Silence;
 use crate::layers::softmax::Softmax;
 use crate::proto::layer_conf::BatchNormConf;
 // Where callers building a layer look for its settings.
-pub use crate::proto::layer_spec::{BatchNormSpec, LayerSpec};
+pub use crate::proto::layer_spec::{BatchNormSpec, LayerSpec, LossNorm, NeuronFn};
 
 /// The layer `spec` describes, for these bottoms in a TRAIN (`train`) or TEST net.
 pub fn build(spec: &LayerSpec, bottoms: &[Shape], train: bool) -> Result<Box<dyn Layer>, String> {
@@ -58,6 +64,19 @@ pub fn build(spec: &LayerSpec, bottoms: &[Shape], train: bool) -> Result<Box<dyn
             }
             Box::new(Input::new(shapes, *tops)?)
         }
+        LayerSpec::DummyData { shapes, fillers } => {
+            if !bottoms.is_empty() {
+                return Err(format!("takes no bottom blob, has {}", bottoms.len()));
+            }
+            Box::new(DummyData::new(shapes, fillers)?)
+        }
+        LayerSpec::Neuron(f @ (NeuronFn::Exp { .. } | NeuronFn::Elu(_))) => {
+            Box::new(PointwiseInPlace::new(*f, one()?)?)
+        }
+        LayerSpec::Neuron(f) => Box::new(Pointwise::new(*f, one()?)?),
+        LayerSpec::Silence => Box::new(Silence::new(bottoms)?),
+        LayerSpec::EuclideanLoss => Box::new(EuclideanLoss::new(bottoms)?),
+        LayerSpec::SigmoidCrossEntropyLoss(norm) => Box::new(SigmoidCrossEntropyLoss::new(*norm, bottoms)?),
     })
 }
 

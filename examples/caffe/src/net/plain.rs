@@ -85,6 +85,16 @@ impl<'n> Plain<'n> {
         self.net.outputs.iter().map(|&b| self.data[b].first().copied().unwrap_or(0.0)).collect()
     }
 
+    /// Every value of each output blob after the last forward, in `net.outputs` order.
+    pub fn output_values(&self) -> Vec<Vec<f32>> {
+        self.net.outputs.iter().map(|&b| self.data[b].clone()).collect()
+    }
+
+    /// The values of blobs `blobs` after the last forward.
+    pub fn output_values_of(&self, blobs: &[usize]) -> Vec<Vec<f32>> {
+        blobs.iter().map(|&b| self.data[b].clone()).collect()
+    }
+
     /// Backward over the whole net after `forward`; writes each layer's
     /// parameter gradient into `grads[l]` (sized like `params[l]`).
     pub fn backward(&mut self, params: &[&[f32]], grads: &mut [Vec<f32>]) {

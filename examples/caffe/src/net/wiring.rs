@@ -110,6 +110,11 @@ fn transform(conf: &DataConf) -> Result<TransformConf> {
     Ok(TransformConf { scale: conf.scale, mirror: conf.mirror, crop_size: conf.crop_size, mean })
 }
 
+/// Layers that feed a net from outside it, without a dataset.
+fn feeds(type_name: &str) -> bool {
+    matches!(type_name, "Input" | "DummyData")
+}
+
 fn push_unique(v: &mut Vec<usize>, b: usize) {
     if !v.contains(&b) {
         v.push(b);
@@ -126,11 +131,25 @@ impl Net {
     /// Builds the net of a state (phase, level, stages), as Caffe's
     /// `NetState` selects layers by their include and exclude rules.
     pub fn build_for(param: &NetParam, state: &NetState, cache: &DataCache) -> Result<Net> {
+        Net::build_with(param, state, cache, false)
+    }
+
+    /// As [`Net::build_for`], but every layer with a backward runs it,
+    /// whether or not it leads to a loss, as Caffe's `time` calls each
+    /// layer's Backward (a deploy net has no loss); top gradients nothing
+    /// writes are zeros.
+    pub fn build_all_backward(param: &NetParam, state: &NetState, cache: &DataCache) -> Result<Net> {
+        Net::build_with(param, state, cache, true)
+    }
+
+    fn build_with(param: &NetParam, state: &NetState, cache: &DataCache, all_backward: bool) -> Result<Net> {
         let phase = state.phase;
         let mut blobs: Vec<Blob> = Vec::new();
         let mut by_name: HashMap<String, usize> = HashMap::new();
         let mut layers: Vec<NetLayer> = Vec::new();
         let mut batch = None;
+        // A net without Data layers: the first axis of its Input (or DummyData) layer's first top.
+        let mut input_batch = None;
         let admitted: Vec<&LayerParam> = param.layers.iter().filter(|l| l.phases.admits_state(state)).collect();
         let wiring: Vec<_> = admitted.iter().map(|l| (l.name.as_str(), &l.bottoms[..], &l.tops[..])).collect();
         for pl in insert_splits::insert(&wiring) {
@@ -195,6 +214,9 @@ impl Net {
                     let l = layers::build(kind, &bottom_shapes, phase == Phase::Train)
                         .map_err(|e| at(param, lp.line, format!("{} layer `{name}`: {e}", kind.type_name())))?;
                     let shapes = l.top_shapes();
+                    if feeds(l.type_name()) && input_batch.is_none() {
+                        input_batch = shapes.first().and_then(|s| s.first()).copied();
+                    }
                     (Some(l), None, shapes)
                 }
             };
@@ -306,19 +328,28 @@ impl Net {
                 line: lp.line,
             });
         }
-        let Some(batch) = batch else {
-            return Err(at(param, 1, format!("the {} net has no Data layer", phase.name())));
+        let Some(batch) = batch.or(input_batch) else {
+            return Err(at(
+                param,
+                1,
+                format!(
+                    "the {} net has no Data or Input layer; add one (a deploy file: `layer {{ name: \"data\" type: \"Input\" \
+                     top: \"data\" input_param {{ shape {{ dim: 1 dim: 3 dim: 227 dim: 227 }} }} }}`)",
+                    phase.name()
+                ),
+            ));
         };
-        if !layers.iter().any(|l| l.data.is_some()) || layers.len() < 2 {
+        if layers.len() < 2 {
             return Err(at(param, 1, format!("the {} net has nothing to compute", phase.name())));
         }
         let mut net = Net { name: param.name.clone(), phase, blobs, layers, batch, outputs: Vec::new() };
-        net.plan_backward();
+        net.plan_backward(all_backward);
         net.plan_io();
         net.outputs = (0..net.blobs.len())
             .filter(|&b| {
                 let consumed = net.layers.iter().any(|l| !l.in_place && l.bottoms.contains(&b));
-                let produced_by_data = net.layers.iter().any(|l| l.data.is_some() && l.tops.contains(&b));
+                let produced_by_data =
+                    net.layers.iter().any(|l| (l.data.is_some() || feeds(l.type_name)) && l.tops.contains(&b));
                 !consumed && !produced_by_data
             })
             .collect();
@@ -328,8 +359,9 @@ impl Net {
     /// Caffe's rules: a layer needs backward if it has learnable parameters
     /// or a bottom that needs it, and runs it only if it contributes to a loss.
     /// Every blob has one reader (Split layers copy shared ones), so each
-    /// gradient has one writer.
-    fn plan_backward(&mut self) {
+    /// gradient has one writer. `all`: every layer that needs backward runs
+    /// it, loss or not (timing), its top gradients kept (zeros if unwritten).
+    fn plan_backward(&mut self, all: bool) {
         let mut blob_needs = vec![false; self.blobs.len()];
         let mut needs = vec![false; self.layers.len()];
         for (i, l) in self.layers.iter().enumerate() {
@@ -346,7 +378,7 @@ impl Net {
         for i in (0..self.layers.len()).rev() {
             let l = &self.layers[i];
             let has_bwd = l.compute.as_ref().is_some_and(|c| c.has_backward());
-            contributes[i] = has_bwd && (l.loss_weight != 0.0 || l.tops.iter().any(|&t| blob_contributes[t]));
+            contributes[i] = has_bwd && (all || l.loss_weight != 0.0 || l.tops.iter().any(|&t| blob_contributes[t]));
             if contributes[i] {
                 for &b in &l.bottoms {
                     blob_contributes[b] = true;
@@ -355,6 +387,11 @@ impl Net {
         }
         for (i, l) in self.layers.iter_mut().enumerate() {
             l.backward = needs[i] && contributes[i];
+            if all && l.backward {
+                for &t in &l.tops {
+                    self.blobs[t].needs_diff = true;
+                }
+            }
             for (k, &b) in l.bottoms.iter().enumerate() {
                 l.propagate[k] = l.backward && blob_needs[b];
                 if l.propagate[k] {

@@ -59,6 +59,21 @@ pub struct DataConf {
     pub mean_file: Option<String>,
     /// The prototxt's directory, to resolve a relative source or mean_file against.
     pub base_dir: PathBuf,
+    /// An ImageData layer's: `source` is a list of image files.
+    pub images: Option<ImageListConf>,
+}
+
+/// How an ImageData layer reads its images (its `image_data_param`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct ImageListConf {
+    /// The folder the list's paths are under ("": as written).
+    pub root_folder: String,
+    /// Resize to this size when both are above 0.
+    pub new_height: u32,
+    pub new_width: u32,
+    /// BGR (true) or one grey channel.
+    pub is_color: bool,
+    pub shuffle: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

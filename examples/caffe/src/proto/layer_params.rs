@@ -10,10 +10,10 @@ use crate::proto::caffe::{
     self, eltwise_parameter, filler_parameter, loss_parameter, lrn_parameter, pooling_parameter,
 };
 use crate::proto::layer_conf::{
-    ConvConf, DataConf, EltwiseOp, Filler, InnerProductConf, LrnConf, NormRegion, Normalization, PoolConf, PoolMethod,
-    PowerConf, ScaleConf, VarianceNorm,
+    ConvConf, DataConf, EltwiseOp, Filler, ImageListConf, InnerProductConf, LrnConf, NormRegion, Normalization,
+    PoolConf, PoolMethod, PowerConf, ScaleConf, VarianceNorm,
 };
-use crate::proto::layer_spec::{BatchNormSpec, LayerSpec};
+use crate::proto::layer_spec::{BatchNormSpec, LayerSpec, LossNorm, NeuronFn};
 use crate::proto::locate::Loc;
 use crate::proto::net_param::LayerKind;
 use crate::proto::problems::Problems;
@@ -92,6 +92,42 @@ pub(crate) fn kind(
             })))
         }
         "Input" => spec(input(lp, loc, p)),
+        "ImageData" => image_data(lp, loc, base_dir, p).map(LayerKind::Data),
+        "DummyData" => spec(dummy_data(lp, loc, p)),
+        "AbsVal" => Some(LayerKind::Spec(LayerSpec::Neuron(NeuronFn::AbsVal))),
+        "BNLL" => Some(LayerKind::Spec(LayerSpec::Neuron(NeuronFn::Bnll))),
+        "Exp" | "Log" => spec(exp_log(type_name, lp, loc, p)),
+        "Threshold" => {
+            let threshold = lp.threshold_param.unwrap_or_default().threshold();
+            Some(LayerKind::Spec(LayerSpec::Neuron(NeuronFn::Threshold(threshold))))
+        }
+        "ELU" => {
+            let alpha = lp.elu_param.unwrap_or_default().alpha();
+            if !(alpha >= 0.0 && alpha.is_finite()) {
+                // Its backward reads the top (in place, as Caffe runs it), which needs alpha >= 0.
+                p.push(loc.at("elu_param").of("alpha"), format!("alpha {alpha}: caffe-geeps runs ELU with alpha >= 0"));
+            }
+            Some(LayerKind::Spec(LayerSpec::Neuron(NeuronFn::Elu(alpha))))
+        }
+        "Silence" => Some(LayerKind::Spec(LayerSpec::Silence)),
+        "EuclideanLoss" => {
+            if lp.loss_param.as_ref().is_some_and(|l| l.ignore_label.is_some()) {
+                p.push(
+                    loc.at("loss_param").of("ignore_label"),
+                    "ignore_label does not apply to EuclideanLoss; remove it",
+                );
+            }
+            Some(LayerKind::Spec(LayerSpec::EuclideanLoss))
+        }
+        "SigmoidCrossEntropyLoss" => spec(sigmoid_cross_entropy(lp, loc, p)),
+        "MemoryData" => {
+            p.push(
+                loc.of("type"),
+                "MemoryData is fed batches by Caffe's C++ or Python API, which caffe-geeps does not have; declare \
+                 the blobs with an Input layer (a deploy file), DummyData, or read them with Data or ImageData",
+            );
+            None
+        }
         _ => unreachable!("TYPE_PARAMS lists only the types matched here"),
     }
 }
@@ -289,6 +325,52 @@ fn softmax_loss(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> 
     Some(normalization)
 }
 
+/// Exp and Log: `base` (−1: e, else above 0 and not 1 for Log), scale, shift.
+fn exp_log(type_name: &str, lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<LayerSpec> {
+    let (base, scale, shift, field) = if type_name == "Exp" {
+        let e = lp.exp_param.unwrap_or_default();
+        (e.base(), e.scale(), e.shift(), "exp_param")
+    } else {
+        let l = lp.log_param.unwrap_or_default();
+        (l.base(), l.scale(), l.shift(), "log_param")
+    };
+    if base != -1.0 && (base <= 0.0 || (type_name == "Log" && base == 1.0)) {
+        p.push(
+            loc.at(field).of("base"),
+            format!(
+                "base {base}: give -1 (e) or a positive base{}",
+                if type_name == "Log" { " other than 1" } else { "" }
+            ),
+        );
+        return None;
+    }
+    Some(LayerSpec::Neuron(if type_name == "Exp" {
+        NeuronFn::Exp { base, scale, shift }
+    } else {
+        NeuronFn::Log { base, scale, shift }
+    }))
+}
+
+/// SigmoidCrossEntropyLoss: divided by the batch unless loss_param says otherwise (Caffe 1.0).
+fn sigmoid_cross_entropy(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<LayerSpec> {
+    let mut norm = LossNorm::Batch;
+    if let Some(l) = &lp.loss_param {
+        if l.normalization.is_some() {
+            norm = match l.normalization() {
+                loss_parameter::NormalizationMode::Full | loss_parameter::NormalizationMode::Valid => LossNorm::Count,
+                loss_parameter::NormalizationMode::BatchSize => LossNorm::Batch,
+                loss_parameter::NormalizationMode::None => LossNorm::None,
+            };
+        } else if l.normalize == Some(true) {
+            norm = LossNorm::Count;
+        }
+        if l.ignore_label.is_some() {
+            p.push(loc.at("loss_param").of("ignore_label"), "ignore_label is not supported; remove it");
+        }
+    }
+    Some(LayerSpec::SigmoidCrossEntropyLoss(norm))
+}
+
 fn data(lp: &caffe::LayerParameter, loc: &Loc<'_>, base_dir: &Path, p: &mut Problems) -> Option<DataConf> {
     let Some(dp) = &lp.data_param else {
         p.push(loc.line(), "a Data layer needs `data_param { source: \"...\" batch_size: N }`");
@@ -321,6 +403,18 @@ fn data(lp: &caffe::LayerParameter, loc: &Loc<'_>, base_dir: &Path, p: &mut Prob
     if batch_size == 0 {
         p.push(dl.line(), "data_param needs `batch_size` of at least 1");
     }
+    transform(lp, loc, p, source?, batch_size, base_dir)
+}
+
+/// A data layer's settings: its source and batch with its `transform_param`.
+fn transform(
+    lp: &caffe::LayerParameter,
+    loc: &Loc<'_>,
+    p: &mut Problems,
+    source: String,
+    batch_size: usize,
+    base_dir: &Path,
+) -> Option<DataConf> {
     let tp = lp.transform_param.clone().unwrap_or_default();
     let tl = loc.at("transform_param");
     for (field, set) in [("force_color", tp.force_color()), ("force_gray", tp.force_gray())] {
@@ -335,7 +429,7 @@ fn data(lp: &caffe::LayerParameter, loc: &Loc<'_>, base_dir: &Path, p: &mut Prob
         p.push(tl.of("scale"), "scale must be a finite number");
     }
     Some(DataConf {
-        source: source?,
+        source,
         batch_size,
         scale: tp.scale(),
         mirror: tp.mirror(),
@@ -343,7 +437,101 @@ fn data(lp: &caffe::LayerParameter, loc: &Loc<'_>, base_dir: &Path, p: &mut Prob
         mean_values: tp.mean_value.clone(),
         mean_file: tp.mean_file.clone(),
         base_dir: base_dir.to_path_buf(),
+        images: None,
     })
+}
+
+/// ImageData: a list file of images, read as a Data layer reads an LMDB.
+fn image_data(lp: &caffe::LayerParameter, loc: &Loc<'_>, base_dir: &Path, p: &mut Problems) -> Option<DataConf> {
+    let Some(ip) = &lp.image_data_param else {
+        p.push(loc.line(), "an ImageData layer needs `image_data_param { source: \"list.txt\" batch_size: N }`");
+        return None;
+    };
+    let il = loc.at("image_data_param");
+    for (field, set, instead) in [
+        ("rand_skip", ip.rand_skip.is_some(), "remove it"),
+        ("scale", ip.scale.is_some(), "write it as transform_param { scale }"),
+        ("mean_file", ip.mean_file.is_some(), "write it as transform_param { mean_file }"),
+        ("crop_size", ip.crop_size.is_some(), "write it as transform_param { crop_size }"),
+        ("mirror", ip.mirror.is_some(), "write it as transform_param { mirror }"),
+    ] {
+        if set {
+            p.push(
+                il.of(field),
+                format!("field `{field}` of ImageDataParameter is not supported by caffe-geeps; {instead}"),
+            );
+        }
+    }
+    let Some(source) = ip.source.clone() else {
+        p.push(il.line(), "image_data_param has no `source` (the list file: `path label` a line)");
+        return None;
+    };
+    let batch_size = ip.batch_size() as usize;
+    if batch_size == 0 {
+        p.push(il.of("batch_size"), "image_data_param needs `batch_size` of at least 1");
+    }
+    if (ip.new_height() == 0) != (ip.new_width() == 0) {
+        p.push(il.of("new_height"), "set both new_height and new_width, or neither");
+    }
+    let images = ImageListConf {
+        root_folder: ip.root_folder().to_string(),
+        new_height: ip.new_height(),
+        new_width: ip.new_width(),
+        is_color: ip.is_color(),
+        shuffle: ip.shuffle(),
+    };
+    transform(lp, loc, p, source, batch_size, base_dir).map(|c| DataConf { images: Some(images), ..c })
+}
+
+/// DummyData: per top a shape (`shape`, or the legacy num/channels/height/
+/// width) and a filler (none: constant 0; one: for every top).
+fn dummy_data(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<LayerSpec> {
+    let d = lp.dummy_data_param.clone().unwrap_or_default();
+    let dl = loc.at("dummy_data_param");
+    let tops = lp.top.len();
+    let legacy = [&d.num, &d.channels, &d.height, &d.width];
+    let shapes: Vec<Vec<i64>> = if !d.shape.is_empty() {
+        if legacy.iter().any(|l| !l.is_empty()) {
+            p.push(dl.of("num"), "give `shape` or num/channels/height/width, not both");
+            return None;
+        }
+        d.shape.iter().map(|s| s.dim.clone()).collect()
+    } else {
+        let n = d.num.len();
+        if n == 0 || legacy.iter().any(|l| l.len() != n) {
+            p.push(dl.line(), "DummyData needs `shape { dim: ... }` (or as many num, channels, height and width)");
+            return None;
+        }
+        (0..n).map(|i| legacy.iter().map(|l| i64::from(l[i])).collect()).collect()
+    };
+    if shapes.len() != 1 && shapes.len() != tops {
+        p.push(dl.line(), format!("{} shapes for {tops} tops; give one shape, or one per top", shapes.len()));
+        return None;
+    }
+    if d.data_filler.len() > 1 && d.data_filler.len() != tops {
+        p.push(
+            dl.line(),
+            format!("{} data_filler for {tops} tops; give none, one, or one per top", d.data_filler.len()),
+        );
+        return None;
+    }
+    let mut fillers = Vec::new();
+    for i in 0..tops {
+        // None: constant 0; one: for every top; else one per top.
+        let which = if d.data_filler.len() == 1 { 0 } else { i };
+        fillers.push(filler(d.data_filler.get(which), &dl, "data_filler", Filler::Constant(0.0), p)?);
+    }
+    let before = p.len();
+    let shapes: Vec<Vec<usize>> = (0..tops)
+        .map(|i| {
+            let s = &shapes[if shapes.len() == 1 { 0 } else { i }];
+            if s.is_empty() || s.iter().any(|&d| d < 1) {
+                p.push(dl.line(), format!("shape {s:?}: every dim must be at least 1"));
+            }
+            s.iter().map(|&d| d.max(0) as usize).collect()
+        })
+        .collect();
+    (p.len() == before).then_some(LayerSpec::DummyData { shapes, fillers })
 }
 
 /// A 2-D size from a repeated field (one or two values) or its `_h`/`_w` forms.

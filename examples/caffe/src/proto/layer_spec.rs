@@ -55,6 +55,39 @@ pub enum LayerSpec {
         shapes: Vec<Shape>,
         tops: usize,
     },
+    /// One shape and one filler per top.
+    DummyData {
+        shapes: Vec<Shape>,
+        fillers: Vec<Filler>,
+    },
+    /// A pointwise function of one blob (AbsVal, BNLL, Exp, Log, Threshold, ELU).
+    Neuron(NeuronFn),
+    /// Takes any bottoms, makes no top.
+    Silence,
+    /// ‖a − b‖² / 2N.
+    EuclideanLoss,
+    /// Cross-entropy of sigmoid(x) against targets in [0, 1].
+    SigmoidCrossEntropyLoss(LossNorm),
+}
+
+/// The pointwise functions, with Caffe's settings (`base` −1 is e).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum NeuronFn {
+    AbsVal,
+    Bnll,
+    Exp { base: f32, scale: f32, shift: f32 },
+    Log { base: f32, scale: f32, shift: f32 },
+    Threshold(f32),
+    Elu(f32),
+}
+
+/// What a loss is divided by: the batch (the blob's first axis), every
+/// value (Caffe's FULL and VALID without ignore_label), or nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LossNorm {
+    Batch,
+    Count,
+    None,
 }
 
 impl LayerSpec {
@@ -74,6 +107,18 @@ impl LayerSpec {
             LayerSpec::PRelu { .. } => "PReLU",
             LayerSpec::Power(_) => "Power",
             LayerSpec::Input { .. } => "Input",
+            LayerSpec::DummyData { .. } => "DummyData",
+            LayerSpec::Neuron(f) => match f {
+                NeuronFn::AbsVal => "AbsVal",
+                NeuronFn::Bnll => "BNLL",
+                NeuronFn::Exp { .. } => "Exp",
+                NeuronFn::Log { .. } => "Log",
+                NeuronFn::Threshold(_) => "Threshold",
+                NeuronFn::Elu(_) => "ELU",
+            },
+            LayerSpec::Silence => "Silence",
+            LayerSpec::EuclideanLoss => "EuclideanLoss",
+            LayerSpec::SigmoidCrossEntropyLoss(_) => "SigmoidCrossEntropyLoss",
         }
     }
 }

@@ -19,6 +19,7 @@ mod layer_params;
 pub mod layer_spec;
 pub mod locate;
 pub mod net;
+mod net_inputs;
 pub mod net_param;
 pub mod net_state;
 pub mod problems;

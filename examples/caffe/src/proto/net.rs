@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::proto::caffe;
 use crate::proto::layer_params;
 use crate::proto::locate::Loc;
+use crate::proto::net_inputs;
 use crate::proto::problems::Problems;
 use crate::proto::text;
 
@@ -28,6 +29,18 @@ pub use crate::proto::net_state::{NetState, Phase, StateRule};
 const TYPE_PARAMS: &[(&str, &[&str])] = &[
     ("Data", &["data_param", "transform_param"]),
     ("Input", &["input_param"]),
+    ("ImageData", &["image_data_param", "transform_param"]),
+    ("DummyData", &["dummy_data_param"]),
+    ("MemoryData", &["memory_data_param", "transform_param"]),
+    ("AbsVal", &[]),
+    ("BNLL", &[]),
+    ("Exp", &["exp_param"]),
+    ("Log", &["log_param"]),
+    ("Threshold", &["threshold_param"]),
+    ("ELU", &["elu_param"]),
+    ("Silence", &[]),
+    ("EuclideanLoss", &["loss_param"]),
+    ("SigmoidCrossEntropyLoss", &["loss_param"]),
     ("Convolution", &["convolution_param"]),
     ("Pooling", &["pooling_param"]),
     ("InnerProduct", &["inner_product_param"]),
@@ -60,6 +73,13 @@ fn set_params(lp: &caffe::LayerParameter) -> Vec<&'static str> {
         ("convolution_param", lp.convolution_param.is_some()),
         ("data_param", lp.data_param.is_some()),
         ("dropout_param", lp.dropout_param.is_some()),
+        ("dummy_data_param", lp.dummy_data_param.is_some()),
+        ("elu_param", lp.elu_param.is_some()),
+        ("exp_param", lp.exp_param.is_some()),
+        ("log_param", lp.log_param.is_some()),
+        ("threshold_param", lp.threshold_param.is_some()),
+        ("image_data_param", lp.image_data_param.is_some()),
+        ("memory_data_param", lp.memory_data_param.is_some()),
         ("eltwise_param", lp.eltwise_param.is_some()),
         ("flatten_param", lp.flatten_param.is_some()),
         ("inner_product_param", lp.inner_product_param.is_some()),
@@ -96,16 +116,6 @@ impl NetParam {
     /// Checks a parsed net (`loc`: where it is written in `path`, for errors).
     pub fn from_proto(msg: &caffe::NetParameter, loc: &Loc<'_>, path: &Path) -> Result<NetParam> {
         let mut p = Problems::new(path);
-        let old_inputs = "declares net inputs the old way, which caffe-geeps does not run; remove it";
-        for (field, set) in [
-            ("input", !msg.input.is_empty()),
-            ("input_shape", !msg.input_shape.is_empty()),
-            ("input_dim", !msg.input_dim.is_empty()),
-        ] {
-            if set {
-                p.push(loc.of(field), format!("`{field}` {old_inputs}"));
-            }
-        }
         for (field, set) in [
             ("force_backward", msg.force_backward.is_some()),
             ("state", msg.state.is_some()),
@@ -119,13 +129,14 @@ impl NetParam {
             }
         }
         let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let mut layers = Vec::new();
+        // Caffe upgrades the legacy net inputs into an Input layer placed first.
+        let mut layers: Vec<LayerParam> = net_inputs::upgrade(msg, loc, &mut p).into_iter().collect();
         for (i, lp) in msg.layer.iter().enumerate() {
             if let Some(l) = layer(lp, &loc.nth("layer", i), &base_dir, &mut p) {
                 layers.push(l);
             }
         }
-        if msg.layer.is_empty() {
+        if msg.layer.is_empty() && msg.input.is_empty() {
             p.push(loc.line(), "the net has no `layer`");
         }
         duplicate_names(&layers, &mut p);

@@ -37,6 +37,7 @@ pub enum LayerKind {
 impl LayerKind {
     pub fn type_name(&self) -> &'static str {
         match self {
+            LayerKind::Data(c) if c.images.is_some() => "ImageData",
             LayerKind::Data(_) => "Data",
             LayerKind::Convolution(_) => "Convolution",
             LayerKind::Pooling(_) => "Pooling",
@@ -53,9 +54,11 @@ impl LayerKind {
 }
 
 /// Every layer type a prototxt may name (the automatic Split aside).
-pub const LAYER_TYPES: [&str; 21] = [
+pub const LAYER_TYPES: [&str; 32] = [
     "Data",
+    "ImageData",
     "Input",
+    "DummyData",
     "Convolution",
     "Pooling",
     "InnerProduct",
@@ -75,6 +78,15 @@ pub const LAYER_TYPES: [&str; 21] = [
     "Softmax",
     "SoftmaxWithLoss",
     "Accuracy",
+    "AbsVal",
+    "BNLL",
+    "Exp",
+    "Log",
+    "Threshold",
+    "ELU",
+    "Silence",
+    "EuclideanLoss",
+    "SigmoidCrossEntropyLoss",
 ];
 
 /// The net states a layer is in: its `include` and `exclude` rules (phase,

@@ -4,6 +4,7 @@
 //! calls (`worker`). Nothing outside this module calls geeps.
 
 pub(crate) mod blob_access;
+pub mod budget;
 pub mod control;
 pub mod device_choice;
 pub(crate) mod gpu_pass;
@@ -25,6 +26,9 @@ pub struct PsOptions {
     pub slack: u32,
     /// Device memory budget per worker, in bytes.
     pub device_memory: usize,
+    /// On the host device, fit the budget to the net (`ps::budget`)
+    /// instead of `device_memory` (the command line without `--device-memory-mb`).
+    pub budget_from_net: bool,
     /// Consecutive parameter layers sharing one table (and one clock).
     pub layers_per_table: usize,
     /// Iterations (each of the solver's iter_size mini-batches) per clock:
@@ -46,6 +50,7 @@ impl Default for PsOptions {
         PsOptions {
             slack: 0,
             device_memory: 512 << 20,
+            budget_from_net: false,
             layers_per_table: 1,
             batches_per_clock: 1,
             row_width: geeps::DEFAULT_ROW_WIDTH,

@@ -134,13 +134,14 @@ impl<'a> PsWorker<'a> {
         test_outputs: usize,
         transport: Arc<dyn Transport>,
     ) -> Result<PsWorker<'a>> {
-        let config = Config::default()
-            .with_row_width(opts.row_width)
-            .with_device_memory(opts.device_memory)
-            .with_wait_deadline(opts.wait_deadline);
-        let mut b = Geeps::builder(config);
         // The solver's histories, then (when it accumulates) the gradient sum.
         let copies = rule.history_slots() + usize::from(rule.accumulates());
+        let budget = crate::ps::budget::for_worker(net, params, opts, copies)?;
+        let config = Config::default()
+            .with_row_width(opts.row_width)
+            .with_device_memory(budget)
+            .with_wait_deadline(opts.wait_deadline);
+        let mut b = Geeps::builder(config);
         let layout = PsLayout::declare(
             &mut b,
             net,
@@ -154,7 +155,7 @@ impl<'a> PsWorker<'a> {
             },
         );
         let rank = transport.rank();
-        let device = opts.device.open(rank, opts.device_memory)?;
+        let device = opts.device.open(rank, budget)?;
         b.transport(transport);
         if let Some(d) = &device {
             b.device(d.clone());

@@ -235,6 +235,14 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
     for t in &test_nets {
         layout.share_with(t)?;
     }
+    // A budget that cannot hold one layer is said once, before any worker starts.
+    let rule = Rule::of(solver);
+    crate::ps::budget::for_worker(
+        &train_net,
+        &layout,
+        &opts.ps,
+        rule.history_slots() + usize::from(rule.accumulates()),
+    )?;
     let job = JobId::current(&layout, solver);
     let restarted = opts.resume_on_restart
         && std::env::var("GEEPS_RESTART_COUNT").ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) > 0;

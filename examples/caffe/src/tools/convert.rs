@@ -11,6 +11,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
 use crate::data::datum::{from_picture, Image, Values};
+use crate::data::image_list::read_list;
 use crate::data::lmdb::LmdbWriter;
 use crate::data::read_idx;
 use crate::error::{Error, Result};
@@ -51,20 +52,7 @@ pub struct ImagesetOptions {
 /// Converts the images listed in `list` (lines `relative/path label`,
 /// paths under `root`) into the LMDB `out`; returns the record count.
 pub fn convert_imageset(root: &Path, list: &Path, out: &Path, opts: &ImagesetOptions) -> Result<usize> {
-    let text = std::fs::read_to_string(list).map_err(|e| Error::file(list, format!("cannot read the list: {e}")))?;
-    let mut lines: Vec<(usize, String, i32)> = Vec::new();
-    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        // Caffe splits at the last space, so file names may contain spaces.
-        let line = line.trim_end();
-        let parsed = line.rsplit_once(' ').and_then(|(f, l)| Some((f.to_string(), l.trim().parse::<i32>().ok()?)));
-        let Some((file, label)) = parsed else {
-            return Err(Error::file(list, format!("line {}: expected `path label`, got `{line}`", n + 1)));
-        };
-        lines.push((n + 1, file, label));
-    }
-    if lines.is_empty() {
-        return Err(Error::file(list, "lists no image"));
-    }
+    let mut lines = read_list(list)?;
     if opts.shuffle {
         lines.shuffle(&mut StdRng::seed_from_u64(opts.seed));
     }
