@@ -40,6 +40,9 @@ SUITES = [
     ("geeps-net/launch", "test", "processes", "processes", [], {"GEEPS_TEST_DEVICE": "cuda"}),
     ("examples/caffe", "test", "gpu_layers", "gpu_layers", [], {}),
     ("examples/caffe", "test", "gpu_train", "gpu_train", [], {}),
+    ("examples/caffe", "test", "deploy_tools", "deploy_tools", [], {}),
+    ("examples/caffe", "test", "data_layers", "data_layers", [], {}),
+    ("examples/caffe", "test", "cpu_only_layers", "cpu_only_layers", [], {}),
     # As .ci/cuda.sh: the suite's CUDA test (rows on the GPU, bit for bit as the host).
     ("examples/caffe", "test", "training", "training", ["gpu_device"], {}),
 ]
