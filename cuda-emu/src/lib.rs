@@ -47,6 +47,7 @@ mod pinned;
 mod primary;
 mod progress;
 pub mod ptx;
+mod racecheck;
 pub mod result;
 mod stream;
 mod stream_table;
