@@ -297,7 +297,11 @@ device_test!(buffers_recycled_at_once_keep_their_contents_apart, |backend| -> Ve
         drop(all);
         // Each row holds what the last writer of this round left: part 2 wrote 400..700, 1 wrote 200..400.
         for (row, chunk) in v.chunks(4).enumerate() {
-            let part = if row >= 400 { 2 } else if row >= 200 { 1 } else { 0 };
+            let part = match row {
+                400.. => 2,
+                200.. => 1,
+                _ => 0,
+            };
             assert!(chunk.iter().all(|x| *x == (round * 10 + part) as f32), "{backend:?} round {round} row {row}");
         }
     }

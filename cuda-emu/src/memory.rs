@@ -165,7 +165,9 @@ impl AddressSpace {
         let (&base, &(end, nth)) = s.freed.range(..=addr).next_back()?;
         let reused = s.live.range(..=addr).next_back().is_some_and(|(_, a)| a.base >= base && addr < a.end());
         (addr < end && !reused).then(|| {
-            format!("{addr:#x} lies in allocation {base:#x}..{end:#x}, freed by cuMemFree_v2 (free #{nth} of this process)")
+            format!(
+                "{addr:#x} lies in allocation {base:#x}..{end:#x}, freed by cuMemFree_v2 (free #{nth} of this process)"
+            )
         })
     }
 

@@ -67,7 +67,8 @@ pub fn touches(op: &Op) -> Vec<Touch> {
         Op::DeviceToDevice { src, dst } => vec![device(src, false), device(dst, true)],
         Op::Memset { dst, .. } => vec![device(dst, true)],
         Op::Gemm(g) => {
-            let mut t: Vec<Touch> = [&g.a, &g.b].iter().filter_map(|o| o.span.as_ref()).map(|s| device(s, false)).collect();
+            let mut t: Vec<Touch> =
+                [&g.a, &g.b].iter().filter_map(|o| o.span.as_ref()).map(|s| device(s, false)).collect();
             t.extend(g.c.span.as_ref().map(|s| device(s, true)));
             t
         }
@@ -110,7 +111,8 @@ fn row_touches(op: RowOp, l: &Launch) -> Option<Vec<Touch>> {
     let (src, index, dst) = (arg(0)?, arg(1)?, arg(3)?);
     let (pairs, width) = (u32_arg(l, 2) as u64, u32_arg(l, 4) as u64);
     let row_bytes = width * 4;
-    let resource = |p: &crate::launch::Pointer| Resource { base: p.alloc.base, size: p.alloc.size as u64, pinned: false };
+    let resource =
+        |p: &crate::launch::Pointer| Resource { base: p.alloc.base, size: p.alloc.size as u64, pinned: false };
     let index_end = (index.offset as u64 + 8 * pairs).min(index.alloc.size as u64);
     let mut t = vec![Touch { resource: resource(index), start: index.offset as u64, end: index_end, write: false }];
     if row_bytes == 0 || pairs == 0 {
