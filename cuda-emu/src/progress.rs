@@ -26,10 +26,11 @@ pub struct Progress {
 }
 
 impl Progress {
-    pub fn new(context: Arc<Context>) -> Progress {
+    /// The progress of a new stream of `context`, `lane` in the race detector.
+    pub fn new(context: Arc<Context>, lane: usize) -> Progress {
         Progress {
             context,
-            lane: crate::racecheck::new_lane(),
+            lane,
             counts: Mutex::new(Counts { enqueued: 0, completed: 0, demanded: 0 }),
             changed: Condvar::new(),
         }

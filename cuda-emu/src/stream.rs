@@ -59,7 +59,7 @@ impl Stream {
     /// A new stream of `context` with its serving thread.
     pub fn spawn(context: &Arc<Context>, kind: StreamKind) -> Arc<Stream> {
         let (tx, rx) = channel::<Job>();
-        let progress = Arc::new(Progress::new(context.clone()));
+        let progress = Arc::new(Progress::new(context.clone(), racecheck::new_lane()));
         let serial = SERIAL.fetch_add(1, Ordering::Relaxed);
         let served = progress.clone();
         let spawned = std::thread::Builder::new().name(format!("cuda-emu-stream-{serial}")).spawn(move || {
