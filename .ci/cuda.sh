@@ -56,7 +56,8 @@ cargo test --release --workspace --test ptx_interpreter
 
 # The whole CUDA path, run here on the emulated driver (cuda-emu): a
 # separate device address space, a capacity, streams that really race,
-# page-locked copies that read their source when they run. Every device
+# page-locked copies that read their source when they run, and a race
+# detector that fails any unordered overlapping accesses. Every device
 # suite runs on CudaDevice and may not skip it (GEEPS_REQUIRE_CUDA=1).
 # Native row kernels for speed, and one pass with the PTX interpreted.
 export GEEPS_REQUIRE_CUDA=1
@@ -68,6 +69,14 @@ step "device suites on CudaDevice under the emulated driver (native row kernels)
 GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace --exclude geeps-cuda-emu \
   --test device_contract --test basics --test placement --test consistency \
   --test handover --test release_lanes --test mlr --test errors --test network --test checkpoint --test checkpoint_kill
+
+step "the engine's suites with lazy streams (work runs only when waited for), then under other delays and seeds"
+engine=(--test device_contract --test basics --test consistency --test handover --test release_lanes)
+GEEPS_CUDA_EMU_LAZY=1 GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace --exclude geeps-cuda-emu "${engine[@]}"
+for setting in 0:1 300:7; do
+  GEEPS_CUDA_EMU_DELAY_US=${setting%:*} GEEPS_CUDA_EMU_SEED=${setting#*:} GEEPS_CUDA_EMU_KERNELS=native \
+    $emu cargo test --release --workspace --exclude geeps-cuda-emu "${engine[@]}"
+done
 
 step "multi-process suites (geeps-launch) with every rank on CudaDevice"
 GEEPS_TEST_DEVICE=cuda GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace --test processes

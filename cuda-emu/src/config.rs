@@ -33,6 +33,12 @@ pub struct Config {
     pub compute_capability: (i32, i32),
     /// `GEEPS_CUDA_EMU_DRIVER_VERSION`, default 12040 (CUDA 12.4).
     pub driver_version: i32,
+    /// `GEEPS_CUDA_EMU_RACECHECK`, default on (`0` turns it off): the race
+    /// and free checks of `racecheck`.
+    pub racecheck: bool,
+    /// `GEEPS_CUDA_EMU_LAZY=1`: a stream runs an operation only once something
+    /// waits for it (a synchronise, an event, another stream, a query).
+    pub lazy: bool,
 }
 
 pub const DEFAULT_MEMORY: usize = 2 << 30;
@@ -88,6 +94,11 @@ impl Config {
             log: matches!(lookup("GEEPS_CUDA_EMU_LOG").as_deref().map(str::trim), Some("1" | "true" | "yes")),
             compute_capability,
             driver_version: get("GEEPS_CUDA_EMU_DRIVER_VERSION", &int, 12040).min(i32::MAX as u64) as i32,
+            racecheck: !matches!(
+                lookup("GEEPS_CUDA_EMU_RACECHECK").as_deref().map(str::trim),
+                Some("0" | "false" | "no" | "off")
+            ),
+            lazy: matches!(lookup("GEEPS_CUDA_EMU_LAZY").as_deref().map(str::trim), Some("1" | "true" | "yes" | "on")),
         }
     }
 }
@@ -147,5 +158,12 @@ mod tests {
         assert_eq!(c.seed, 16);
         assert_eq!(c.compute_capability, (7, 5));
         assert_eq!(c.delay_us, DEFAULT_DELAY_US);
+        assert!(c.racecheck && !c.lazy, "the race detector is on and laziness off by default");
+        let off = Config::from_lookup(|k| match k {
+            "GEEPS_CUDA_EMU_RACECHECK" => Some("0".into()),
+            "GEEPS_CUDA_EMU_LAZY" => Some("1".into()),
+            _ => None,
+        });
+        assert!(!off.racecheck && off.lazy);
     }
 }

@@ -25,6 +25,10 @@ pub fn runnable(launch: &Launch) -> Result<(), String> {
 
 /// Runs the kernel (on the stream's thread).
 pub fn run(launch: Launch) -> Result<(), (CUresult, String)> {
+    // A GPU would fault on the first access through it: fault naming the free instead.
+    if let Some((param, note)) = launch.freed.first() {
+        return Err((CUDA_ERROR_ILLEGAL_ADDRESS, format!("argument {param}: use after free: {note}")));
+    }
     if config().kernels == KernelMode::Native {
         if let Some(native) = native_kernels::detect(&launch) {
             return native_kernels::run(native, &launch);

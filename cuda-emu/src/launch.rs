@@ -28,6 +28,8 @@ pub struct Launch {
     /// Each parameter's bytes, in order.
     pub args: Vec<Vec<u8>>,
     pub pointers: Vec<Pointer>,
+    /// Arguments that held an address in freed device memory: (parameter, which free).
+    pub freed: Vec<(usize, String)>,
 }
 
 const CU_LAUNCH_PARAM_END: usize = 0x00;
@@ -109,7 +111,13 @@ impl Launch {
                 Some(Pointer { param, offset: (value - alloc.base) as usize, alloc })
             })
             .collect();
-        Ok(Launch { function, grid, block, shared, args, pointers })
+        let freed = args
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.len() == 8)
+            .filter_map(|(param, a)| Some((param, space().freed_note(u64::from_ne_bytes(a[..8].try_into().ok()?))?)))
+            .collect();
+        Ok(Launch { function, grid, block, shared, args, pointers, freed })
     }
 
     /// The distinct allocations the arguments point into, in address order

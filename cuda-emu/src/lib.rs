@@ -24,7 +24,12 @@
 //! - cuBLAS's sgemm, strided-batched sgemm and sgemv (the same library
 //!   answers as `libcublas.so`), computed on the CPU as stream operations;
 //! - stale handles, freed pointers and out-of-bounds copies are refused with
-//!   the driver's codes; faults of queued work are sticky.
+//!   the driver's codes; faults of queued work are sticky;
+//! - a race detector (`racecheck`, on unless `GEEPS_CUDA_EMU_RACECHECK=0`):
+//!   overlapping accesses of two streams with no ordering edge, and frees of
+//!   memory enqueued work still uses, fail the context whatever the timing;
+//!   an access after a free names the free; `GEEPS_CUDA_EMU_LAZY=1` runs
+//!   stream work only when something waits for it.
 //!
 //! The exports are plain Rust functions too, so tests can call them
 //! directly. See `docs/gpu.md`, "The emulated driver".
@@ -47,6 +52,7 @@ mod pinned;
 mod primary;
 mod progress;
 pub mod ptx;
+mod racecheck;
 pub mod result;
 mod stream;
 mod stream_table;

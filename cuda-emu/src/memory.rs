@@ -3,7 +3,10 @@
 //! faults), from which allocations take 256-byte-aligned addresses with an
 //! unmapped gap between neighbours, and the host storage that holds each
 //! allocation's bytes. Resolves a device range to its allocation and refuses
-//! ranges that are freed, unknown or cross an allocation's end. Must never
+//! ranges that are freed, unknown or cross an allocation's end; remembers
+//! freed ranges so an access to one names its free. Addresses are handed out
+//! upwards and reused only once the reservation is exhausted, so freed
+//! memory stays quarantined. Must never
 //! hand out an address outside the reservation, nor let the storage be
 //! reached through the device address itself.
 
@@ -68,7 +71,13 @@ pub struct Span {
 struct Space {
     next: u64,
     live: BTreeMap<u64, Arc<Allocation>>,
+    /// Freed ranges, base → (end, which free), so a later access can name its free.
+    freed: BTreeMap<u64, (u64, u64)>,
+    frees: u64,
 }
+
+/// Freed ranges remembered (the oldest are forgotten beyond this).
+const FREED_KEPT: usize = 1 << 16;
 
 /// The reserved range and the live allocations in it.
 pub struct AddressSpace {
@@ -103,12 +112,12 @@ impl AddressSpace {
             if p != libc::MAP_FAILED {
                 let start = (p as u64).div_ceil(1 << 20) << 20;
                 let end = p as u64 + len as u64;
-                return AddressSpace { start, end, space: RwLock::new(Space { next: start, live: BTreeMap::new() }) };
+                return AddressSpace { start, end, space: RwLock::new(Space::new(start)) };
             }
             if len <= 1 << 30 {
                 // Nothing reservable: an empty space refuses every allocation.
                 crate::log::fault("could not reserve a device address range; every allocation will fail");
-                return AddressSpace { start: 0, end: 0, space: RwLock::new(Space { next: 0, live: BTreeMap::new() }) };
+                return AddressSpace { start: 0, end: 0, space: RwLock::new(Space::new(0)) };
             }
             len /= 2;
         }
@@ -137,10 +146,29 @@ impl AddressSpace {
         Ok(alloc)
     }
 
-    /// Unregisters the allocation starting exactly at `ptr`.
+    /// Unregisters the allocation starting exactly at `ptr`, remembering its range as freed.
     pub fn free(&self, ptr: u64) -> Res<Arc<Allocation>> {
         let mut s = self.space.write().unwrap_or_else(|p| p.into_inner());
-        s.live.remove(&ptr).ok_or(CUDA_ERROR_INVALID_VALUE)
+        let alloc = s.live.remove(&ptr).ok_or(CUDA_ERROR_INVALID_VALUE)?;
+        s.frees += 1;
+        let nth = s.frees;
+        s.freed.insert(alloc.base, (alloc.end(), nth));
+        if s.freed.len() > FREED_KEPT {
+            s.freed.pop_first();
+        }
+        Ok(alloc)
+    }
+
+    /// If `addr` lies in a freed allocation (not reallocated since), which one and when.
+    pub fn freed_note(&self, addr: u64) -> Option<String> {
+        let s = self.space.read().unwrap_or_else(|p| p.into_inner());
+        let (&base, &(end, nth)) = s.freed.range(..=addr).next_back()?;
+        let reused = s.live.range(..=addr).next_back().is_some_and(|(_, a)| a.base >= base && addr < a.end());
+        (addr < end && !reused).then(|| {
+            format!(
+                "{addr:#x} lies in allocation {base:#x}..{end:#x}, freed by cuMemFree_v2 (free #{nth} of this process)"
+            )
+        })
     }
 
     /// Unregisters every allocation of `context`.
@@ -160,6 +188,9 @@ impl AddressSpace {
     /// `[addr, addr + len)` resolved to one live allocation, or why not.
     pub fn span(&self, addr: u64, len: usize) -> Result<Span, String> {
         let Some(alloc) = self.find(addr) else {
+            if let Some(note) = self.freed_note(addr) {
+                return Err(format!("use after free: {note}"));
+            }
             return Err(if self.is_device_address(addr) {
                 format!("device address {addr:#x} is not in any live allocation (freed, or never allocated)")
             } else {
@@ -174,6 +205,12 @@ impl AddressSpace {
             ));
         }
         Ok(Span { alloc, offset, len })
+    }
+}
+
+impl Space {
+    fn new(start: u64) -> Space {
+        Space { next: start, live: BTreeMap::new(), freed: BTreeMap::new(), frees: 0 }
     }
 }
 

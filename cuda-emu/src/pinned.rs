@@ -19,6 +19,10 @@ pub struct PinnedBlock {
 }
 
 impl PinnedBlock {
+    pub fn base(&self) -> usize {
+        self.base
+    }
+
     pub fn len(&self) -> usize {
         self.layout.size()
     }
@@ -52,10 +56,9 @@ pub fn alloc(bytes: usize) -> Res<*mut u8> {
 }
 
 /// Unregisters the block at `ptr`; its memory goes once no copy uses it.
-/// Returns whether enqueued copies still referred to it.
-pub fn free(ptr: usize) -> Res<bool> {
-    let block = blocks().write().unwrap_or_else(|e| e.into_inner()).remove(&ptr).ok_or(CUDA_ERROR_INVALID_VALUE)?;
-    Ok(Arc::strong_count(&block) > 1)
+/// Returns the block (enqueued copies may still hold it).
+pub fn free(ptr: usize) -> Res<Arc<PinnedBlock>> {
+    blocks().write().unwrap_or_else(|e| e.into_inner()).remove(&ptr).ok_or(CUDA_ERROR_INVALID_VALUE)
 }
 
 /// Whether `[ptr, ptr + len)` is pinned: `Ok(Some)` if inside one block,

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::config::config;
 use crate::context::{check_device, Context, CONTEXTS};
 use crate::result::{Res, CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_OUT_OF_MEMORY};
-use crate::{event, log, memory, module, stream_table};
+use crate::{event, log, memory, module, racecheck, stream_table};
 
 struct Primary {
     refs: u32,
@@ -80,6 +80,9 @@ fn destroy(c: &Arc<Context>) {
     event::destroy_context_events(c.handle);
     module::destroy_context_modules(c.handle);
     let freed = memory::space().free_context(c.handle);
+    for a in &freed {
+        racecheck::forget(a.base);
+    }
     if !freed.is_empty() {
         log::debug(|| {
             let bytes: usize = freed.iter().map(|a| a.size).sum();

@@ -3,7 +3,10 @@
 //! work on two streams with no event between them really races), runs the
 //! operations in order, and publishes how far it got (`progress`). A failed
 //! operation sets its context's sticky error; later operations of a
-//! faulted context are skipped. Which streams exist, and the implicit waits
+//! faulted context are skipped. Before running, an operation is checked by
+//! the race detector (`racecheck`); a race fails the context as a fault
+//! does. In lazy mode (`GEEPS_CUDA_EMU_LAZY=1`) an operation runs only once
+//! something waits for it. Which streams exist, and the implicit waits
 //! between them, are `stream_table`'s. Must never run an operation on the
 //! caller's thread, nor out of order.
 
@@ -17,7 +20,8 @@ use crate::config::config;
 use crate::context::Context;
 use crate::ops::Op;
 use crate::progress::Progress;
-use crate::result::{Res, CUDA_ERROR_INVALID_HANDLE, CUDA_ERROR_UNKNOWN};
+use crate::racecheck::{self, Stamp};
+use crate::result::{Res, CUDA_ERROR_INVALID_HANDLE, CUDA_ERROR_LAUNCH_FAILED, CUDA_ERROR_UNKNOWN};
 
 /// `CU_STREAM_LEGACY`, the legacy default stream by name.
 pub const CU_STREAM_LEGACY: u64 = 0x1;
@@ -39,6 +43,8 @@ pub enum StreamKind {
 struct Job {
     seq: u64,
     op: Op,
+    /// Its race-detector stamp (None with the detector off).
+    stamp: Option<Stamp>,
 }
 
 pub struct Stream {
@@ -53,14 +59,20 @@ impl Stream {
     /// A new stream of `context` with its serving thread.
     pub fn spawn(context: &Arc<Context>, kind: StreamKind) -> Arc<Stream> {
         let (tx, rx) = channel::<Job>();
-        let progress = Arc::new(Progress::new(context.clone()));
+        let progress = Arc::new(Progress::new(context.clone(), racecheck::new_lane()));
         let serial = SERIAL.fetch_add(1, Ordering::Relaxed);
         let served = progress.clone();
         let spawned = std::thread::Builder::new().name(format!("cuda-emu-stream-{serial}")).spawn(move || {
             let mut delay = Delay::new(serial);
             for job in rx {
+                if config().lazy {
+                    served.await_demand(job.seq);
+                }
                 delay.sleep();
-                if served.context.sticky().is_ok() {
+                let raced = job.stamp.as_ref().and_then(|stamp| racecheck::check(&job.op, stamp).err());
+                if let Some(why) = raced {
+                    served.context.fail(CUDA_ERROR_LAUNCH_FAILED, &why);
+                } else if served.context.sticky().is_ok() {
                     let what = job.op.describe();
                     match catch_unwind(AssertUnwindSafe(|| job.op.run())) {
                         Ok(Ok(())) => {}
@@ -89,12 +101,18 @@ impl Stream {
     pub fn enqueue(&self, op: Op) -> Res<u64> {
         let tx = self.tx.lock().unwrap_or_else(|p| p.into_inner());
         let tx = tx.as_ref().ok_or(CUDA_ERROR_INVALID_HANDLE)?;
-        self.progress.enqueue(|seq| tx.send(Job { seq, op }).map_err(|_| CUDA_ERROR_INVALID_HANDLE))
+        // Stamped under the queue's lock, so stamps follow queue order.
+        self.progress.enqueue(|seq| {
+            let stamp = racecheck::stamp(self.progress.lane, &op);
+            tx.send(Job { seq, op, stamp }).map_err(|_| CUDA_ERROR_INVALID_HANDLE)
+        })
     }
 
     /// Stops taking work; the thread finishes what is queued, then exits.
     pub fn close(&self) {
         self.tx.lock().unwrap_or_else(|p| p.into_inner()).take();
+        // A lazy stream drains what is queued rather than sleeping forever.
+        self.progress.demand(u64::MAX);
     }
 }
 

@@ -12,6 +12,7 @@ use crate::context::{self, Context};
 use crate::handles::{Kind, Registry};
 use crate::ops::Op;
 use crate::progress::Progress;
+use crate::racecheck;
 use crate::result::{Res, CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_HANDLE, CUDA_ERROR_OUT_OF_MEMORY};
 use crate::stream::{Stream, StreamKind, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD};
 
@@ -53,11 +54,13 @@ pub fn submit(stream: &Stream, op: Op) -> Res<u64> {
         StreamKind::Legacy => {
             let blocking = STREAMS.collect(|s| s.kind == StreamKind::Blocking && s.context().handle == ctx.handle);
             for b in blocking {
+                racecheck::lane_joins_lane(stream.progress.lane, b.progress.lane);
                 wait_behind(stream, &b.progress)?;
             }
         }
         StreamKind::Blocking => {
             if let Some(legacy) = existing_legacy_stream(ctx.handle) {
+                racecheck::lane_joins_lane(stream.progress.lane, legacy.progress.lane);
                 wait_behind(stream, &legacy.progress)?;
             }
         }

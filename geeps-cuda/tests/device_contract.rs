@@ -116,6 +116,44 @@ fn events_order_work_across_streams() {
     }
 }
 
+/// Faults the emulated driver has reported in this process; None on a real
+/// driver (which has no such entry point) or on the host device.
+fn emulator_faults() -> Option<u64> {
+    // SAFETY: the driver cudarc loaded; the emulator's entry point takes nothing and returns a u64.
+    unsafe {
+        let lib = libloading::Library::new("libcuda.so.1").ok()?;
+        let count = lib.get::<unsafe extern "C" fn() -> u64>(b"geeps_cuda_emu_fault_count\0").ok()?;
+        Some(count())
+    }
+}
+
+/// Dropping a device with work still queued on its streams waits for that
+/// work before freeing the memory it uses (the emulated driver reports a
+/// free of memory that queued work uses as a fault, which no call returns
+/// from `Drop`, hence the count).
+#[test]
+fn dropping_a_device_with_queued_work_frees_nothing_in_use() {
+    for b in backends("dropping_a_device_with_queued_work_frees_nothing_in_use") {
+        let before = emulator_faults();
+        let dev = b.device(64 << 20);
+        let s = dev.create_stream().unwrap();
+        let n = 1 << 20;
+        let (x, y) = (dev.alloc(n).unwrap(), dev.alloc(n).unwrap());
+        let host = vec![1.5f32; n];
+        for _ in 0..4 {
+            // SAFETY: `host` is a pageable source (staged at the call); x and y live until the drop.
+            unsafe {
+                dev.copy_h2d(s, host.as_ptr(), x, n).unwrap();
+                dev.copy_d2d(s, x, y, n).unwrap();
+            }
+        }
+        drop(dev);
+        if b == Backend::Cuda {
+            assert_eq!(emulator_faults(), before, "{b:?}: the emulator reported a fault while the device was dropped");
+        }
+    }
+}
+
 /// A plain loop: the contract's definition of each kernel.
 fn expected(kind: usize, pairs: &[RowPair], store: &mut [f32], buffer: &mut [f32], w: usize) {
     for p in pairs {

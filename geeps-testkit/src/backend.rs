@@ -66,6 +66,9 @@ impl Backend {
     /// As [`Backend::cuda_for`].
     pub fn cuda_gpus_for(test: &str, gpus: usize) -> Option<Backend> {
         let backend = Self::cuda_for(test)?;
+        // Without the feature there is no probe to count GPUs with.
+        #[cfg(not(feature = "cuda"))]
+        let _ = gpus;
         #[cfg(feature = "cuda")]
         if let Ok(p) = geeps_cuda::CudaDevice::probe(0) {
             if p.devices < gpus && !p.name.contains("emulated") {

@@ -7,7 +7,7 @@ use std::ffi::{c_int, c_uint, c_void};
 use super::guard::{guard, handle, key, put};
 use crate::result::CUresult;
 use crate::stream_table::context_streams;
-use crate::{context, primary};
+use crate::{context, primary, racecheck};
 
 #[no_mangle]
 pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(ctx: *mut *mut c_void, device: c_int) -> CUresult {
@@ -59,7 +59,11 @@ pub extern "C" fn cuCtxSynchronize() -> CUresult {
     guard("cuCtxSynchronize", || {
         let ctx = context::current()?;
         for s in context_streams(&ctx) {
+            let seen = racecheck::snapshot(s.progress.lane);
             s.progress.wait_for(s.progress.mark());
+            if let Some(c) = seen {
+                racecheck::host_joins(&c);
+            }
         }
         ctx.sticky()
     })

@@ -12,6 +12,7 @@ use super::guard::{guard, key, refuse};
 use crate::memory::{space, Span};
 use crate::ops::{HostSource, HostTarget, Op};
 use crate::pinned;
+use crate::racecheck;
 use crate::result::{CUresult, Res, CUDA_ERROR_INVALID_VALUE};
 use crate::stream::{Stream, CU_STREAM_LEGACY};
 use crate::stream_table::{self, submit};
@@ -34,7 +35,12 @@ fn host_range(call: &str, addr: usize, len: usize) -> Res<Option<std::sync::Arc<
 fn run(stream: &Stream, op: Op, wait: bool) -> Res<()> {
     let seq = submit(stream, op)?;
     if wait {
+        // The host waits for the copy: everything before it happens before the host's next call.
+        let seen = racecheck::snapshot(stream.progress.lane);
         stream.progress.wait_for(seq);
+        if let Some(c) = seen {
+            racecheck::host_joins(&c);
+        }
         stream.context().sticky()?;
     }
     Ok(())

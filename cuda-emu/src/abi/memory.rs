@@ -4,12 +4,12 @@
 //! allocation.
 
 use std::ffi::{c_uint, c_void};
-use std::sync::Arc;
 
 use super::guard::{guard, put, refuse};
-use crate::memory::{space, ALIGN};
-use crate::result::{CUresult, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_OUT_OF_MEMORY};
-use crate::{context, log, pinned};
+use crate::memory::{space, ALIGN, POISON};
+use crate::racecheck::{self, Resource};
+use crate::result::{CUresult, CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_OUT_OF_MEMORY};
+use crate::{context, pinned};
 
 #[no_mangle]
 pub unsafe extern "C" fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) -> CUresult {
@@ -59,14 +59,20 @@ pub extern "C" fn cuMemFree_v2(dptr: u64) -> CUresult {
                 })
             }
         };
-        if let Ok(owner) = context::by_handle(alloc.context) {
+        let owner = context::by_handle(alloc.context);
+        if let Ok(owner) = &owner {
             owner.release(alloc.charged);
         }
-        let queued = Arc::strong_count(&alloc) - 1;
-        if queued > 0 {
-            log::debug(|| format!("cuMemFree_v2({dptr:#x}) while {queued} queued operations still use it"));
+        // Queued work still holding it reads poison from here on, as a GPU would read garbage.
+        alloc.lock().fill(POISON);
+        let resource = Resource { base: alloc.base, size: alloc.size as u64, pinned: false };
+        match (racecheck::free(resource, "cuMemFree_v2"), owner) {
+            (Err(why), Ok(owner)) => {
+                owner.fail(CUDA_ERROR_ILLEGAL_ADDRESS, &why);
+                Err(CUDA_ERROR_ILLEGAL_ADDRESS)
+            }
+            _ => Ok(()),
         }
-        Ok(())
     })
 }
 
@@ -97,11 +103,12 @@ pub unsafe extern "C" fn cuMemFreeHost(p: *mut c_void) -> CUresult {
     guard("cuMemFreeHost", || {
         context::current()?;
         match pinned::free(p as usize) {
-            Ok(queued) => {
-                if queued {
-                    log::debug(|| format!("cuMemFreeHost({p:?}) while queued copies still use it"));
-                }
-                Ok(())
+            Ok(block) => {
+                let resource = Resource { base: block.base() as u64, size: block.len() as u64, pinned: true };
+                racecheck::free(resource, "cuMemFreeHost").or_else(|why| {
+                    context::current()?.fail(CUDA_ERROR_ILLEGAL_ADDRESS, &why);
+                    Err(CUDA_ERROR_ILLEGAL_ADDRESS)
+                })
             }
             Err(code) => refuse(code, || format!("cuMemFreeHost({p:?}): not a live page-locked allocation")),
         }

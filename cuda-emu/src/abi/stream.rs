@@ -7,6 +7,7 @@ use super::guard::{guard, handle, key, put, refuse};
 use crate::context;
 use crate::event::EVENTS;
 use crate::ops::Op;
+use crate::racecheck;
 use crate::result::{
     CUresult, CUDA_ERROR_INVALID_HANDLE, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_READY, CUDA_ERROR_OUT_OF_MEMORY,
 };
@@ -62,7 +63,11 @@ pub unsafe extern "C" fn cuStreamDestroy_v2(s: *mut c_void) -> CUresult {
 pub unsafe extern "C" fn cuStreamSynchronize(s: *mut c_void) -> CUresult {
     guard("cuStreamSynchronize", || {
         let s = stream_table::resolve(key(s))?;
+        let seen = racecheck::snapshot(s.progress.lane);
         s.progress.wait_for(s.progress.mark());
+        if let Some(c) = seen {
+            racecheck::host_joins(&c);
+        }
         s.context().sticky()
     })
 }
@@ -72,7 +77,11 @@ pub unsafe extern "C" fn cuStreamQuery(s: *mut c_void) -> CUresult {
     guard("cuStreamQuery", || {
         let s = stream_table::resolve(key(s))?;
         s.context().sticky()?;
-        if s.progress.done(s.progress.mark()) {
+        let seen = racecheck::snapshot(s.progress.lane);
+        if s.progress.poll(s.progress.mark()) {
+            if let Some(c) = seen {
+                racecheck::host_joins(&c);
+            }
             Ok(())
         } else {
             Err(CUDA_ERROR_NOT_READY)
@@ -92,6 +101,9 @@ pub unsafe extern "C" fn cuStreamWaitEvent(s: *mut c_void, e: *mut c_void, flags
             return refuse(CUDA_ERROR_INVALID_VALUE, || format!("cuStreamWaitEvent flags {flags:#x}"));
         }
         stream.context().sticky()?;
+        if let Some(c) = event.clock() {
+            racecheck::lane_joins(stream.progress.lane, &c);
+        }
         match event.target() {
             Some((progress, seq)) if !std::sync::Arc::ptr_eq(&progress, &stream.progress) && !progress.done(seq) => {
                 submit(&stream, Op::Wait { progress, seq }).map(|_| ())
