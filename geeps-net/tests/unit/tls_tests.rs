@@ -131,14 +131,27 @@ fn a_rank_whose_certificate_another_ca_signed_is_refused_with_the_reason() {
     let ours = pki(&dir, "ours", 2);
     let theirs = pki(&dir, "theirs", 2);
     let addresses = vec![free_port(), free_port()];
+    // Each keeper serves until both workers have tried to join: a rank that
+    // failed first must not take its keeper away before the other rank's
+    // worker reaches it (that one would see a refused connection instead).
+    let both_tried = std::sync::Arc::new(std::sync::Barrier::new(2));
     let ranks: Vec<_> = [ours[0].clone(), theirs[1].clone()]
         .into_iter()
         .enumerate()
         .map(|(r, f)| {
             let o =
                 options(&f).with_connect_timeout(Duration::from_secs(10)).with_shutdown_timeout(Duration::from_secs(1));
-            let a = addresses.clone();
-            std::thread::spawn(move || train(r, a, o, 1))
+            let (a, both_tried) = (addresses.clone(), both_tried.clone());
+            std::thread::spawn(move || -> Result<(), Error> {
+                let cluster = NetCluster::start(ClusterSpec::fixed(r, a, o))?;
+                let mut b = Geeps::builder(Config::default().with_row_width(4));
+                b.parameter_table("w", 6);
+                b.transport(cluster.transport());
+                let built = b.build().map(drop);
+                both_tried.wait();
+                drop(cluster);
+                built
+            })
         })
         .collect();
     for (r, t) in ranks.into_iter().enumerate() {
