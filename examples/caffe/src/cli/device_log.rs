@@ -12,7 +12,12 @@ pub fn gpu_lines(ordinals: &[usize]) -> Result<Vec<String>> {
     let list: Vec<String> = ordinals.iter().map(usize::to_string).collect();
     let mut lines = vec![format!("Using GPUs {}", list.join(","))];
     for &ordinal in ordinals {
-        let p = CudaDevice::probe(ordinal).map_err(|e| Error::config(format!("-gpu {ordinal}: {e}")))?;
+        let p = CudaDevice::probe(ordinal).map_err(|e| {
+            Error::config(format!(
+                "-gpu {ordinal}: no usable CUDA device: {e}. Run without -gpu (and with solver_mode: CPU) to \
+                 compute on the CPU"
+            ))
+        })?;
         let (major, minor) = p.compute_capability;
         lines.push(format!(
             "GPU {ordinal}: {}, {} MiB, compute capability {major}.{minor}",
