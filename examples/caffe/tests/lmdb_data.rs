@@ -9,6 +9,7 @@ use std::path::Path;
 
 use caffe_geeps::data::datum::decode_mean;
 use caffe_geeps::data::lmdb_data::LmdbData;
+use caffe_geeps::data::pixel_source::PixelSource;
 use caffe_geeps::data::transform::{Mean, TransformConf};
 use caffe_geeps::data::{Cursor, Dataset};
 use caffe_geeps::tools::convert::{convert_imageset, convert_mnist, ImagesetOptions};

@@ -15,6 +15,7 @@ use flate2::read::GzDecoder;
 use super::image_list::ImageList;
 use super::label_limit::LabelLimit;
 use super::lmdb_data::LmdbData;
+use crate::data::pixel_source::PixelSource;
 use crate::data::transform::{Pixels, RawBatch, TransformConf};
 use crate::error::{Error, Result};
 use crate::proto::layer_conf::ImageListConf;

@@ -14,7 +14,8 @@ use rand::SeedableRng;
 
 use crate::data::datum::{from_picture, Image, Values};
 use crate::data::label_limit::LabelLimit;
-use crate::data::transform::{Pixels, RawBatch, TransformConf};
+use crate::data::pixel_source::PixelSource;
+use crate::data::transform::{Pixels, TransformConf};
 use crate::error::{Error, Result};
 use crate::proto::layer_conf::ImageListConf;
 
@@ -142,45 +143,23 @@ impl ImageList {
         }
         Ok(())
     }
+}
 
-    /// Writes images `indices`, transformed by `t`, into `data` and their labels into `label`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn fill(
-        &self,
-        indices: &[usize],
-        t: &TransformConf,
-        train: bool,
-        seed: u64,
-        limit: Option<&LabelLimit>,
-        data: &mut [f32],
-        label: &mut [f32],
-    ) -> Result<()> {
-        let (c, h, w) = self.output_shape(t)?;
-        let per = c * h * w;
-        let mut rng = StdRng::seed_from_u64(seed);
-        self.for_each(indices, limit, |k, px, l| {
-            t.apply(px, self.channels, self.height, self.width, train, &mut rng, &mut data[k * per..(k + 1) * per]);
-            label[k] = l;
-        })
+impl PixelSource for ImageList {
+    fn stored_shape(&self) -> (usize, usize, usize) {
+        (self.channels, self.height, self.width)
     }
 
-    /// Images `indices` as decoded, each with where `t` places it (the same
-    /// draws from `seed` as [`ImageList::fill`]), for a transform on the GPU.
-    pub fn raw_batch(
+    fn output_shape_of(&self, t: &TransformConf) -> Result<(usize, usize, usize)> {
+        self.output_shape(t)
+    }
+
+    fn each_image(
         &self,
         indices: &[usize],
-        t: &TransformConf,
-        train: bool,
-        seed: u64,
         limit: Option<&LabelLimit>,
-    ) -> Result<RawBatch> {
-        self.output_shape(t)?;
-        let mut rng = StdRng::seed_from_u64(seed);
-        let shape = (self.channels, self.height, self.width);
-        let mut batch = RawBatch::new(shape, indices.len());
-        self.for_each(indices, limit, |_, px, l| {
-            batch.push(px, t.place(shape.0, shape.1, shape.2, train, &mut rng), l);
-        })?;
-        Ok(batch)
+        each: &mut dyn FnMut(usize, Pixels<'_>, f32),
+    ) -> Result<()> {
+        self.for_each(indices, limit, each)
     }
 }

@@ -6,13 +6,11 @@
 
 use std::path::Path;
 
-use rand::rngs::StdRng;
-use rand::SeedableRng;
-
 use crate::data::datum::{Image, Values};
 use crate::data::label_limit::LabelLimit;
 use crate::data::lmdb::LmdbReader;
-use crate::data::transform::{Pixels, RawBatch, TransformConf};
+use crate::data::pixel_source::PixelSource;
+use crate::data::transform::{Pixels, TransformConf};
 use crate::error::{Error, Result};
 
 #[derive(Debug)]
@@ -50,49 +48,6 @@ impl LmdbData {
     /// The (channels, height, width) a batch image has after `t`.
     pub fn output_shape(&self, t: &TransformConf) -> Result<(usize, usize, usize)> {
         t.output_shape(self.channels, self.height, self.width).map_err(|e| Error::file(self.reader.path(), e))
-    }
-
-    /// Writes records `indices`, transformed, into `data` and their labels
-    /// into `label`; labels must be below `limit` when given. TRAIN
-    /// randomness (crops, mirrors) comes from `seed`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn fill(
-        &self,
-        indices: &[usize],
-        t: &TransformConf,
-        train: bool,
-        seed: u64,
-        limit: Option<&LabelLimit>,
-        data: &mut [f32],
-        label: &mut [f32],
-    ) -> Result<()> {
-        let (c, h, w) = self.output_shape(t)?;
-        let per = c * h * w;
-        let mut rng = StdRng::seed_from_u64(seed);
-        self.for_each(indices, limit, |k, px, l| {
-            t.apply(px, self.channels, self.height, self.width, train, &mut rng, &mut data[k * per..(k + 1) * per]);
-            label[k] = l;
-        })
-    }
-
-    /// Records `indices` as stored, each with where `t` places it (the same
-    /// draws from `seed` as [`LmdbData::fill`]), for a transform elsewhere.
-    pub fn raw_batch(
-        &self,
-        indices: &[usize],
-        t: &TransformConf,
-        train: bool,
-        seed: u64,
-        limit: Option<&LabelLimit>,
-    ) -> Result<RawBatch> {
-        self.output_shape(t)?;
-        let mut rng = StdRng::seed_from_u64(seed);
-        let shape = (self.channels, self.height, self.width);
-        let mut batch = RawBatch::new(shape, indices.len());
-        self.for_each(indices, limit, |_, px, l| {
-            batch.push(px, t.place(shape.0, shape.1, shape.2, train, &mut rng), l);
-        })?;
-        Ok(batch)
     }
 
     /// Decodes records `indices` in order and hands each (position, values,
@@ -134,5 +89,24 @@ impl LmdbData {
             each(k, px, img.label as f32);
             Ok(())
         })
+    }
+}
+
+impl PixelSource for LmdbData {
+    fn stored_shape(&self) -> (usize, usize, usize) {
+        (self.channels, self.height, self.width)
+    }
+
+    fn output_shape_of(&self, t: &TransformConf) -> Result<(usize, usize, usize)> {
+        self.output_shape(t)
+    }
+
+    fn each_image(
+        &self,
+        indices: &[usize],
+        limit: Option<&LabelLimit>,
+        each: &mut dyn FnMut(usize, Pixels<'_>, f32),
+    ) -> Result<()> {
+        self.for_each(indices, limit, each)
     }
 }

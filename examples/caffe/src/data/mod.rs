@@ -10,6 +10,7 @@ pub mod image_list;
 pub mod label_limit;
 pub mod lmdb;
 pub mod lmdb_data;
+pub mod pixel_source;
 pub mod transform;
 
 pub(crate) use dataset::read_idx;
