@@ -9,28 +9,11 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use caffe_geeps::data::DataCache;
 use caffe_geeps::net::plain::Plain;
 use caffe_geeps::net::Net;
 use caffe_geeps::proto::net::{NetParam, Phase};
-
-fn caffe(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_caffe-geeps"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .env_remove("GEEPS_RANK")
-        .output()
-        .expect("run caffe-geeps")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = caffe(args);
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "{args:?} failed:\n{stdout}\n{stderr}");
-    stdout.into_owned()
-}
 
 fn s(p: &Path) -> String {
     p.display().to_string()
@@ -105,12 +88,12 @@ fn image_data_reads_resizes_and_trains() {
     std::fs::write(&net, image_net("new_height: 6 new_width: 8")).unwrap();
     let solver = dir.join("solver.prototxt");
     std::fs::write(&solver, common::solver("net.prototxt", 3, 0, 0, "")).unwrap();
-    let out = ok(&["train", "-solver", &s(&solver), "-workers", "1", "-no_progress"]);
+    let out = common::caffe_ok(&["train", "-solver", &s(&solver), "-workers", "1", "-no_progress"]);
     assert!(out.contains("Optimization done: 3 iterations"), "{out}");
-    let out = ok(&["time", "-model", &s(&net), "-iterations", "1"]);
+    let out = common::caffe_ok(&["time", "-model", &s(&net), "-iterations", "1"]);
     assert!(out.contains("      data\tforward: "), "{out}");
     if geeps_testkit::Backend::cuda_for("image_data_reads_resizes_and_trains").is_some() {
-        let out = ok(&["train", "-solver", &s(&solver), "-workers", "1", "-no_progress", "-gpu", "0"]);
+        let out = common::caffe_ok(&["train", "-solver", &s(&solver), "-workers", "1", "-no_progress", "-gpu", "0"]);
         assert!(out.contains("Using GPUs 0") && out.contains("Optimization done: 3 iterations"), "{out}");
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -123,7 +106,7 @@ fn bad_lists_and_images_are_named_with_their_line() {
     let net = dir.join("net.prototxt");
     let time = |params: &str| {
         std::fs::write(&net, image_net(params)).unwrap();
-        let out = caffe(&["time", "-model", &s(&net), "-iterations", "1"]);
+        let out = common::caffe(&["time", "-model", &s(&net), "-iterations", "1"]);
         assert_eq!(out.status.code(), Some(1));
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
@@ -171,9 +154,9 @@ fn dummy_data_fills_its_tops_and_trains() {
     assert!(data.iter().any(|v| *v != data[0]) && mean.abs() < 0.5, "{mean}");
     let solver = dir.join("solver.prototxt");
     std::fs::write(&solver, common::solver("net.prototxt", 2, 0, 0, "")).unwrap();
-    let out = ok(&["train", "-solver", &s(&solver), "-workers", "1", "-no_progress"]);
+    let out = common::caffe_ok(&["train", "-solver", &s(&solver), "-workers", "1", "-no_progress"]);
     assert!(out.contains("Optimization done: 2 iterations on 1 worker(s) x batch 4"), "{out}");
-    let out = ok(&["time", "-model", &s(&net), "-iterations", "1"]);
+    let out = common::caffe_ok(&["time", "-model", &s(&net), "-iterations", "1"]);
     assert!(out.contains("Testing for 1 iterations of batch 4."), "{out}");
     // The legacy spelling, one filler for all tops (constant 0 without one).
     let legacy =

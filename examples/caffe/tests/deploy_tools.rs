@@ -10,7 +10,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use caffe_geeps::data::DataCache;
 use caffe_geeps::net::params::ParamLayout;
@@ -19,26 +18,9 @@ use caffe_geeps::proto::layer_spec::LayerSpec;
 use caffe_geeps::proto::net::{LayerKind, NetParam, Phase};
 use caffe_geeps::proto::net_state::NetState;
 
-fn caffe(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_caffe-geeps"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .env_remove("GEEPS_RANK")
-        .output()
-        .expect("run caffe-geeps")
-}
-
-/// Succeeds or panics with what the command printed; returns stdout.
-fn ok(args: &[&str]) -> String {
-    let out = caffe(args);
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "{args:?} failed:\n{stdout}\n{stderr}");
-    stdout.into_owned()
-}
-
 /// Fails (not a usage error, not a panic); returns stderr.
 fn fails(args: &[&str]) -> String {
-    let out = caffe(args);
+    let out = common::caffe(args);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
@@ -105,7 +87,7 @@ fn time_on_the_lenet_deploy_prints_caffes_lines() {
         vec!["time", "-model", &lenet_deploy(), "-iterations", "2"],
         vec!["time", "--model", &lenet_deploy(), "--iterations=2"],
     ] {
-        let out = ok(&args);
+        let out = common::caffe_ok(&args);
         assert!(out.lines().any(|l| l.starts_with("Using CPU, ")), "{out}");
         assert!(out.contains("Testing for 2 iterations of batch 64."), "{out}");
         assert!(out.contains("Average time per layer:\n"), "{out}");
@@ -140,7 +122,7 @@ fn legacy_input_fields_become_an_input_layer() {
     let dir = common::scratch("deploy-legacy");
     let model = dir.join("alexnet.prototxt");
     std::fs::write(&model, ALEXNET_LEGACY).unwrap();
-    let out = ok(&["time", "-model", &s(&model), "-iterations", "1"]);
+    let out = common::caffe_ok(&["time", "-model", &s(&model), "-iterations", "1"]);
     assert!(out.contains("Testing for 1 iterations of batch 2."), "{out}");
     for layer in ["input", "conv1", "norm1", "conv2", "fc6", "drop6", "fc8", "prob"] {
         layer_ms(&out, layer, "forward");
@@ -176,7 +158,7 @@ fn bad_legacy_inputs_say_what_to_write() {
 fn test_on_a_deploy_file_averages_each_output() {
     let dir = common::scratch("deploy-test");
     let weights = weights_for(&common::models().join("lenet.prototxt"), &dir.join("lenet.caffemodel"));
-    let out = ok(&["test", "-model", &lenet_deploy(), "-weights", &s(&weights), "-iterations", "2"]);
+    let out = common::caffe_ok(&["test", "-model", &lenet_deploy(), "-weights", &s(&weights), "-iterations", "2"]);
     assert!(out.contains("Running for 2 iterations."), "{out}");
     // Zero images through zero biases: every class equally likely.
     assert_eq!(out.lines().filter(|l| l.starts_with("Batch 1, prob = ")).count(), 640, "{out}");
@@ -192,7 +174,7 @@ fn test_on_a_deploy_file_averages_each_output() {
     let weights = weights_for(&model, &dir.join("alexnet.caffemodel"));
     let renamed = dir.join("alexnet_new_fc8.prototxt");
     std::fs::write(&renamed, ALEXNET_LEGACY.replace("name: \"fc8\"", "name: \"fc8_new\"")).unwrap();
-    let out = caffe(&["test", "-model", &s(&renamed), "-weights", &s(&weights), "-iterations", "1"]);
+    let out = common::caffe(&["test", "-model", &s(&renamed), "-weights", &s(&weights), "-iterations", "1"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && stderr.contains("has no weights for layer(s) fc8_new"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -221,14 +203,14 @@ fn gpu_flag_computes_on_the_gpu_as_on_the_cpu() {
         let _ = std::fs::remove_dir_all(&dir);
         return;
     }
-    let cpu = ok(&["test", "-model", &m, "-weights", &w, "-iterations", "2"]);
-    let gpu = ok(&["test", "-model", &m, "-weights", &w, "-iterations", "2", "-gpu", "0"]);
+    let cpu = common::caffe_ok(&["test", "-model", &m, "-weights", &w, "-iterations", "2"]);
+    let gpu = common::caffe_ok(&["test", "-model", &m, "-weights", &w, "-iterations", "2", "-gpu", "0"]);
     assert!(gpu.contains("Using GPUs 0\nGPU 0: ") && gpu.contains("compute capability"), "{gpu}");
     for name in ["accuracy", "loss"] {
         let (c, g) = (value(&cpu, name), value(&gpu, name));
         assert!((c - g).abs() <= 1e-4 * c.abs().max(1.0), "{name}: CPU {c}, GPU {g}");
     }
-    let out = ok(&["time", "-model", &lenet_deploy(), "-iterations", "1", "-gpu", "0"]);
+    let out = common::caffe_ok(&["time", "-model", &lenet_deploy(), "-iterations", "1", "-gpu", "0"]);
     assert!(out.contains("Using GPUs 0\n"), "{out}");
     assert!(layer_ms(&out, "conv1", "backward") > 0.0, "{out}");
     total_ms(&out, "Average Forward-Backward: ");
@@ -257,7 +239,7 @@ fn time_runs_the_shipped_imagenet_nets_on_an_input_layer() {
     {
         let model = dir.join(format!("{name}.prototxt"));
         std::fs::write(&model, with_input(name)).unwrap();
-        let out = ok(&["time", "-model", &s(&model), "-iterations", "1"]);
+        let out = common::caffe_ok(&["time", "-model", &s(&model), "-iterations", "1"]);
         assert!(out.contains("Testing for 1 iterations of batch 1."), "{name}: {out}");
         assert!(layer_ms(&out, conv, "backward") > 0.0, "{name}: {out}");
         assert!(total_ms(&out, "Average Forward-Backward: ") > 0.0, "{name}: {out}");

@@ -232,3 +232,22 @@ pub fn finish(mut child: std::process::Child, deadline: std::time::Instant, name
     assert!(out.status.success(), "{name} failed: {stderr}\n{stdout}");
     (stdout, stderr)
 }
+
+/// The `caffe-geeps` binary run with `args`, its environment free of what
+/// would change its logging or make it a rank.
+pub fn caffe(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_caffe-geeps"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .env_remove("GEEPS_RANK")
+        .output()
+        .expect("run caffe-geeps")
+}
+
+/// [`caffe`] that must succeed (else panics with what it printed); its stdout.
+pub fn caffe_ok(args: &[&str]) -> String {
+    let out = caffe(args);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{args:?} failed:\n{stdout}\n{stderr}");
+    stdout.into_owned()
+}
