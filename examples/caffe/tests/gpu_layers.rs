@@ -247,6 +247,11 @@ fn convolution_matches_the_cpu() {
         (conf(4, (3, 2), (2, 1), (1, 2), (1, 1), 1, true), vec![2, 3, 9, 7]),
         (conf(6, (3, 3), (1, 2), (2, 1), (2, 1), 3, false), vec![2, 3, 10, 9]),
         (conf(7, (1, 1), (1, 1), (0, 0), (1, 1), 1, true), vec![1, 17, 5, 3]),
+        // A 1×1 kernel over several images and two groups reads the bottom as its columns.
+        (conf(6, (1, 1), (1, 1), (0, 0), (1, 1), 2, true), vec![3, 4, 5, 3]),
+        // Each image's columns (576 × 16384 floats) fill the layer's scratch bound: one image a
+        // run, three runs, the weight gradient summed across them.
+        (conf(2, (3, 3), (1, 1), (1, 1), (1, 1), 1, true), vec![3, 64, 128, 128]),
     ];
     for (i, (c, shape)) in cases.into_iter().enumerate() {
         let case = build(LayerKind::Convolution(c), std::slice::from_ref(&shape), true, &mut rng);
