@@ -89,6 +89,23 @@ impl Gpu {
         self.stream.synchronize().map_err(|e| gpu_error(format!("GPU {}: a layer kernel failed: {e}", self.ordinal)))
     }
 
+    /// Errors when work is still queued on the stream: a worker calls it
+    /// before it posts the buffers that work touched, since geeps may move
+    /// them on its own streams from then on. Costs one stream query.
+    pub fn ensure_idle(&self, what: impl FnOnce() -> String) -> Result<()> {
+        // SAFETY: the stream is live while `self` is.
+        match unsafe { cudarc::driver::sys::cuStreamQuery(self.stream.cu_stream()) } {
+            cudarc::driver::sys::CUresult::CUDA_SUCCESS => Ok(()),
+            cudarc::driver::sys::CUresult::CUDA_ERROR_NOT_READY => Err(gpu_error(format!(
+                "GPU {}: {}: kernels were still queued on the worker's stream when its buffers went back to \
+                 geeps (a synchronise is missing before the post; a bug in caffe-geeps, please report it)",
+                self.ordinal,
+                what()
+            ))),
+            e => Err(gpu_error(format!("GPU {}: {}: a layer kernel failed: {e:?}", self.ordinal, what()))),
+        }
+    }
+
     /// Copies `src` to the host.
     pub fn download(&self, src: DevSlice) -> Result<Vec<f32>> {
         let mut out = vec![0.0f32; src.len];
