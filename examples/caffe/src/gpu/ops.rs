@@ -23,7 +23,7 @@ impl Gpu {
     pub fn add_bias(&self, y: DevSlice, bias: DevSlice, num: usize, channels: usize, inner: usize) -> Result<()> {
         holds(y, num * channels * inner, "add_bias output")?;
         holds(bias, channels, "add_bias bias")?;
-        let args = [Arg::Ptr(y.ptr), Arg::Ptr(bias.ptr), Arg::count(num)?, Arg::count(channels)?, Arg::count(inner)?];
+        let args = [Arg::Dev(y), Arg::Dev(bias), Arg::count(num)?, Arg::count(channels)?, Arg::count(inner)?];
         // SAFETY: the ranges were checked above against the kernel's extent.
         unsafe { self.launch_n("add_bias", num * channels * inner, &args) }
     }
@@ -32,7 +32,7 @@ impl Gpu {
     pub fn bias_gradient(&self, dy: DevSlice, grad: DevSlice, num: usize, channels: usize, inner: usize) -> Result<()> {
         holds(dy, num * channels * inner, "bias_gradient input")?;
         holds(grad, channels, "bias_gradient output")?;
-        let args = [Arg::Ptr(dy.ptr), Arg::Ptr(grad.ptr), Arg::count(num)?, Arg::count(channels)?, Arg::count(inner)?];
+        let args = [Arg::Dev(dy), Arg::Dev(grad), Arg::count(num)?, Arg::count(channels)?, Arg::count(inner)?];
         // SAFETY: as above; one block per channel.
         unsafe { self.launch_blocks("bias_gradient", channels, REDUCE_THREADS, &args) }
     }
@@ -41,7 +41,7 @@ impl Gpu {
     pub fn add_scaled(&self, y: DevSlice, x: DevSlice, n: usize, c: f32) -> Result<()> {
         holds(y, n, "add_scaled output")?;
         holds(x, n, "add_scaled input")?;
-        let args = [Arg::Ptr(y.ptr), Arg::Ptr(x.ptr), Arg::count(n)?, Arg::F32(c)];
+        let args = [Arg::Dev(y), Arg::Dev(x), Arg::count(n)?, Arg::F32(c)];
         // SAFETY: both ranges hold the n floats the kernel touches.
         unsafe { self.launch_n("add_scaled", n, &args) }
     }
@@ -79,13 +79,8 @@ impl Gpu {
     ) -> Result<()> {
         let (rows, cols) = (g.col_rows(), g.col_cols());
         Self::check_columns(g, (images, image_stride, count), col, ld, "im2col")?;
-        let mut args = vec![
-            Arg::Ptr(images.ptr),
-            Arg::count(image_stride)?,
-            Arg::Ptr(col.ptr),
-            Arg::count(ld)?,
-            Arg::count(count)?,
-        ];
+        let mut args =
+            vec![Arg::Dev(images), Arg::count(image_stride)?, Arg::Dev(col), Arg::count(ld)?, Arg::count(count)?];
         args.extend(Self::geometry_args(g)?);
         let threads = Self::threads(rows * count * cols)?;
         // SAFETY: the ranges were checked above against the kernel's extent.
@@ -102,13 +97,8 @@ impl Gpu {
         (images, image_stride, count): (DevSlice, usize, usize),
     ) -> Result<()> {
         Self::check_columns(g, (images, image_stride, count), col, ld, "col2im")?;
-        let mut args = vec![
-            Arg::Ptr(col.ptr),
-            Arg::count(ld)?,
-            Arg::Ptr(images.ptr),
-            Arg::count(image_stride)?,
-            Arg::count(count)?,
-        ];
+        let mut args =
+            vec![Arg::Dev(col), Arg::count(ld)?, Arg::Dev(images), Arg::count(image_stride)?, Arg::count(count)?];
         args.extend(Self::geometry_args(g)?);
         let threads = Self::threads(g.channels * g.height * g.width * count)?;
         // SAFETY: as above.
@@ -121,7 +111,7 @@ impl Gpu {
         let n = Self::threads(a * b * inner)?;
         holds(src, n, "swap_outer input")?;
         holds(dst, n, "swap_outer output")?;
-        let args = [Arg::Ptr(src.ptr), Arg::Ptr(dst.ptr), Arg::count(a)?, Arg::count(b)?, Arg::count(inner)?];
+        let args = [Arg::Dev(src), Arg::Dev(dst), Arg::count(a)?, Arg::count(b)?, Arg::count(inner)?];
         // SAFETY: both ranges hold the a·b·inner floats the kernel touches.
         unsafe { self.launch_n("swap_outer", n, &args) }
     }

@@ -5,7 +5,8 @@
 //! itself). Backward swaps the top gradient to channel-major order so the
 //! weight gradient of the whole run is one GEMM per group, and the bottom
 //! gradient is one GEMM and one col2im. A run is as many images as fit the
-//! scratch bound, so launches per minibatch stay a handful. Sums run in
+//! GPU's scratch bound (`Gpu::scratch_bound`), so launches per minibatch
+//! stay a handful. Sums run in
 //! another order than the CPU layer's: results agree to rounding, not bit
 //! for bit. It must never launch per image.
 
@@ -14,13 +15,10 @@ use crate::error::Result;
 use crate::gpu::{holds, Gpu, Strided, Transpose};
 use crate::layers::layer::{GpuBackward, GpuForward};
 
-/// Floats of scratch a run of images may take (64 MiB), unless one image
-/// alone needs more.
-const SCRATCH_FLOATS: usize = 16 << 20;
-
-/// Images per run when each needs `per_image` floats of scratch.
-fn run_length(num: usize, per_image: usize) -> usize {
-    (SCRATCH_FLOATS / per_image.max(1)).clamp(1, num.max(1))
+/// Images per run when each needs `per_image` floats of scratch and a run
+/// may take `bound` (one image at least).
+fn run_length(num: usize, per_image: usize, bound: usize) -> usize {
+    (bound / per_image.max(1)).clamp(1, num.max(1))
 }
 
 impl Conv {
@@ -58,7 +56,7 @@ impl Conv {
                 )?;
             }
         } else {
-            let run = run_length(self.num, k * p);
+            let run = run_length(self.num, k * p, gpu.scratch_bound());
             gpu.with_scratch(k * p * run, |col| {
                 for start in (0..self.num).step_by(run) {
                     let count = run.min(self.num - start);
@@ -97,7 +95,7 @@ impl Conv {
         if let Some(dx) = dx {
             gpu.zero(dx.prefix(self.num * image)?)?;
         }
-        let run = run_length(self.num, (k + o) * p);
+        let run = run_length(self.num, (k + o) * p, gpu.scratch_bound());
         gpu.with_scratch((k + o) * p * run, |scratch| {
             for start in (0..self.num).step_by(run) {
                 let count = run.min(self.num - start);
@@ -156,10 +154,12 @@ mod tests {
 
     #[test]
     fn runs_cover_the_batch_within_the_scratch_bound() {
-        assert_eq!(run_length(64, 35_200), 64);
-        assert_eq!(run_length(256, 363 * 3025), 15);
+        let bound = crate::gpu::DEFAULT_SCRATCH_BOUND;
+        assert_eq!(run_length(64, 35_200, bound), 64);
+        assert_eq!(run_length(256, 363 * 3025, bound), 15);
         // One image larger than the bound still runs, alone.
-        assert_eq!(run_length(8, SCRATCH_FLOATS * 2), 1);
-        assert_eq!(run_length(0, 100), 1);
+        assert_eq!(run_length(8, bound * 2, bound), 1);
+        assert_eq!(run_length(0, 100, bound), 1);
+        assert_eq!(run_length(5, 1728, 4096), 2);
     }
 }
