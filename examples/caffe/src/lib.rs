@@ -22,6 +22,7 @@ pub mod cli;
 pub mod data;
 pub mod error;
 pub mod gpu;
+pub mod hdf5;
 pub mod layers;
 pub mod net;
 pub mod proto;

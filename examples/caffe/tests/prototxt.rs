@@ -336,9 +336,6 @@ fn loss_normalization_as_caffe_reads_it() {
 #[test]
 fn solver_fields_caffe_geeps_cannot_honour_are_refused_at_their_line() {
     let base = "net: \"n.prototxt\"\nbase_lr: 0.01\nlr_policy: \"fixed\"\nmax_iter: 10\n";
-    let (line, msg) = solver_err(&format!("{base}snapshot_format: HDF5\n"));
-    assert_eq!(line, 5);
-    assert!(msg.contains("HDF5 is not supported"), "{msg}");
     let (line, msg) = solver_err(&format!("{base}test_interval: 100\n"));
     assert_eq!(line, 5);
     assert!(msg.contains("test_iter is not"), "{msg}");

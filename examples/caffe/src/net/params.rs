@@ -106,8 +106,13 @@ impl ParamLayout {
     /// names of the layers the file did not have. With `fillers` `None`
     /// every layer must be in the file (missing ones get no values).
     pub fn fine_tune(&self, path: &Path, fillers: Option<&[Vec<f32>]>) -> Result<(Vec<Vec<f32>>, Vec<String>)> {
-        let bytes = std::fs::read(path).map_err(|e| Error::file(path, format!("cannot read weights: {e}")))?;
-        let file = caffemodel::decode(&bytes).map_err(|e| Error::file(path, format!("not a caffemodel: {e}")))?;
+        let file = if is_h5(path) {
+            let names: Vec<&str> = self.layers.iter().map(|l| l.name.as_str()).collect();
+            crate::hdf5::read_caffemodel_h5(path, &names)?
+        } else {
+            let bytes = std::fs::read(path).map_err(|e| Error::file(path, format!("cannot read weights: {e}")))?;
+            caffemodel::decode(&bytes).map_err(|e| Error::file(path, format!("not a caffemodel: {e}")))?
+        };
         let mut out = Vec::new();
         let mut missing = Vec::new();
         for (p, lp) in self.layers.iter().enumerate() {
@@ -149,7 +154,8 @@ impl ParamLayout {
         Ok((out, missing))
     }
 
-    /// Writes `values` (one vector per parameter layer) as a `.caffemodel`.
+    /// Writes `values` (one vector per parameter layer) as a `.caffemodel`,
+    /// or, where `path` ends in `.h5`, in Caffe's HDF5 layout.
     pub fn write_caffemodel(&self, net_name: &str, values: &[Vec<f32>], path: &Path) -> Result<()> {
         let layers: Vec<LayerBlobs> = self
             .layers
@@ -165,6 +171,9 @@ impl ParamLayout {
             std::fs::create_dir_all(dir).map_err(|e| Error::file(dir, format!("cannot create: {e}")))?;
         }
         // Atomic: a snapshot killed mid-write leaves the previous file whole.
+        if is_h5(path) {
+            return crate::hdf5::write_caffemodel_h5(path, &layers);
+        }
         crate::proto::binary::write_atomic(path, &caffemodel::encode(net_name, &layers))
     }
 
@@ -198,4 +207,9 @@ impl ParamLayout {
             })
             .collect()
     }
+}
+
+/// Whether `path` names an HDF5 file (`.h5`), as Caffe decides for weights and solver states.
+pub fn is_h5(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "h5")
 }

@@ -18,6 +18,17 @@ pub fn read<T: prost::Message + Default>(path: &Path, what: &str) -> Result<T> {
 
 /// Writes `bytes` to `path` atomically.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_with(path, |tmp| {
+        let mut f = File::create(tmp)?;
+        f.write_all(bytes)
+    })
+}
+
+/// Writes `path` atomically through `fill`, which writes the whole file at
+/// the temporary path it is given (beside `path`); the file is then flushed
+/// to disk and renamed over `path`. The temporary file never outlives a
+/// failure.
+pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&Path) -> std::io::Result<()>) -> Result<()> {
     let io = |e: std::io::Error| Error::file(path, format!("cannot write: {e}"));
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -26,9 +37,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let name = path.file_name().ok_or_else(|| Error::file(path, "not a file name"))?;
     let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
     let result = (|| {
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
+        fill(&tmp)?;
+        File::open(&tmp)?.sync_all()?;
         fs::rename(&tmp, path)?;
         // The rename itself is durable once the folder is.
         File::open(dir)?.sync_all()

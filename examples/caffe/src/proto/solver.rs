@@ -121,6 +121,9 @@ pub struct SolverParam {
     /// Write weights every this many iterations (0: only at the end).
     pub snapshot: u64,
     pub snapshot_prefix: String,
+    /// `snapshot_format: HDF5`: weights and solver state as `.caffemodel.h5`
+    /// and `.solverstate.h5` (Caffe's HDF5 layout) instead of binary protos.
+    pub snapshot_hdf5: bool,
     pub snapshot_after_train: bool,
     pub random_seed: Option<u64>,
     /// `solver_mode: GPU`: the GPU (`device_id`, default 0) to keep rows on.
@@ -374,12 +377,8 @@ impl SolverParam {
                 "test_interval 0: Caffe never tests during training; caffe-geeps tests once, at the end",
             );
         }
-        if s.snapshot_format.is_some() && s.snapshot_format() == solver_parameter::SnapshotFormat::Hdf5 {
-            p.push(
-                at("snapshot_format"),
-                "snapshot_format HDF5 is not supported: caffe-geeps writes BINARYPROTO (.caffemodel, .solverstate); remove it",
-            );
-        }
+        let snapshot_hdf5 =
+            s.snapshot_format.is_some() && s.snapshot_format() == solver_parameter::SnapshotFormat::Hdf5;
         if s.debug_info() {
             warn("debug_info", "debug_info: caffe-geeps prints no per-blob debug information; ignored");
         }
@@ -411,6 +410,7 @@ impl SolverParam {
                 .snapshot_prefix
                 .clone()
                 .unwrap_or_else(|| path.file_stem().map_or("caffe-geeps".into(), |s| s.to_string_lossy().into_owned())),
+            snapshot_hdf5,
             snapshot_after_train: s.snapshot_after_train(),
             random_seed,
             gpu,

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use geeps::{keys, RowKey, TableId};
 
 use crate::error::{Error, Result};
+use crate::hdf5::{write_solverstate_h5, SolverStateH5};
 use crate::proto::binary;
 use crate::proto::caffe::SolverState;
 use crate::proto::caffemodel::blob_proto;
@@ -55,7 +56,7 @@ impl PsWorker<'_> {
         Ok(())
     }
 
-    /// Writes Caffe's `.solverstate` for the snapshot at `iter`: the
+    /// Writes Caffe's `.solverstate` (`.solverstate.h5`: Caffe's HDF5 layout) for the snapshot at `iter`: the
     /// iteration, the weights file, and one history blob per parameter blob
     /// (this worker's momentum; with several workers the exact state of
     /// every worker is in the geeps checkpoint beside it, which resume uses).
@@ -66,16 +67,20 @@ impl PsWorker<'_> {
             let values = self.view().read(b.device_ptr(), b.len(), || b.as_slice())?.to_vec();
             b.discard()?;
             for blob in &lp.blobs {
-                history.push(blob_proto(&blob.shape, &values[blob.offset..blob.offset + blob.len]));
+                history.push((blob.shape.clone(), values[blob.offset..blob.offset + blob.len].to_vec()));
             }
         }
+        let iter =
+            i32::try_from(iter).map_err(|_| Error::config(format!("iteration {iter} does not fit a solverstate")))?;
+        let learned_net = model.display().to_string();
+        if crate::net::params::is_h5(path) {
+            let state = SolverStateH5 { iter, current_step: 0, learned_net, history };
+            return write_solverstate_h5(path, &state);
+        }
         let state = SolverState {
-            iter: Some(
-                i32::try_from(iter)
-                    .map_err(|_| Error::config(format!("iteration {iter} does not fit a solverstate")))?,
-            ),
-            learned_net: Some(model.display().to_string()),
-            history,
+            iter: Some(iter),
+            learned_net: Some(learned_net),
+            history: history.iter().map(|(shape, v)| blob_proto(shape, v)).collect(),
             current_step: None,
         };
         binary::write(path, &state)

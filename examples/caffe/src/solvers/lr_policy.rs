@@ -51,6 +51,7 @@ mod tests {
             test_initialization: false,
             snapshot: 0,
             snapshot_prefix: String::new(),
+            snapshot_hdf5: false,
             snapshot_after_train: false,
             random_seed: None,
             gpu: None,

@@ -228,10 +228,11 @@ pub fn remove_all(prefix: &str) -> Result<usize> {
 }
 
 /// The checkpoint folder a `-snapshot` argument names: a `.solverstate`
-/// (its `.geeps` folder beside it) or the folder itself.
+/// or `.solverstate.h5` (its `.geeps` folder beside it) or the folder itself.
 fn explicit_folder(p: &Path) -> Result<PathBuf> {
-    if p.extension().is_some_and(|e| e == "solverstate") {
-        let folder = p.with_extension("geeps");
+    let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    if let Some(stem) = name.strip_suffix(".solverstate").or_else(|| name.strip_suffix(".solverstate.h5")) {
+        let folder = p.with_file_name(format!("{stem}.geeps"));
         if !p.is_file() {
             return Err(Error::file(p, "no such solver state"));
         }

@@ -656,20 +656,26 @@ fn snapshot(worker: &PsWorker<'_>, sh: &Shared<'_>, iter: u64) -> Result<Option<
     }
     let params = worker.current_params()?;
     let model = write_snapshot(sh, iter, &params)?;
-    let state = PathBuf::from(format!("{}_iter_{iter}.solverstate", sh.solver.snapshot_prefix));
+    let state = snapshot_path(sh, iter, "solverstate");
     worker.write_solverstate(&state, iter, &model)?;
-    with_reporter(sh, |r| r.log(&format!("Snapshotting solver state to binary proto file {}", state.display())));
+    let kind = if sh.solver.snapshot_hdf5 { "HDF5" } else { "binary proto" };
+    with_reporter(sh, |r| r.log(&format!("Snapshotting solver state to {kind} file {}", state.display())));
     Ok(Some(model))
+}
+
+/// `PREFIX_iter_N.KIND`, with `.h5` after it for `snapshot_format: HDF5`.
+fn snapshot_path(sh: &Shared<'_>, iter: u64, kind: &str) -> PathBuf {
+    let h5 = if sh.solver.snapshot_hdf5 { ".h5" } else { "" };
+    PathBuf::from(format!("{}_iter_{iter}.{kind}{h5}", sh.solver.snapshot_prefix))
 }
 
 /// After a resume at `iter` on rank 0: the weights and solver state of the
 /// snapshot resumed from, where a kill came between its checkpoint and
 /// them, and no temporary file of that write left behind.
 fn complete_resumed_snapshot(worker: &PsWorker<'_>, sh: &Shared<'_>, iter: u64) -> Result<()> {
-    let prefix = &sh.solver.snapshot_prefix;
-    crate::proto::binary::remove_stale_temporaries(Path::new(prefix));
-    let model = PathBuf::from(format!("{prefix}_iter_{iter}.caffemodel"));
-    let state = PathBuf::from(format!("{prefix}_iter_{iter}.solverstate"));
+    crate::proto::binary::remove_stale_temporaries(Path::new(&sh.solver.snapshot_prefix));
+    let model = snapshot_path(sh, iter, "caffemodel");
+    let state = snapshot_path(sh, iter, "solverstate");
     if !model.is_file() {
         write_snapshot(sh, iter, &worker.current_params()?)?;
     }
@@ -680,9 +686,10 @@ fn complete_resumed_snapshot(worker: &PsWorker<'_>, sh: &Shared<'_>, iter: u64) 
 }
 
 fn write_snapshot(sh: &Shared<'_>, iter: u64, params: &[Vec<f32>]) -> Result<PathBuf> {
-    let path = PathBuf::from(format!("{}_iter_{iter}.caffemodel", sh.solver.snapshot_prefix));
+    let path = snapshot_path(sh, iter, "caffemodel");
     sh.layout.write_caffemodel(&sh.train.name, params, &path)?;
-    with_reporter(sh, |r| r.log(&format!("Snapshotting to binary proto file {}", path.display())));
+    let kind = if sh.solver.snapshot_hdf5 { "HDF5" } else { "binary proto" };
+    with_reporter(sh, |r| r.log(&format!("Snapshotting to {kind} file {}", path.display())));
     Ok(path)
 }
 
