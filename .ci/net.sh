@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Network checks beyond the test suite: the BSP clock-exchange benchmark in
-# quick mode (it checks that the suite runs; CI never judges timings).
+# quick mode (it checks that the suite runs; CI never judges timings), then
+# geeps across hosts on a namespace cluster (scripts/netns-check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo bench --workspace --bench exchange -- --quick
+# geeps across hosts: 3 network namespaces joined by 1 Gb/s links (needs
+# root; fails, never skips, where namespaces are refused). About 30 s.
+cargo build --release -p geeps-launch -p geeps --example mlr
+scripts/netns-check

@@ -149,12 +149,14 @@ pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Bootstrap> {
         let hosted_by_rank0 = match env("GEEPS_RENDEZVOUS_AT_RANK0").as_deref().map(str::trim) {
             None | Some("" | "0") => false,
             Some("1") => true,
-            Some(other) => return Err(invalid(
-                "GEEPS_RENDEZVOUS_AT_RANK0",
-                format!(
+            Some(other) => {
+                return Err(invalid(
+                    "GEEPS_RENDEZVOUS_AT_RANK0",
+                    format!(
                     "`{other}`: write 1 (rank 0 serves the rendezvous at GEEPS_RENDEZVOUS) or 0 (someone else does)"
                 ),
-            )),
+                ))
+            }
         };
         return Ok(Bootstrap {
             rank,
