@@ -33,6 +33,9 @@ pub(crate) fn parse(spec: &str) -> Result<Vec<Host>, String> {
         let text = std::fs::read_to_string(spec).map_err(|e| format!("--hosts {spec}: {e}"))?;
         return parse_file(&text).map_err(|e| format!("--hosts {spec}: {e}"));
     }
+    if spec.contains('/') {
+        return Err(format!("--hosts {spec}: no such file (a list of hosts holds no `/`)"));
+    }
     let mut hosts = Vec::new();
     for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let (name, slots) = match entry.rsplit_once(':') {
@@ -121,6 +124,8 @@ mod tests {
         let e = parse("a:0").unwrap_err();
         assert!(e.contains("at least 1"), "{e}");
         assert!(parse(" , ").unwrap_err().contains("neither a file nor a list"));
+        let e = parse("/no/such/hosts.txt").unwrap_err();
+        assert_eq!(e, "--hosts /no/such/hosts.txt: no such file (a list of hosts holds no `/`)");
     }
 
     #[test]
