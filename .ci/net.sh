@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo bench --workspace --bench exchange -- --quick
 # geeps across hosts: 3 network namespaces joined by 1 Gb/s links (needs
-# root; fails, never skips, where namespaces are refused). About 30 s.
-cargo build --release -p geeps-launch -p geeps --example mlr
+# root; fails, never skips, where namespaces are refused). About a minute.
+# It runs the tests lane's release binaries (geeps-launch, caffe-geeps,
+# examples/mlr), as the examples lane does: building them here with another
+# package selection would resolve features differently and rebuild them.
 scripts/netns-check
