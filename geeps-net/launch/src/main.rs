@@ -66,7 +66,8 @@ struct Args {
     /// Cluster token shared by the ranks (default: a fresh random one).
     #[arg(long)]
     token: Option<String>,
-    /// Seconds the ranks have to find each other at start.
+    /// Seconds the ranks have to find each other at start (on one machine;
+    /// across hosts rank 0's rendezvous uses the ranks' connect timeout, 60 s).
     #[arg(long, default_value_t = 60)]
     rendezvous_timeout: u64,
     /// How many times all ranks are restarted when one fails (torchrun's
