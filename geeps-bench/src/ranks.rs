@@ -1,8 +1,13 @@
 //! Runs a job on N worker processes: this binary re-run as ranks, each told
 //! its role, rank and job through the environment, meeting at a rendezvous
-//! served here. Each rank prints one JSON line with its result. It owns the
-//! child processes and kills the ones it started when they overrun; it never
-//! interprets what a rank measured.
+//! served here. Each rank prints one JSON line with its result. With
+//! `GEEPS_BENCH_RANK_EXEC` (`ip netns exec geeps-h{rank}`) rank r runs
+//! through that command, on a host of a namespace cluster
+//! (`scripts/netns-cluster`); the rendezvous then listens on
+//! `GEEPS_BENCH_RENDEZVOUS_HOST`, an address of this host the ranks reach,
+//! with a fresh token, and the ranks listen where they reach it. It owns
+//! the child processes and kills the ones it started when they overrun; it
+//! never interprets what a rank measured.
 
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
@@ -19,6 +24,15 @@ const RANK: &str = "GEEPS_BENCH_RANK";
 const WORLD: &str = "GEEPS_BENCH_WORLD";
 const SERVER: &str = "GEEPS_BENCH_SERVER";
 const JOB: &str = "GEEPS_BENCH_JOB";
+const TOKEN: &str = "GEEPS_BENCH_TOKEN";
+const RANK_EXEC: &str = "GEEPS_BENCH_RANK_EXEC";
+const RENDEZVOUS_HOST: &str = "GEEPS_BENCH_RENDEZVOUS_HOST";
+
+/// Whether ranks run on the hosts of a cluster (`GEEPS_BENCH_RANK_EXEC`)
+/// rather than as processes of this one.
+pub fn across_hosts() -> bool {
+    std::env::var_os(RANK_EXEC).is_some_and(|v| !v.is_empty())
+}
 
 /// What a rank process was asked to do.
 pub struct RankEnv {
@@ -27,6 +41,8 @@ pub struct RankEnv {
     pub world: usize,
     pub server: String,
     pub job: String,
+    /// The cluster's token (empty on one host).
+    pub token: String,
 }
 
 impl RankEnv {
@@ -47,8 +63,21 @@ impl RankEnv {
         if let Some(bytes) = std::env::var("GEEPS_SHM_RING_BYTES").ok().and_then(|v| v.trim().parse().ok()) {
             options = options.with_shm_ring_bytes(bytes);
         }
-        let spec = ClusterSpec::new(self.rank, self.world, addresses, options).with_listen("127.0.0.1");
+        let spec = ClusterSpec::new(self.rank, self.world, addresses, options.with_token(self.token.clone()));
+        // Across hosts a keeper listens where it reaches the rendezvous.
+        let spec = if across_hosts() { spec } else { spec.with_listen("127.0.0.1") };
         Ok(NetCluster::start(spec)?)
+    }
+
+    /// The address this rank listens on: loopback, or across hosts the one
+    /// it reaches the rendezvous from (no packet is sent).
+    pub fn listen_host(&self) -> Result<String> {
+        if !across_hosts() {
+            return Ok("127.0.0.1".into());
+        }
+        let probe = std::net::UdpSocket::bind("0.0.0.0:0")?;
+        probe.connect(&self.server)?;
+        Ok(probe.local_addr()?.ip().to_string())
     }
 
     /// `Some` when this process was started as a rank.
@@ -57,7 +86,10 @@ impl RankEnv {
         let get = |k: &str| std::env::var(k).map_err(|_| BenchError::msg(format!("rank started without {k}")));
         let num =
             |k: &str| -> Result<usize> { get(k)?.parse().map_err(|_| BenchError::msg(format!("{k} is not a number"))) };
-        Some((|| Ok(RankEnv { role, rank: num(RANK)?, world: num(WORLD)?, server: get(SERVER)?, job: get(JOB)? }))())
+        let token = std::env::var(TOKEN).unwrap_or_default();
+        Some((|| {
+            Ok(RankEnv { role, rank: num(RANK)?, world: num(WORLD)?, server: get(SERVER)?, job: get(JOB)?, token })
+        })())
     }
 
     pub fn job<J: DeserializeOwned>(&self) -> Result<J> {
@@ -65,16 +97,26 @@ impl RankEnv {
     }
 }
 
-/// Serves one rendezvous of `world` ranks on a loopback port, in a thread.
-fn rendezvous(world: usize, timeout: Duration) -> Result<String> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+/// 16 random bytes in hex.
+fn fresh_token() -> Result<String> {
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Serves one rendezvous of `world` ranks with `token` on a loopback port
+/// (or `GEEPS_BENCH_RENDEZVOUS_HOST`'s), in a thread.
+fn rendezvous(world: usize, token: String, timeout: Duration) -> Result<String> {
+    let host = std::env::var(RENDEZVOUS_HOST).unwrap_or_else(|_| "127.0.0.1".into());
+    let listener = std::net::TcpListener::bind((host.as_str(), 0))
+        .map_err(|e| BenchError::msg(format!("rendezvous on {host} ({RENDEZVOUS_HOST}): {e}")))?;
     let addr = listener.local_addr()?.to_string();
     listener.set_nonblocking(true)?;
     std::thread::Builder::new().name("bench-rendezvous".into()).spawn(move || {
         let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
         rt.block_on(async move {
             let Ok(l) = tokio::net::TcpListener::from_std(listener) else { return };
-            if let Err(e) = geeps::net::rendezvous::serve(l, world, String::new(), timeout).await {
+            if let Err(e) = geeps::net::rendezvous::serve(l, world, token, timeout).await {
                 eprintln!("geeps-bench: rendezvous: {e}");
             }
         })
@@ -92,12 +134,26 @@ fn kill_all(children: &mut [Option<Child>]) {
 /// Runs `job` as `role` on `world` ranks and returns each rank's result, in
 /// rank order. Fails (killing the ranks) if one fails or all overrun `limit`.
 pub fn run<J: Serialize, R: DeserializeOwned>(role: &str, world: usize, job: &J, limit: Duration) -> Result<Vec<R>> {
-    let server = rendezvous(world, limit)?;
+    // Keepers beyond loopback need a token.
+    let token = if across_hosts() { fresh_token()? } else { String::new() };
+    let server = rendezvous(world, token.clone(), limit)?;
     let exe = std::env::current_exe()?;
     let job = serde_json::to_string(job).map_err(|e| BenchError::msg(format!("job: {e}")))?;
+    let exec = std::env::var(RANK_EXEC).unwrap_or_default();
     let mut children: Vec<Option<Child>> = Vec::with_capacity(world);
     for rank in 0..world {
-        let spawned = Command::new(&exe)
+        let words: Vec<String> =
+            exec.replace("{rank}", &rank.to_string()).split_whitespace().map(String::from).collect();
+        let mut command = match words.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(&exe);
+                c
+            }
+            None => Command::new(&exe),
+        };
+        let spawned = command
+            .env(TOKEN, &token)
             .env(ROLE, role)
             .env(RANK, rank.to_string())
             .env(WORLD, world.to_string())

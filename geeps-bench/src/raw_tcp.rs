@@ -40,10 +40,11 @@ pub fn rank_main(env: &RankEnv) -> Result<Rate> {
     let (rank, world) = (env.rank, env.world);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(async move {
-        let listener = TcpListener::bind("127.0.0.1:0").await.map_err(io)?;
+        let listener = TcpListener::bind((env.listen_host()?.as_str(), 0)).await.map_err(io)?;
         let me = listener.local_addr().map_err(io)?.to_string();
         let roster =
-            geeps::net::rendezvous::register(&env.server, rank, world, "", &me, Duration::from_secs(60)).await?;
+            geeps::net::rendezvous::register(&env.server, rank, world, &env.token, &me, Duration::from_secs(60))
+                .await?;
         let accept = tokio::spawn(async move {
             let mut incoming = Vec::with_capacity(world);
             for _ in 0..world {

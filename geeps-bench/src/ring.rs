@@ -67,11 +67,17 @@ fn all_reduce(
 
 fn connect(env: &RankEnv) -> Result<(TcpStream, TcpStream)> {
     let (rank, world) = (env.rank, env.world);
-    let listener = TcpListener::bind("127.0.0.1:0").map_err(io("bind"))?;
+    let listener = TcpListener::bind((env.listen_host()?.as_str(), 0)).map_err(io("bind"))?;
     let me = listener.local_addr().map_err(io("bind"))?.to_string();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let roster =
-        rt.block_on(geeps::net::rendezvous::register(&env.server, rank, world, "", &me, Duration::from_secs(60)))?;
+    let roster = rt.block_on(geeps::net::rendezvous::register(
+        &env.server,
+        rank,
+        world,
+        &env.token,
+        &me,
+        Duration::from_secs(60),
+    ))?;
     let next_addr = &roster[(rank + 1) % world];
     let next = std::thread::scope(|s| {
         let accept = s.spawn(|| listener.accept().map(|(p, _)| p));

@@ -47,6 +47,12 @@ pub fn run(s: &Settings, calibration: &Calibration) -> Result<SyncFigure> {
     let mut externals = Vec::new();
     let mut skipped = Vec::new();
     for x in External::ALL {
+        if ranks::across_hosts() {
+            let line = format!("{}: skipped (its ranks run on this host only, not across hosts)", x.label());
+            eprintln!("sync: {line}");
+            skipped.push(line);
+            continue;
+        }
         match x.available() {
             Ok(()) => externals.push(x),
             Err(why) => {
@@ -73,7 +79,10 @@ pub fn run(s: &Settings, calibration: &Calibration) -> Result<SyncFigure> {
         for workers in WORLDS {
             record(ENGINE, workers, reduce(&ranks::run(engine_sync::ROLE, workers, job, s.limit)?));
             record(ENGINE_BF16, workers, reduce(&ranks::run(engine_sync::ROLE_BF16, workers, job, s.limit)?));
-            record(ENGINE_SHM, workers, reduce(&ranks::run(engine_sync::ROLE_SHM, workers, job, s.limit)?));
+            // Hosts of a namespace cluster share one /dev/shm: no shared-memory row there.
+            if !ranks::across_hosts() {
+                record(ENGINE_SHM, workers, reduce(&ranks::run(engine_sync::ROLE_SHM, workers, job, s.limit)?));
+            }
             record(RING, workers, reduce(&ranks::run(ring::ROLE, workers, job, s.limit)?));
             for x in &externals {
                 record(x.label(), workers, reduce(&x.run(workers, job, s.limit)?));

@@ -230,6 +230,7 @@ impl NetCluster {
                     let listener = TcpListener::bind(with_port(&host, 0)).await?;
                     require_token(&opts, spec.rank, "keeper", &listener)?;
                     let me = listener.local_addr()?.to_string();
+                    let mut hosted = None;
                     if *hosted_by_rank0 && spec.rank == 0 {
                         let rv = TcpListener::bind(server.as_str()).await.map_err(|e| Error::InvalidConfig {
                             field: "MASTER_ADDR",
@@ -237,16 +238,23 @@ impl NetCluster {
                         })?;
                         require_token(&opts, spec.rank, "rendezvous", &rv)?;
                         let (world, options) = (spec.world, opts.clone());
-                        tokio::spawn(async move {
+                        hosted = Some(tokio::spawn(async move {
                             if let Err(e) = rendezvous::serve_with(rv, world, options).await {
                                 tracing::error!(error = %e, "rendezvous failed");
                             }
-                        });
+                        }));
                     }
-                    let roster =
+                    let registered =
                         rendezvous::register(server, spec.rank, spec.world, &opts.token, &me, opts.connect_timeout)
-                            .await?;
-                    Ok((listener, roster))
+                            .await;
+                    if let (Err(Error::Mismatch(_)), Some(task)) = (&registered, hosted) {
+                        // A rank was refused: the rendezvous lives in this process, so it
+                        // stays up until every rank has been told (or its own deadline),
+                        // instead of leaving the ranks still to come knocking at a closed port.
+                        tracing::info!("rank 0 keeps serving the rendezvous until every rank has heard of the refusal");
+                        let _ = tokio::time::timeout(opts.connect_timeout, task).await;
+                    }
+                    Ok((listener, registered?))
                 }
             }
         })?;

@@ -36,12 +36,13 @@ pub(crate) fn blame(reports: &[FailureReport], first_exit: (usize, &str)) -> Bla
     Blame { rank: first_exit.0, why: format!("{} (the first rank to exit; no rank reported a cause)", first_exit.1) }
 }
 
-/// How every launcher message names a rank: its number, its process id
-/// and, where a report gave it, its keeper's address.
-pub(crate) fn rank_name(rank: usize, pid: Option<u32>, reports: &[FailureReport]) -> String {
+/// How every launcher message names a rank: its number, its process
+/// (`pid 4242`, or its host and agent) and, where a report gave it, its
+/// keeper's address.
+pub(crate) fn rank_name(rank: usize, process: Option<String>, reports: &[FailureReport]) -> String {
     let mut parts = Vec::new();
-    if let Some(pid) = pid.filter(|&p| p != 0) {
-        parts.push(format!("pid {pid}"));
+    if let Some(process) = process {
+        parts.push(process);
     }
     if let Some(r) = reports.iter().find(|r| r.failed == rank && !r.address.is_empty()) {
         parts.push(format!("keeper {}", r.address));
@@ -94,8 +95,8 @@ mod tests {
     #[test]
     fn a_rank_is_named_with_its_pid_and_keeper() {
         let reports = [report(0, 2, "lost")];
-        assert_eq!(rank_name(2, Some(4242), &reports), "rank 2 (pid 4242, keeper 127.0.0.1:4002)");
-        assert_eq!(rank_name(1, Some(7), &reports), "rank 1 (pid 7)");
+        assert_eq!(rank_name(2, Some("pid 4242".into()), &reports), "rank 2 (pid 4242, keeper 127.0.0.1:4002)");
+        assert_eq!(rank_name(1, Some("on h1, agent pid 7".into()), &reports), "rank 1 (on h1, agent pid 7)");
         assert_eq!(rank_name(1, None, &[]), "rank 1");
     }
 }

@@ -146,10 +146,22 @@ pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Bootstrap> {
     }
     if let Some(server) = env("GEEPS_RENDEZVOUS") {
         let (rank, world) = rank_and_world(env)?;
+        let hosted_by_rank0 = match env("GEEPS_RENDEZVOUS_AT_RANK0").as_deref().map(str::trim) {
+            None | Some("" | "0") => false,
+            Some("1") => true,
+            Some(other) => {
+                return Err(invalid(
+                    "GEEPS_RENDEZVOUS_AT_RANK0",
+                    format!(
+                    "`{other}`: write 1 (rank 0 serves the rendezvous at GEEPS_RENDEZVOUS) or 0 (someone else does)"
+                ),
+                ))
+            }
+        };
         return Ok(Bootstrap {
             rank,
             world,
-            addresses: Addresses::Rendezvous { server, hosted_by_rank0: false },
+            addresses: Addresses::Rendezvous { server, hosted_by_rank0 },
             source: "GEEPS_RENDEZVOUS",
         });
     }
@@ -262,6 +274,17 @@ mod tests {
         assert!(from_env(&env_of(&[])).is_err());
         assert!(from_env(&env_of(&[("RANK", "4"), ("WORLD_SIZE", "4"), ("MASTER_ADDR", "h"), ("MASTER_PORT", "1")]))
             .is_err());
+    }
+
+    #[test]
+    fn a_rendezvous_served_by_rank_0_when_asked() {
+        let vars = [("GEEPS_RANK", "1"), ("GEEPS_WORLD_SIZE", "2"), ("GEEPS_RENDEZVOUS", "10.77.0.1:29500")];
+        let b = from_env(&env_of(&vars)).unwrap();
+        assert_eq!(b.addresses, Addresses::Rendezvous { server: "10.77.0.1:29500".into(), hosted_by_rank0: false });
+        let b = from_env(&env_of(&[vars[0], vars[1], vars[2], ("GEEPS_RENDEZVOUS_AT_RANK0", "1")])).unwrap();
+        assert_eq!(b.addresses, Addresses::Rendezvous { server: "10.77.0.1:29500".into(), hosted_by_rank0: true });
+        let e = from_env(&env_of(&[vars[0], vars[1], vars[2], ("GEEPS_RENDEZVOUS_AT_RANK0", "yes")]));
+        assert!(matches!(e, Err(Error::InvalidConfig { field: "GEEPS_RENDEZVOUS_AT_RANK0", .. })), "{e:?}");
     }
 
     #[test]

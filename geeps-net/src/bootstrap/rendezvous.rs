@@ -11,6 +11,7 @@ use tokio::io::BufReader;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
+use crate::bootstrap::reachability::unreachable_advert;
 use crate::conn::accept_backoff::{accept_backing_off, AcceptBackoff};
 use crate::options::NetOptions;
 use crate::security::auth::{token_matches, PendingGate};
@@ -43,7 +44,8 @@ async fn refuse(stream: &mut TcpStream, reason: String) {
 /// a registration without the cluster token, is refused and logged (at most
 /// once a second, with a count), and the rendezvous goes on. A registration
 /// with the token that does not fit (protocol version, rank, world size, a
-/// rank twice from two addresses) is a real rank that cannot run: it fails
+/// rank twice from two addresses, a loopback keeper address from a rank
+/// that reached the rendezvous over the network) is a real rank that cannot run: it fails
 /// the start at once, and the refused rank, every rank already registered
 /// and every rank that registers later is told which rank was refused and
 /// why. The same rank registering again from the same keeper address is a
@@ -110,6 +112,10 @@ pub async fn serve_with(listener: TcpListener, world: usize, options: NetOptions
                     Some(format!("protocol version {} but the rendezvous speaks {PROTOCOL_VERSION}; run the same geeps version on every rank", reg.protocol))
                 } else if reg.world as usize != world || rank >= world {
                     Some(format!("rank {} of world {} does not fit this rendezvous of {world} ranks", reg.rank, reg.world))
+                } else if let Some(why) =
+                    stream.local_addr().ok().and_then(|reached| unreachable_advert(rank, &reg.address, reached))
+                {
+                    Some(why)
                 } else if registered.contains_key(&rank) {
                     Some(format!(
                         "rank {rank} registered twice, from keeper addresses {} and {} (two processes with the same rank?)",

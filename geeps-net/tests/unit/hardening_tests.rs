@@ -2,8 +2,9 @@
 //! are checked before anything is allocated, a peer that has not said hello
 //! gets a small frame, a short deadline and a bounded number of pending
 //! connections, the token is required beyond loopback, a silent peer is
-//! named with its host and how long it was silent, and a rank refused at
-//! join is reported to the other ranks with the reason.
+//! named with its host and how long it was silent, a rank refused at join
+//! is reported to the other ranks with the reason, and rank 0 serving the
+//! rendezvous keeps it up after a refusal until a late rank has heard.
 //!
 //! (A unit test module: it speaks the wire protocol, which is internal.)
 
@@ -405,6 +406,42 @@ fn strangers_at_the_rendezvous_never_stop_the_real_ranks() {
     }
     assert!(served.join().unwrap().is_ok());
     idle.clear();
+}
+
+#[test]
+fn rank_0_serves_the_rendezvous_after_a_refusal_until_a_late_rank_is_told() {
+    // torchrun's start: rank 0 hosts the rendezvous in its process. Rank 2
+    // is refused (another world size) at once; rank 1 comes 1.5 s after
+    // rank 0 has its answer and must still hear why, not find the port
+    // closed and retry until its connect timeout.
+    let server = free_port();
+    let start = Instant::now();
+    let rank = |rank: usize, world: usize, delay: Duration| {
+        let server = server.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(delay);
+            let addresses = Addresses::Rendezvous { server, hosted_by_rank0: true };
+            let options = options().with_connect_timeout(Duration::from_secs(20));
+            let spec = ClusterSpec::new(rank, world, addresses, options).with_listen("127.0.0.1");
+            let started = NetCluster::start(spec).map(|mut c| {
+                let _ = c.shutdown();
+            });
+            (started, start.elapsed())
+        })
+    };
+    let r0 = rank(0, 3, Duration::ZERO);
+    let r2 = rank(2, 4, Duration::from_millis(200));
+    let (refused, _) = r2.join().unwrap();
+    let late = rank(1, 3, Duration::from_millis(1500));
+    let (r0, r0_after) = r0.join().unwrap();
+    let (r1, r1_after) = late.join().unwrap();
+    let text = refused.expect_err("rank 2 of world 4 started").to_string();
+    assert!(text.contains("rank 2 of world 4 does not fit"), "{text}");
+    for (who, result, after) in [("rank 0", r0, r0_after), ("rank 1", r1, r1_after)] {
+        let text = result.expect_err("started without rank 2").to_string();
+        assert!(text.contains("rank 2") && text.contains("was refused at the rendezvous"), "{who}: {text}");
+        assert!(after < Duration::from_secs(10), "{who} learnt it after {after:?}");
+    }
 }
 
 #[test]
