@@ -85,7 +85,13 @@ def init(*, shutdown_timeout: Optional[float] = None) -> Cluster:
     """
     global _cluster
     if _cluster is None:
-        _cluster = Cluster.from_env(shutdown_timeout=shutdown_timeout)
+        from . import _torchrun
+
+        if _torchrun.under_torchrun():
+            rank, addresses = _torchrun.addresses()
+            _cluster = Cluster.connect(rank, addresses, shutdown_timeout=shutdown_timeout)
+        else:
+            _cluster = Cluster.from_env(shutdown_timeout=shutdown_timeout)
     return _cluster
 
 
