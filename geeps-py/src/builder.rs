@@ -115,7 +115,15 @@ impl Builder {
                     net = Some(net_cluster.clone().unbind());
                     Some(net_cluster.get().transport()?)
                 } else if let Ok(local) = c.downcast::<LocalCluster>() {
-                    let rank = rank.ok_or_else(|| ArgumentError::new_err("a LocalCluster needs rank="))?;
+                    let rank = match (rank, local.get().workers_count()) {
+                        (Some(r), _) => r,
+                        (None, 1) => 0,
+                        (None, n) => {
+                            return Err(ArgumentError::new_err(format!(
+                                "a LocalCluster of {n} workers needs rank= (one instance per worker)"
+                            )))
+                        }
+                    };
                     Some(local.get().transport(rank)?)
                 } else {
                     return Err(ArgumentError::new_err(format!(

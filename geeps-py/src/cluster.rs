@@ -150,6 +150,10 @@ pub struct LocalCluster {
 }
 
 impl LocalCluster {
+    pub fn workers_count(&self) -> usize {
+        self.workers
+    }
+
     pub fn transport(&self, rank: usize) -> PyResult<Arc<dyn Transport>> {
         guard(|| self.inner.transport(rank).map_err(to_py))
     }

@@ -24,8 +24,13 @@ import geeps
 __all__ = ["offload", "activation_budget", "Offload", "ActivationBudget"]
 
 
-def _offloadable(t: torch.Tensor, min_bytes: int) -> bool:
-    if t.requires_grad and t.is_leaf:  # a parameter: autograd needs it anyway
+def _storage(t: torch.Tensor) -> int:
+    return t.untyped_storage().data_ptr()
+
+
+def _offloadable(t: torch.Tensor, min_bytes: int, params: set) -> bool:
+    # A parameter, or a view of one (a transposed weight): the model keeps it anyway.
+    if (t.requires_grad and t.is_leaf) or _storage(t) in params:
         return False
     nbytes = t.numel() * t.element_size()
     return nbytes >= min_bytes and nbytes % 4 == 0
@@ -42,7 +47,11 @@ class _ForwardHooks:
     def __init__(self, model: torch.nn.Module, pack, unpack, on_forward):
         self._ctx: Optional[torch.autograd.graph.saved_tensors_hooks] = None
 
+        self.params: set = set()
+
         def pre(_module, _inputs):
+            # Where the parameters are now (an optimizer may have moved them).
+            self.params = {_storage(p) for p in model.parameters()}
             on_forward()
             self._ctx = torch.autograd.graph.saved_tensors_hooks(pack, unpack)
             self._ctx.__enter__()
@@ -52,9 +61,12 @@ class _ForwardHooks:
                 ctx, self._ctx = self._ctx, None
                 ctx.__exit__(None, None, None)
 
-        self._handles = [model.register_forward_pre_hook(pre), model.register_forward_hook(post)]
+        # always_call: a forward that raises must not leave the hooks on.
+        self._handles = [model.register_forward_pre_hook(pre), model.register_forward_hook(post, always_call=True)]
+        self._post = post
 
     def remove(self) -> None:
+        self._post(None, None, None)
         for h in self._handles:
             h.remove()
 
@@ -87,7 +99,7 @@ class ActivationBudget:
         self.peak = max(self.peak, self.live)
 
     def _pack(self, t):
-        if not _offloadable(t, self.min_bytes):
+        if not _offloadable(t, self.min_bytes, self._hooks.params):
             return t
         nbytes = t.numel() * t.element_size()
         if self.live + nbytes > self.budget:
@@ -200,7 +212,7 @@ class Offload:
                 s.fetch.append(h)
 
     def _pack(self, t: torch.Tensor):
-        if not _offloadable(t, self.min_bytes):
+        if not _offloadable(t, self.min_bytes, self._hooks.params):
             return t
         index = self._packs
         self._packs += 1

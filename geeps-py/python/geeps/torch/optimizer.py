@@ -27,32 +27,35 @@ _TABLE = "geeps.torch.parameters"
 class _GeepsOptimizer:
     """Methods mixed into a subclass of the wrapped optimizer's class."""
 
-    def __init__(self, params, named_parameters, slack, cluster, row_width, device_memory, device):
+    def __init__(self, params, named_parameters, slack, cluster, rank, row_width, device_memory, device, restore):
         super(self.__class__, self).__init__(params)
         named = list(named_parameters) if named_parameters is not None else None
         self._geeps_sync = ParameterSync(
             _parameters(self.param_groups, named),
             slack=slack,
             cluster=cluster,
+            rank=rank,
             row_width=row_width,
             device_memory=device_memory,
             device=device,
             table=_TABLE,
         )
+        self.restored_steps: Optional[int] = None
+        if restore is None:
+            self._geeps_sync.broadcast(0)
+        else:
+            self._restore(restore)
 
     def step(self, closure=None):
         """Steps the wrapped optimizer on this worker's gradients, then
         exchanges the change with the other workers through geeps."""
-        sync = self._geeps_sync
-        if not sync.started:
-            sync.broadcast(0)
         loss = super(self.__class__, self).step(closure)
-        sync.exchange()
+        self._geeps_sync.exchange()
         return loss
 
     def broadcast_parameters(self, root_rank: int = 0) -> None:
-        """Makes every worker start from ``root_rank``'s parameters (called
-        by the first step when neither it nor :meth:`restore` ran)."""
+        """Makes every worker's parameters ``root_rank``'s (construction
+        already broadcast rank 0's; one clock)."""
         self._geeps_sync.broadcast(root_rank)
 
     @property
@@ -77,11 +80,7 @@ class _GeepsOptimizer:
         torch.save({"optimizer": self.state_dict(), "steps": self._geeps_sync.steps}, state)
         return self._geeps_sync.checkpoint(directory, state.getvalue())
 
-    def restore(self, directory: str) -> int:
-        """Loads the newest checkpoint in ``directory`` instead of a
-        broadcast (before the first step). The saved job may have had
-        another number of workers: worker r takes the optimizer state of
-        saved worker ``r % saved_workers``. Returns the saved step count."""
+    def _restore(self, directory: str) -> None:
         restored = self._geeps_sync.restore(directory)
         states = restored["rank_states"]
         mine = states[self._geeps_sync.ps.rank % len(states)] if states else b""
@@ -89,7 +88,7 @@ class _GeepsOptimizer:
             saved = torch.load(io.BytesIO(mine), weights_only=False)
             self.load_state_dict(saved["optimizer"])
             self._geeps_sync.steps = saved["steps"]
-        return self._geeps_sync.steps
+        self.restored_steps = self._geeps_sync.steps
 
     def shutdown(self) -> None:
         """Stops the geeps instance (also at exit)."""
@@ -123,9 +122,11 @@ def DistributedOptimizer(
     *,
     slack: Optional[int] = 0,
     cluster=None,
+    rank: Optional[int] = None,
     row_width: int = 1024,
     device_memory: int = 256 << 20,
     device: str = "host",
+    restore: Optional[str] = None,
 ):
     """Wraps ``optimizer`` (any ``torch.optim`` optimizer) for data-parallel
     training through geeps.
@@ -135,16 +136,28 @@ def DistributedOptimizer(
     parameter table. ``slack`` bounds the staleness of the parameters each
     step reads back: 0 is BSP, k lets a worker run k clocks ahead of the
     slowest, None never waits. ``cluster``: default the one
-    :func:`geeps.init` joined, else a single worker. ``device``: ``"host"``
+    :func:`geeps.init` joined, else a single worker; ``rank`` with a
+    :class:`geeps.LocalCluster` of several workers. ``device``: ``"host"``
     or ``"cuda:N"`` (where the table's cache lives).
+
+    Construction syncs the start: every worker takes rank 0's parameters,
+    or, with ``restore``, the newest checkpoint in that folder (written by
+    :meth:`checkpoint`, possibly by another number of workers: worker r
+    takes the optimizer state of saved worker ``r % saved_workers``, and
+    ``restored_steps`` says how many steps it had taken).
     """
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise geeps.ArgumentError(f"optimizer must be a torch.optim.Optimizer, not {type(optimizer).__name__}")
     if slack is not None and (not isinstance(slack, int) or slack < 0):
         raise geeps.ArgumentError(f"slack must be an int >= 0 or None, not {slack!r}")
-    cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_GeepsOptimizer.__dict__))
-    wrapped = cls(optimizer.param_groups, named_parameters, slack, cluster, row_width, device_memory, device)
-    if optimizer.state:
+    # Horovod's shape: a subclass of the optimizer's own class, so that
+    # isinstance checks and LR schedulers work.
+    methods = {k: v for k, v in _GeepsOptimizer.__dict__.items() if k not in ("__dict__", "__weakref__")}
+    cls = type(optimizer.__class__.__name__, (optimizer.__class__,), methods)
+    wrapped = cls(
+        optimizer.param_groups, named_parameters, slack, cluster, rank, row_width, device_memory, device, restore
+    )
+    if optimizer.state and restore is None:
         wrapped.load_state_dict(optimizer.state_dict())
     return wrapped
 

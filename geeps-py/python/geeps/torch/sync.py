@@ -18,9 +18,9 @@ import geeps
 
 class ParameterSync:
     """Keeps ``params`` in geeps table ``table``: :meth:`broadcast` or
-    :meth:`restore` once, then :meth:`exchange` after every local step."""
+    :meth:`restore` first, then :meth:`exchange` after every local step."""
 
-    def __init__(self, params, *, slack, cluster, row_width, device_memory, device, table):
+    def __init__(self, params, *, slack, cluster, rank, row_width, device_memory, device, table):
         if not params:
             raise geeps.ArgumentError("no parameters to keep in geeps")
         for p in params:
@@ -36,7 +36,6 @@ class ParameterSync:
         self.params = params
         self.slack = slack
         self.steps = 0
-        self.started = False
         self.flat = torch.zeros(rows * row_width, dtype=torch.float32, device=place)
         offset = 0
         with torch.no_grad():
@@ -47,10 +46,11 @@ class ParameterSync:
                 # optimizer writes lands there.
                 p.data = self.flat[offset : offset + n].view_as(p)
                 offset += n
-        self.old = self.flat.clone()
+        # What this worker last read of the table (it starts at zeros).
+        self.old = torch.zeros_like(self.flat)
         b = geeps.Builder(row_width=row_width, device_memory=device_memory, device=device)
         self.table = b.parameter_table(table, rows)
-        self.ps = b.build(cluster)
+        self.ps = b.build(cluster, rank)
         self.rows = range(rows)
         with self.ps.virtual_iteration() as v:
             self._pre = v.pre_update(self.table, self.rows, overwrite=True)
@@ -90,21 +90,17 @@ class ParameterSync:
             self._pull(self.ps.read(self._read))
         self.steps += 1
 
-    def _start(self, what: str) -> None:
-        if self.started:
-            raise geeps.StateError(f"{what}: the parameters are synced already (a broadcast or restore ran)")
-        self.started = True
-
     def broadcast(self, root: int) -> None:
-        """Every worker takes rank ``root``'s parameters (one clock)."""
+        """Every worker takes rank ``root``'s parameters (one clock): the
+        root pushes the difference between its parameters and what it last
+        read, the others nothing, and all read back under BSP."""
         world, rank = self.ps.num_workers, self.ps.rank
         if not (isinstance(root, int) and 0 <= root < world):
             raise geeps.ArgumentError(f"root_rank must be in 0..{world - 1}, not {root!r}")
-        self._start("broadcast_parameters")
 
         def initial(delta):
             if rank == root:
-                delta.copy_(self.flat)
+                torch.sub(self.flat, self.old, out=delta)
             else:
                 delta.zero_()
 
@@ -118,8 +114,7 @@ class ParameterSync:
 
     def restore(self, directory: str) -> dict:
         """Loads the newest checkpoint in ``directory`` into the table and
-        the parameters (instead of a broadcast)."""
-        self._start("restore")
+        the parameters (instead of the first broadcast)."""
         restored = self.ps.restore(directory)
         with torch.no_grad():
             self._pull(self.ps.read_keys(self.table, self.rows, slack=0))
