@@ -194,15 +194,17 @@ def test_checkpoint_of_two_processes_resumes_in_one(torch, tmp_path):
 
 def test_under_torchrun(torch, tmp_path):
     script = tmp_path / "job.py"
-    script.write_text(TWO_RANKS)
+    # One short line per rank in one write: torchrun's ranks share a stdout.
+    digest = "import hashlib\nsys.stdout.write('final ' + hashlib.sha1(flat.numpy().tobytes()).hexdigest() + '\\n')\n"
+    script.write_text(TWO_RANKS.replace("print(repr(flat.tolist()))", "") + digest)
     port = free_ports(1)[0]
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(port)]
     out = subprocess.run(
         [*cmd, str(script), "0"], env=clean_env(), capture_output=True, text=True, timeout=180
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    lines = [line for line in out.stdout.splitlines() if line.startswith("[")]
-    assert len(lines) == 2 and lines[0] == lines[1]
+    lines = [line for line in out.stdout.splitlines() if line.startswith("final ")]
+    assert len(lines) == 2 and lines[0] == lines[1], out.stdout + out.stderr[-3000:]
 
 
 def deep(torch, seed=0):
