@@ -15,6 +15,7 @@ import torch
 
 import geeps
 
+_ALIGN = 16  # floats
 
 class ParameterSync:
     """Keeps ``params`` in geeps table ``table``: :meth:`broadcast` or
@@ -31,21 +32,24 @@ class ParameterSync:
         place = params[0].device
         if any(p.device != place for p in params):
             raise geeps.ArgumentError("every parameter must be on one device")
-        total = sum(p.numel() for p in params)
+        # Each parameter starts on a 64-byte boundary: kernels run slower on
+        # weights that do not.
+        offsets, total = [], 0
+        for p in params:
+            offsets.append(total)
+            total += -(-p.numel() // _ALIGN) * _ALIGN
         rows = -(-total // row_width)
         self.params = params
         self.slack = slack
         self.steps = 0
         self.flat = torch.zeros(rows * row_width, dtype=torch.float32, device=place)
-        offset = 0
         with torch.no_grad():
-            for p in params:
+            for p, offset in zip(params, offsets):
                 n = p.numel()
                 self.flat[offset : offset + n].copy_(p.detach().reshape(-1))
                 # The parameter becomes a view of the flat tensor: what the
                 # optimizer writes lands there.
                 p.data = self.flat[offset : offset + n].view_as(p)
-                offset += n
         # What this worker last read of the table (it starts at zeros).
         self.old = torch.zeros_like(self.flat)
         b = geeps.Builder(row_width=row_width, device_memory=device_memory, device=device)
