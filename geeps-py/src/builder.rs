@@ -106,6 +106,9 @@ impl Builder {
             self.inner.lock().take().ok_or_else(|| StateError::new_err("this builder has built its instance"))?;
         let mut net: Option<Py<Cluster>> = None;
         let transport: Option<Arc<dyn Transport>> = match cluster {
+            None if rank.is_some_and(|r| r != 0) => {
+                return Err(ArgumentError::new_err("rank= without a cluster: a single worker is rank 0"))
+            }
             None => None,
             Some(c) => {
                 if let Ok(net_cluster) = c.downcast::<Cluster>() {

@@ -52,6 +52,12 @@ def test_bad_arguments():
         geeps.Builder(wait_deadline=-1.0)
     with pytest.raises(geeps.ArgumentError, match="device"):
         geeps.Builder(device="tpu").build()
+    with pytest.raises(geeps.ArgumentError, match="without a cluster"):
+        geeps.Builder(device_memory=1 << 20).build(rank=1)
+    with pytest.raises(geeps.ArgumentError, match="needs rank"):
+        geeps.Builder(device_memory=1 << 20).build(geeps.LocalCluster(2))
+    with pytest.raises(geeps.ArgumentError, match="cluster is"):
+        geeps.Builder(device_memory=1 << 20).build("localhost")
     b = geeps.Builder(row_width=4, device_memory=1 << 20)
     b.parameter_table("w", 2)
     with pytest.raises(geeps.ConfigError, match="declared twice"):
