@@ -61,6 +61,58 @@ def main() -> int:
     del t
     r.post()
     ps.shutdown()
+    return torch_checks(torch)
+
+
+def torch_checks(torch) -> int:
+    """DistributedOptimizer and offload with the model and geeps on the GPU,
+    against the same training without geeps."""
+    import geeps.torch as gt
+
+    def net(seed=0):
+        torch.manual_seed(seed)
+        layers = []
+        for _ in range(4):
+            layers += [torch.nn.Linear(512, 512), torch.nn.ReLU()]
+        return torch.nn.Sequential(*layers, torch.nn.Linear(512, 10)).cuda()
+
+    g = torch.Generator().manual_seed(3)
+    x, y = torch.randn(128, 512, generator=g).cuda(), torch.randint(0, 10, (128,), generator=g).cuda()
+
+    def train(m, opt, steps=5):
+        losses = []
+        for _ in range(steps):
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses
+
+    ref = net()
+    expect = train(ref, torch.optim.SGD(ref.parameters(), lr=0.05, momentum=0.9))
+    m = net()
+    opt = gt.DistributedOptimizer(
+        torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9), m.named_parameters(), device="cuda:0"
+    )
+    got = train(m, opt)
+    assert all(abs(a - b) <= 1e-4 * abs(b) for a, b in zip(got, expect)), (got, expect)
+    print("DistributedOptimizer on cuda:0: ok", opt.geeps_stats()["text"][:60])
+    opt.shutdown()
+    m = net()
+    off = gt.offload(m, budget=1 << 30, device="cuda:0")
+    train(m, torch.optim.SGD(m.parameters(), lr=0.05), steps=1)
+    need = off.needed_bytes
+    off.remove()
+    m = net()
+    off = gt.offload(m, budget=int(0.35 * need), device="cuda:0")
+    got = train(m, torch.optim.SGD(m.parameters(), lr=0.05))
+    ref = net()
+    expect = train(ref, torch.optim.SGD(ref.parameters(), lr=0.05))
+    assert all(abs(a - b) <= 1e-4 * abs(b) for a, b in zip(got, expect)), (got, expect)
+    plan = off.plan()
+    print(f"offload on cuda:0 at 35%: ok, {plan['local_host_bytes']} bytes in host memory")
+    off.remove()
     return 0
 
 

@@ -11,8 +11,7 @@
 
 from __future__ import annotations
 
-import torch as _torch
-
+from .buffers import settle, tensor
 from .offload import ActivationBudget, Offload, activation_budget, offload
 from .optimizer import DistributedOptimizer, broadcast_parameters
 
@@ -23,12 +22,6 @@ __all__ = [
     "activation_budget",
     "broadcast_parameters",
     "offload",
+    "settle",
     "tensor",
 ]
-
-
-def tensor(buffer) -> _torch.Tensor:
-    """The rows of a held geeps buffer as a ``(rows, row_width)`` float32
-    tensor on the buffer's device, without a copy. Valid while the buffer
-    is held: delete it before releasing the buffer."""
-    return _torch.from_dlpack(buffer)

@@ -21,6 +21,8 @@ import torch
 
 import geeps
 
+from .buffers import settle
+
 __all__ = ["offload", "activation_budget", "Offload", "ActivationBudget"]
 
 
@@ -229,6 +231,7 @@ class Offload:
         buf = self.ps.local_access(slot.store)
         rows = torch.from_dlpack(buf).view(-1)
         rows[: slot.floats].copy_(_as_floats(t))
+        settle(rows)
         del rows
         buf.post()
         return _Saved(slot, index, t.device)
@@ -252,6 +255,7 @@ class Offload:
         out = torch.empty(slot.shape, dtype=slot.dtype, device=packed.device)
         rows = torch.from_dlpack(buf).view(-1)
         _as_floats(out).copy_(rows[: slot.floats])
+        settle(rows)
         del rows
         if use + 1 == slot.unpacks:
             buf.discard()

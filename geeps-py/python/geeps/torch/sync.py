@@ -15,6 +15,8 @@ import torch
 
 import geeps
 
+from .buffers import settle
+
 _ALIGN = 16  # floats
 
 class ParameterSync:
@@ -67,6 +69,7 @@ class ParameterSync:
         buf = self.ps.pre_update(self._pre)
         delta = torch.from_dlpack(buf).view(-1)
         fill(delta)
+        settle(delta)
         del delta
         buf.update()
         self.ps.table_clock(self.table)
@@ -74,6 +77,7 @@ class ParameterSync:
     def _pull(self, buf) -> None:
         rows = torch.from_dlpack(buf).view(-1)
         self.flat.copy_(rows)
+        settle(rows)
         del rows
         buf.post()
         self.old.copy_(self.flat)
