@@ -2,7 +2,8 @@
 # The python lane: the geeps Python package (geeps-py/) built as a wheel
 # from the release profile, installed into a venv under the target folder
 # with what it needs (maturin, numpy, pytest, torch), its pytest suite
-# with torch and geeps-launch required, and the LeNet example over 4
+# with torch, geeps-launch and the emulated CUDA driver required, and the
+# LeNet example over 4
 # processes, briefly. torch is PyPI's wheel (no CPU-only build is
 # reachable): about 3 GB of downloads and 5.5 GB installed, once per venv.
 set -euo pipefail
@@ -32,7 +33,7 @@ rm -rf "$target/wheels/python"
 "$py" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$target"/wheels/python/geeps-*.whl
 
 step "pytest (geeps-py/tests)"
-GEEPS_TEST_TORCH=1 GEEPS_TEST_LAUNCH=1 GEEPS_LAUNCH="$target/release/geeps-launch" \
+GEEPS_TEST_TORCH=1 GEEPS_TEST_LAUNCH=1 GEEPS_TEST_CUDA_EMU=1 GEEPS_LAUNCH="$target/release/geeps-launch" \
   "$py" -m pytest geeps-py/tests -q -p no:cacheprovider
 
 step "example: LeNet over 4 processes under geeps-launch, one short epoch"

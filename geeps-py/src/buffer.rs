@@ -122,7 +122,7 @@ impl Buffer {
         this.check_held()?;
         if this.place.device_type != DEVICE_CPU {
             return Err(StateError::new_err(
-                "this buffer lives in GPU memory: use torch.from_dlpack(buffer) (or buffer.tensor()), not numpy",
+                "this buffer lives in GPU memory: use torch.from_dlpack(buffer) (or geeps.torch.tensor(buffer)), not numpy",
             ));
         }
         let np = slf.py().import("numpy")?;
