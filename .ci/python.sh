@@ -3,9 +3,9 @@
 # from the release profile, installed into a venv under the target folder
 # with what it needs (maturin, numpy, pytest, torch), its pytest suite
 # with torch, geeps-launch and the emulated CUDA driver required, and the
-# LeNet example over 4
-# processes, briefly. torch is PyPI's wheel (no CPU-only build is
-# reachable): about 3 GB of downloads and 5.5 GB installed, once per venv.
+# LeNet example over 4 processes, briefly. torch is PyPI's wheel (no
+# CPU-only build is reachable): about 3 GB of downloads and 5.5 GB
+# installed, once per venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
