@@ -268,3 +268,33 @@ def test_offload_refuses_a_bad_budget(torch):
 
     with pytest.raises(geeps.ArgumentError):
         gt.offload(deep(torch), budget=0)
+
+
+@pytest.mark.parametrize("slack", [2, None])
+def test_threads_of_a_local_cluster_train_under_ssp_and_async(torch, slack):
+    import threading
+
+    import geeps.torch as gt
+
+    cluster, results, errors = geeps.LocalCluster(2), {}, []
+
+    def worker(rank):
+        try:
+            m = model(torch, seed=rank)
+            opt = gt.DistributedOptimizer(
+                torch.optim.SGD(m.parameters(), lr=0.1), m.named_parameters(), slack=slack, cluster=cluster, rank=rank
+            )
+            assert opt.slack == slack
+            losses = [step(torch, m, opt, *batch(torch, 10 * rank + i)) for i in range(8)]
+            results[rank] = losses
+            opt.shutdown()
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    assert all(np.isfinite(results[r]).all() for r in range(2))

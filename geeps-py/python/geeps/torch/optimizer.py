@@ -85,7 +85,7 @@ class _GeepsOptimizer:
         states = restored["rank_states"]
         mine = states[self._geeps_sync.ps.rank % len(states)] if states else b""
         if mine:
-            saved = torch.load(io.BytesIO(mine), weights_only=False)
+            saved = torch.load(io.BytesIO(mine), weights_only=True)  # tensors and plain values only
             self.load_state_dict(saved["optimizer"])
             self._geeps_sync.steps = saved["steps"]
         self.restored_steps = self._geeps_sync.steps
