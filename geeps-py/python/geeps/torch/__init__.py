@@ -6,7 +6,10 @@
 - :func:`offload`: the activations autograd saves, in a geeps local table
   within a device memory budget; :func:`activation_budget`, the same budget
   without offloading.
-- :func:`tensor`: a geeps buffer as a tensor, without a copy (DLPack).
+- :func:`tensor`: a geeps buffer as a tensor, without a copy (DLPack);
+  :func:`settle`: the wait a GPU buffer needs before its release.
+
+It re-exports only; the work is in the modules beside it.
 """
 
 from __future__ import annotations

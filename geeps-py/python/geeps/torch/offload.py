@@ -10,7 +10,8 @@ bytes of device memory and the rest in host memory, prefetching ahead of
 backward. ``activation_budget(model, budget)`` is the same accounting
 without geeps: it fails when the saved tensors exceed the budget, as a
 device of that size would. Parameters and tensors under ``min_bytes`` stay
-where autograd put them.
+where autograd put them. It must never change a value autograd gets back:
+a tensor it cannot place as recorded stays in memory.
 """
 
 from __future__ import annotations
