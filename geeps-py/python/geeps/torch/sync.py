@@ -65,6 +65,13 @@ class ParameterSync:
             self._read = v.read(self.table, self.rows, slack=slack)
             v.post_read(self._read)
 
+    def _difference(self, delta) -> None:
+        """delta = parameters - what was last read, wherever delta lives."""
+        if delta.device == self.flat.device:
+            torch.sub(self.flat, self.old, out=delta)
+        else:  # parameters on a GPU, the table's buffers in host memory (or the reverse)
+            delta.copy_(self.flat - self.old)
+
     def _push(self, fill) -> None:
         buf = self.ps.pre_update(self._pre)
         delta = torch.from_dlpack(buf).view(-1)
@@ -89,7 +96,7 @@ class ParameterSync:
         world = self.ps.num_workers
 
         def change(delta):
-            torch.sub(self.flat, self.old, out=delta)
+            self._difference(delta)
             if world > 1:
                 delta.mul_(1.0 / world)
 
@@ -108,7 +115,7 @@ class ParameterSync:
 
         def initial(delta):
             if rank == root:
-                torch.sub(self.flat, self.old, out=delta)
+                self._difference(delta)
             else:
                 delta.zero_()
 
