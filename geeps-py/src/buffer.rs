@@ -1,6 +1,6 @@
 //! `Buffer`: a buffer the application holds (from read, pre_update or
-//! local_access), its views without a copy (numpy through DLPack, any
-//! DLPack consumer such as torch) and its release. A released buffer
+//! local_access), its views without a copy (numpy through the array
+//! interface, any DLPack consumer such as torch) and its release. A released buffer
 //! refuses every use with `BufferReleasedError`; a release while a view is
 //! alive is refused, so no view ever outlives the hold. It never copies
 //! rows except in `copy_from`, at the caller's request.
@@ -13,6 +13,7 @@ use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use crate::array::ArrayExport;
 use crate::dlpack::{capsule, Place, View, DEVICE_CPU};
 use crate::errors::{blocking, ArgumentError, BufferReleasedError, StateError};
 
@@ -125,12 +126,16 @@ impl Buffer {
                 "this buffer lives in GPU memory: use torch.from_dlpack(buffer) (or geeps.torch.tensor(buffer)), not numpy",
             ));
         }
+        let export = ArrayExport::new(
+            this.raw.ptr.0,
+            this.rows_count(),
+            this.width,
+            this.kind == Kind::Read,
+            &this.views,
+            &this.ps,
+        );
         let np = slf.py().import("numpy")?;
-        let arr = np.call_method1("from_dlpack", (slf,))?;
-        if this.kind == Kind::Read && arr.getattr("flags")?.getattr("writeable")?.extract::<bool>()? {
-            arr.getattr("flags")?.setattr("writeable", false)?;
-        }
-        Ok(arr)
+        np.call_method1("asarray", (Bound::new(slf.py(), export)?,))
     }
 }
 

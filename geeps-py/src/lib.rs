@@ -4,6 +4,7 @@
 //! beside this one owns one class or concern; the package's Python code
 //! (`python/geeps/`) builds the friendly API on top.
 
+mod array;
 mod buffer;
 mod builder;
 mod cluster;
@@ -62,6 +63,7 @@ fn _geeps(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<recording::VirtualIteration>()?;
     m.add_class::<recording::Handle>()?;
     m.add_class::<buffer::Buffer>()?;
+    m.add_class::<array::ArrayExport>()?;
     m.add_function(wrap_pyfunction!(init_logging, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_probe, m)?)?;
     m.add_function(wrap_pyfunction!(errors::panic_for_test, m)?)?;

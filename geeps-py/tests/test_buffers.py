@@ -33,6 +33,14 @@ def test_numpy_view_is_the_buffer_memory(ps):
     buf.post()
 
 
+def test_numpy_from_dlpack_is_a_view_too(ps):
+    buf = ps.pre_update_keys(0, [0, 1])
+    a = np.from_dlpack(buf)
+    assert a.shape == (2, 8) and a.ctypes.data == buf.data_ptr and buf.live_views == 1
+    del a
+    buf.discard()
+
+
 def test_read_views_are_read_only(ps):
     buf = ps.read_keys(0, [0])
     a = buf.numpy()
