@@ -39,6 +39,9 @@ pub struct Config {
     /// `GEEPS_CUDA_EMU_LAZY=1`: a stream runs an operation only once something
     /// waits for it (a synchronise, an event, another stream, a query).
     pub lazy: bool,
+    /// `GEEPS_CUDA_EMU_GUARD`, default on (`0` turns it off): launches hold
+    /// pointer arguments to the extents their caller declared (`extents`).
+    pub guard: bool,
 }
 
 pub const DEFAULT_MEMORY: usize = 2 << 30;
@@ -99,6 +102,10 @@ impl Config {
                 Some("0" | "false" | "no" | "off")
             ),
             lazy: matches!(lookup("GEEPS_CUDA_EMU_LAZY").as_deref().map(str::trim), Some("1" | "true" | "yes" | "on")),
+            guard: !matches!(
+                lookup("GEEPS_CUDA_EMU_GUARD").as_deref().map(str::trim),
+                Some("0" | "false" | "no" | "off")
+            ),
         }
     }
 }
@@ -158,12 +165,13 @@ mod tests {
         assert_eq!(c.seed, 16);
         assert_eq!(c.compute_capability, (7, 5));
         assert_eq!(c.delay_us, DEFAULT_DELAY_US);
-        assert!(c.racecheck && !c.lazy, "the race detector is on and laziness off by default");
+        assert!(c.racecheck && !c.lazy && c.guard, "the race detector and guards on, laziness off, by default");
         let off = Config::from_lookup(|k| match k {
             "GEEPS_CUDA_EMU_RACECHECK" => Some("0".into()),
             "GEEPS_CUDA_EMU_LAZY" => Some("1".into()),
+            "GEEPS_CUDA_EMU_GUARD" => Some("off".into()),
             _ => None,
         });
-        assert!(!off.racecheck && off.lazy);
+        assert!(!off.racecheck && off.lazy && !off.guard);
     }
 }

@@ -54,6 +54,7 @@ fn interpret(launch: &Launch) -> Result<(), (CUresult, String)> {
     // After the allocations, as every launch of the module locks them: no lock-order cycle.
     let mut data = program.data();
     let mut mem = Memory::new(globals, params, &mut data);
+    mem.fence(allocs.iter().map(|a| a.base).zip(launch.fences(&allocs)).collect());
     let geo = Geometry { grid: launch.grid, block: launch.block, dynamic_shared: launch.shared as usize };
     match catch_unwind(AssertUnwindSafe(|| ptx::run(code, geo, &mut mem))) {
         Ok(Ok(_)) => Ok(()),

@@ -7,6 +7,8 @@
 use std::ffi::c_void;
 use std::sync::{Arc, MutexGuard};
 
+use crate::config::config;
+use crate::extents;
 use crate::log;
 use crate::memory::{space, Allocation};
 use crate::module::{Entry, Function};
@@ -17,6 +19,17 @@ pub struct Pointer {
     pub param: usize,
     pub alloc: Arc<Allocation>,
     pub offset: usize,
+    /// Bytes from `offset` on that the caller declared the argument covers
+    /// (guard mode, `extents`), within the allocation; None: to its end.
+    pub reach: Option<usize>,
+}
+
+impl Pointer {
+    /// Bytes from `offset` the argument may touch.
+    pub fn bytes(&self) -> usize {
+        let rest = self.alloc.size.saturating_sub(self.offset);
+        self.reach.map_or(rest, |r| r.min(rest))
+    }
 }
 
 pub struct Launch {
@@ -58,7 +71,9 @@ impl Launch {
     ///
     /// # Safety
     /// As `cuLaunchKernel`: `params` holds one valid pointer per parameter
-    /// (or `extra` describes a packed buffer).
+    /// (or `extra` describes a packed buffer). `declared` is the caller's
+    /// declaration of its arguments' extents (`extents`), used in guard mode.
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn capture(
         function: Arc<Function>,
         grid: (u32, u32, u32),
@@ -66,6 +81,7 @@ impl Launch {
         shared: u32,
         params: *mut *mut c_void,
         extra: *mut *mut c_void,
+        declared: &[(u64, u64)],
     ) -> Res<Launch> {
         let name = function.entry().name.clone();
         if [grid.0, grid.1, grid.2, block.0, block.1, block.2].contains(&0) {
@@ -108,7 +124,8 @@ impl Launch {
             .filter_map(|(param, a)| {
                 let value = u64::from_ne_bytes(a[..8].try_into().ok()?);
                 let alloc = space().find(value)?;
-                Some(Pointer { param, offset: (value - alloc.base) as usize, alloc })
+                let reach = if config().guard { extents::reach(declared, value) } else { None };
+                Some(Pointer { param, offset: (value - alloc.base) as usize, alloc, reach: reach.map(|r| r as usize) })
             })
             .collect();
         let freed = args
@@ -130,6 +147,24 @@ impl Launch {
         let slots =
             self.pointers.iter().map(|p| allocs.iter().position(|a| a.base == p.alloc.base).unwrap_or(0)).collect();
         (allocs, slots)
+    }
+}
+
+impl Launch {
+    /// For each allocation of `allocations()` whose every pointer argument
+    /// was declared (guard mode), the address ranges those arguments cover;
+    /// empty for the others (held only to the allocation's bounds).
+    pub fn fences(&self, allocs: &[Arc<Allocation>]) -> Vec<Vec<(u64, u64)>> {
+        allocs
+            .iter()
+            .map(|a| {
+                let args: Vec<&Pointer> = self.pointers.iter().filter(|p| p.alloc.base == a.base).collect();
+                if args.is_empty() || args.iter().any(|p| p.reach.is_none()) {
+                    return Vec::new();
+                }
+                args.iter().map(|p| (a.base + p.offset as u64, a.base + (p.offset + p.bytes()) as u64)).collect()
+            })
+            .collect()
     }
 }
 

@@ -40,6 +40,7 @@ pub mod config;
 mod context;
 mod engine;
 mod event;
+mod extents;
 mod handles;
 mod interpret;
 mod launch;

@@ -4,7 +4,9 @@
 //! its line, leaving the context usable; a store outside every allocation
 //! is CUDA_ERROR_ILLEGAL_ADDRESS and a misaligned load
 //! CUDA_ERROR_MISALIGNED_ADDRESS, sticky as on a GPU, with the kernel, line
-//! and address on stderr. Each case runs in a child process.
+//! and address on stderr; so is a store inside an allocation but past the
+//! extent the launch declared for its argument (guard mode). Each case runs
+//! in a child process.
 
 mod common;
 
@@ -119,4 +121,41 @@ fn a_misaligned_load_is_a_misaligned_address() {
     let m = load_ptx(PTX);
     let p = upload_u32(&[1, 2, 3]);
     code(launch(function(m, "crooked"), (1, 1, 1), (1, 1, 1), 0, &[Arg::U64(p)]), CUDA_ERROR_MISALIGNED_ADDRESS);
+}
+
+#[test]
+fn a_store_past_a_declared_extent_inside_an_allocation_is_an_illegal_address() {
+    let name = "a_store_past_a_declared_extent_inside_an_allocation_is_an_illegal_address";
+    if !is_child(name) {
+        let text = stderr_of(name);
+        assert!(
+            text.contains("past_the_end") && text.contains("stray access") && text.contains("declared"),
+            "message: {text}"
+        );
+        // Without the guard the same store lands in the allocation's spare bytes.
+        let out = run_child(name, &[("GEEPS_CUDA_EMU_GUARD", "0")]);
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(!out.status.success() && text.contains("unguarded store succeeded"), "guard off:\n{text}");
+        return;
+    }
+    open();
+    let m = load_ptx(PTX);
+    // Six words, of which the launch says its argument covers the first three.
+    let p = upload_u32(&[1, 2, 3, 4, 5, 6]);
+    let f = function(m, "past_the_end");
+    // A declaration serves only the next launch of its thread: this one stays in bounds.
+    declare_extents(&[(p, 12)]);
+    ok(launch(f, (1, 1, 1), (1, 1, 1), 0, &[Arg::U64(p), Arg::U32(2)]));
+    // An undeclared launch is held to the allocation only.
+    ok(launch(f, (1, 1, 1), (1, 1, 1), 0, &[Arg::U64(p), Arg::U32(4)]));
+    assert_eq!(read_u32(p, 6), [1, 2, 7, 4, 7, 6]);
+    declare_extents(&[(p, 12)]);
+    let got = launch(f, (1, 1, 1), (1, 1, 1), 0, &[Arg::U64(p), Arg::U32(3)]);
+    assert_ne!(got, CUDA_SUCCESS, "unguarded store succeeded");
+    code(got, CUDA_ERROR_ILLEGAL_ADDRESS);
+}
+
+fn declare_extents(ranges: &[(u64, u64)]) {
+    let words: Vec<u64> = ranges.iter().flat_map(|&(a, b)| [a, b]).collect();
+    ok(unsafe { emu::geeps_cuda_emu_declare_extents(words.as_ptr(), ranges.len()) });
 }

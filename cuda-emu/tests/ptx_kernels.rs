@@ -229,8 +229,12 @@ fn im2col_and_col2im_match_the_references() {
         }
         for geo in geometries(rows * (oh * ow) as usize) {
             let col = upload_f32(&vec![7.0; rows * ld]);
-            let args =
-                [&[Arg::U64(upload_f32(&image)), Arg::U64(col), Arg::U32(ld as u32)][..], &conv_args(&c)].concat();
+            let image_len = Arg::U32(image.len() as u32);
+            let args = [
+                &[Arg::U64(upload_f32(&image)), image_len, Arg::U64(col), Arg::U32(ld as u32), Arg::U32(1)][..],
+                &conv_args(&c),
+            ]
+            .concat();
             run(IM2COL, "im2col", geo, &args);
             exact(&read_f32(col, rows * ld), &col_want, "im2col");
         }
@@ -258,7 +262,8 @@ fn im2col_and_col2im_match_the_references() {
         }
         for geo in geometries(image.len()) {
             let img = upload_f32(&base);
-            let args = [&[Arg::U64(upload_f32(&col)), Arg::U32(ld as u32), Arg::U64(img)][..], &conv_args(&c)].concat();
+            let run_of_one = [Arg::U64(img), Arg::U32(base.len() as u32), Arg::U32(1)];
+            let args = [&[Arg::U64(upload_f32(&col)), Arg::U32(ld as u32)][..], &run_of_one, &conv_args(&c)].concat();
             run(IM2COL, "col2im", geo, &args);
             exact(&read_f32(img, base.len()), &want, "col2im");
         }

@@ -27,9 +27,13 @@ fn im2col_thread_instructions_per_second() {
     let mut col = vec![0u8; rows * ld * 4];
     let geometry: [u32; 13] = [channels, size, size, k, k, 0, 0, 1, 1, 1, 1, out, out];
     let mut params = Vec::new();
+    // One image a launch: image stride, columns, ld, a run of 1.
     params.extend(image_at.to_ne_bytes());
+    params.extend((channels * size * size).to_ne_bytes());
+    params.extend([0u8; 4]); // the next pointer parameter is 8-byte aligned
     params.extend(col_at.to_ne_bytes());
     params.extend((ld as u32).to_ne_bytes());
+    params.extend(1u32.to_ne_bytes());
     for g in geometry {
         params.extend(g.to_ne_bytes());
     }

@@ -187,6 +187,8 @@ pub unsafe extern "C" fn cuLaunchKernel(
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CUresult {
+    // This launch's declaration is used or dropped here, never left for the next.
+    let declared = crate::extents::take();
     guard("cuLaunchKernel", || {
         context::require_init()?;
         let Some(function) = FUNCTIONS.get(key(f)) else {
@@ -198,8 +200,15 @@ pub unsafe extern "C" fn cuLaunchKernel(
                 "cuLaunchKernel: the stream and the function belong to different contexts".into()
             });
         }
-        let launch =
-            Launch::capture(function, (grid_x, grid_y, grid_z), (block_x, block_y, block_z), shared, params, extra)?;
+        let launch = Launch::capture(
+            function,
+            (grid_x, grid_y, grid_z),
+            (block_x, block_y, block_z),
+            shared,
+            params,
+            extra,
+            &declared,
+        )?;
         // A kernel the interpreter cannot decode fails here, as a JIT failure, without poisoning the context.
         if let Err(why) = engine::runnable(&launch) {
             crate::log::fault(&format!("cuLaunchKernel: {why}"));

@@ -131,7 +131,8 @@ pub(crate) fn run(index: usize, launch: &Launch) -> Result<(), (CUresult, String
         if p.offset <= data.len() {
             // SAFETY: `offset` is within the allocation's bytes.
             args[p.param].host = unsafe { data.as_mut_ptr().add(p.offset) };
-            args[p.param].reach = data.len() - p.offset;
+            // Guard mode: only the bytes the caller declared the argument covers.
+            args[p.param].reach = p.bytes().min(data.len() - p.offset);
         }
     }
     let v = view(launch, &args);

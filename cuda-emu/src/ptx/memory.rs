@@ -34,6 +34,10 @@ pub struct Memory<'a> {
     pub params: Vec<u8>,
     /// The module's `.global`/`.const` variables, at `DATA_WINDOW`.
     data: &'a mut [u8],
+    /// Per global (same order): the address ranges accesses must stay in,
+    /// when the launch declared them (guard mode); empty: the allocation's bounds.
+    fences: Vec<Vec<(u64, u64)>>,
+    fenced: bool,
 }
 
 /// `b` (1, 2, 4 or 8 bytes) as a little-endian value; fixed sizes, so no `memcpy` call.
@@ -75,7 +79,46 @@ fn space_name(s: Space) -> &'static str {
 impl<'a> Memory<'a> {
     pub fn new(mut globals: Vec<(u64, &'a mut [u8])>, params: Vec<u8>, data: &'a mut [u8]) -> Memory<'a> {
         globals.sort_by_key(|g| g.0);
-        Memory { globals, last: 0, shared: Vec::new(), local: Vec::new(), local_bytes: 0, params, data }
+        let fences = vec![Vec::new(); globals.len()];
+        Memory {
+            globals,
+            last: 0,
+            shared: Vec::new(),
+            local: Vec::new(),
+            local_bytes: 0,
+            params,
+            data,
+            fences,
+            fenced: false,
+        }
+    }
+
+    /// Holds accesses to the allocation at each base to the given address
+    /// ranges (an empty list leaves that allocation held to its bounds).
+    pub fn fence(&mut self, by_base: Vec<(u64, Vec<(u64, u64)>)>) {
+        for (base, ranges) in by_base {
+            if let Some(i) = self.globals.iter().position(|g| g.0 == base) {
+                self.fenced |= !ranges.is_empty();
+                self.fences[i] = ranges;
+            }
+        }
+    }
+
+    /// The fault for an access of `n` bytes at `addr` in global `i` outside its fences, if it is.
+    #[inline]
+    fn fence_fault(&self, i: usize, addr: u64, n: usize) -> Option<Fault> {
+        let f = &self.fences[i];
+        if f.is_empty() || f.iter().any(|&(s, e)| addr >= s && addr.saturating_add(n as u64) <= e) {
+            return None;
+        }
+        let ranges: Vec<String> = f.iter().map(|(s, e)| format!("{s:#x}..{e:#x}")).collect();
+        Some(Fault::Illegal(format!(
+            "{n}-byte global access at {addr:#x} lies inside the allocation at {:#x} but outside what the \
+             launch's pointer arguments were declared to cover there ({}): a stray access into a \
+             neighbouring blob or row range",
+            self.globals[i].0,
+            ranges.join(", ")
+        )))
     }
 
     /// The `n` bytes at `addr` of `space` as thread `lane` sees them; `align` is the access's alignment.
@@ -114,6 +157,11 @@ impl<'a> Memory<'a> {
                         .position(hit)
                         .ok_or_else(|| outside("every allocation the kernel's pointer arguments point into"))?;
                 }
+                if self.fenced {
+                    if let Some(fault) = self.fence_fault(self.last, addr, n) {
+                        return Err(fault);
+                    }
+                }
                 let g = &mut self.globals[self.last];
                 let at = (addr - g.0) as usize;
                 (&mut *g.1, at)
@@ -143,6 +191,10 @@ impl<'a> Memory<'a> {
     #[inline(always)]
     fn cached_global(&mut self, space: Space, addr: u64, n: usize, align: usize) -> Option<&mut [u8]> {
         if space != Space::Global || addr & (align as u64 - 1) != 0 {
+            return None;
+        }
+        // Outside a fence: the general path reports it.
+        if self.fenced && self.fence_fault(self.last, addr, n).is_some() {
             return None;
         }
         let g = self.globals.get_mut(self.last)?;

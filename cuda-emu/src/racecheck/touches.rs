@@ -2,8 +2,9 @@
 //! sees them: copies and memsets their exact ranges (a page-locked host
 //! range too), cuBLAS its operands' spans, geeps' row kernels the index
 //! and the rows it names (read from the index when the kernel runs), any
-//! other kernel each allocation a pointer argument reaches, from that
-//! pointer to the allocation's end, read and written (coarse but sound for
+//! other kernel what each pointer argument reaches, read and written: the
+//! extent its caller declared (guard mode, which the kernel is held to),
+//! else from the pointer to the allocation's end (coarse but sound for
 //! kernels that index forward from their arguments). Must never write
 //! device memory, nor hold an allocation's lock after returning.
 
@@ -80,7 +81,8 @@ pub fn touches(op: &Op) -> Vec<Touch> {
     }
 }
 
-/// Every allocation a pointer argument reaches, from the pointer on, read and written.
+/// What each pointer argument reaches (its declared extent in guard mode,
+/// else to the allocation's end), read and written; overlaps merged.
 fn coarse(l: &Launch) -> Vec<Touch> {
     let mut t: Vec<Touch> = l
         .pointers
@@ -88,13 +90,18 @@ fn coarse(l: &Launch) -> Vec<Touch> {
         .map(|p| Touch {
             resource: Resource { base: p.alloc.base, size: p.alloc.size as u64, pinned: false },
             start: p.offset as u64,
-            end: p.alloc.size as u64,
+            end: (p.offset + p.bytes()) as u64,
             write: true,
         })
         .collect();
     t.sort_by_key(|x| (x.resource.base, x.start));
-    // One pointer's reach contains every later one's in the same allocation.
-    t.dedup_by(|later, earlier| later.resource == earlier.resource);
+    t.dedup_by(|later, earlier| {
+        let overlaps = later.resource == earlier.resource && later.start <= earlier.end;
+        if overlaps {
+            earlier.end = earlier.end.max(later.end);
+        }
+        overlaps
+    });
     t
 }
 

@@ -247,11 +247,24 @@ fn convolution_matches_the_cpu() {
         (conf(4, (3, 2), (2, 1), (1, 2), (1, 1), 1, true), vec![2, 3, 9, 7]),
         (conf(6, (3, 3), (1, 2), (2, 1), (2, 1), 3, false), vec![2, 3, 10, 9]),
         (conf(7, (1, 1), (1, 1), (0, 0), (1, 1), 1, true), vec![1, 17, 5, 3]),
+        // A 1×1 kernel over several images and two groups reads the bottom as its columns.
+        (conf(6, (1, 1), (1, 1), (0, 0), (1, 1), 2, true), vec![3, 4, 5, 3]),
     ];
     for (i, (c, shape)) in cases.into_iter().enumerate() {
         let case = build(LayerKind::Convolution(c), std::slice::from_ref(&shape), true, &mut rng);
         compare(&gpu, &format!("convolution {i} {shape:?}"), case);
     }
+    // A scratch bound of two images' columns (27 × 64 floats each): runs of 2, 2 and 1
+    // images, the weight gradient summed across them.
+    gpu.set_scratch_bound(4096);
+    let case = build(
+        LayerKind::Convolution(conf(4, (3, 3), (1, 1), (1, 1), (1, 1), 1, true)),
+        &[vec![5, 3, 8, 8]],
+        true,
+        &mut rng,
+    );
+    compare(&gpu, "convolution in runs of 2 images", case);
+    gpu.set_scratch_bound(caffe_geeps::gpu::DEFAULT_SCRATCH_BOUND);
 }
 
 #[test]

@@ -214,16 +214,26 @@ fn convolutions(rng: &mut StdRng, out: &mut Vec<Case>) {
             continue;
         }
         made += 1;
-        let ld = (oh * ow) as usize + rng.gen_range(0..3);
+        // A run of 1 to 3 images, some with a gap between them, some columns with spare room.
+        let count = rng.gen_range(1..4usize);
+        let image_len = (c * h * w) as usize;
+        let stride = image_len + if made % 2 == 0 { rng.gen_range(0..3) } else { 0 };
+        let ld = count * (oh * ow) as usize + rng.gen_range(0..3);
         let rows = (c * kh * kw) as usize;
         let geometry = [c, h, w, kh, kw, ph, pw, sh, sw, dh, dw, oh, ow].map(int);
-        let (image, col) = (kernel_floats(rng, (c * h * w) as usize), kernel_floats(rng, rows * ld));
-        let mut args = vec![buf(&image), buf(&col), u(ld as u32)];
+        let images = kernel_floats(rng, (count - 1) * stride + image_len);
+        let col = kernel_floats(rng, rows * ld);
+        let mut args = vec![buf(&images), u(stride as u32), buf(&col), u(ld as u32), u(count as u32)];
         args.extend(geometry.iter().cloned());
-        push_all(out, IM2COL, "im2col", rows * (oh * ow) as usize, args);
-        let mut args = vec![buf(&col), u(ld as u32), buf(&image)];
+        push_all(out, IM2COL, "im2col", rows * count * (oh * ow) as usize, args);
+        let mut args = vec![buf(&col), u(ld as u32), buf(&images), u(stride as u32), u(count as u32)];
         args.extend(geometry.iter().cloned());
-        push_all(out, IM2COL, "col2im", (c * h * w) as usize, args);
+        push_all(out, IM2COL, "col2im", image_len * count, args);
+    }
+    for (a, b, inner) in [(1, 1, 1), (3, 5, 7), (64, 20, 9), (2, 50, 1)] {
+        let src = kernel_floats(rng, a * b * inner);
+        let args = vec![buf(&src), buf(&vec![0.0; a * b * inner]), u(a as u32), u(b as u32), u(inner as u32)];
+        push_all(out, IM2COL, "swap_outer", a * b * inner, args);
     }
 }
 
@@ -394,7 +404,7 @@ fn native_fault() {
     // A 1x4x4 image claimed as 2x4x4.
     let (image, col) = (upload_f32(&[1.0; 16]), upload_f32(&[0.0; 2 * 16]));
     let geometry = [2, 4, 4, 1, 1, 0, 0, 1, 1, 1, 1, 4, 4].map(|v| Arg::U32(v as u32));
-    let mut args = vec![Arg::U64(image), Arg::U64(col), Arg::U32(16)];
+    let mut args = vec![Arg::U64(image), Arg::U32(32), Arg::U64(col), Arg::U32(16), Arg::U32(1)];
     args.extend(geometry);
     code(
         launch(function(m, "im2col"), (1, 1, 1), (64, 1, 1), 0, &args),

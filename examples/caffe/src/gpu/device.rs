@@ -7,6 +7,7 @@
 //! returns an error saying so, never panics.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use cudarc::cublas::CudaBlas;
@@ -26,9 +27,14 @@ pub struct Gpu {
     pub(super) blas: CudaBlas,
     kernels: Kernels,
     scratch: Mutex<Scratch>,
+    /// Floats of scratch a layer's run of images may take.
+    scratch_bound: AtomicUsize,
     // Last: released after everything that uses it.
     ctx: Arc<CudaContext>,
 }
+
+/// The default [`Gpu::scratch_bound`]: 64 MiB.
+pub const DEFAULT_SCRATCH_BOUND: usize = 16 << 20;
 
 fn gpu_error(what: impl std::fmt::Display) -> Error {
     Error::Gpu(what.to_string())
@@ -70,7 +76,15 @@ impl Gpu {
             let stream = ctx.new_stream().map_err(|e| gpu_error(format!("GPU {ordinal}: a stream: {e}")))?;
             let blas = CudaBlas::new(stream.clone()).map_err(|e| gpu_error(format!("GPU {ordinal}: cuBLAS: {e}")))?;
             let kernels = Kernels::load(&ctx)?;
-            Ok(Gpu { ordinal, stream, blas, kernels, scratch: Mutex::new(Scratch::default()), ctx })
+            Ok(Gpu {
+                ordinal,
+                stream,
+                blas,
+                kernels,
+                scratch: Mutex::new(Scratch::default()),
+                scratch_bound: AtomicUsize::new(DEFAULT_SCRATCH_BOUND),
+                ctx,
+            })
         })
     }
 
@@ -87,6 +101,23 @@ impl Gpu {
     /// geeps buffer the kernels wrote is posted or read on the host.
     pub fn sync(&self) -> Result<()> {
         self.stream.synchronize().map_err(|e| gpu_error(format!("GPU {}: a layer kernel failed: {e}", self.ordinal)))
+    }
+
+    /// Errors when work is still queued on the stream: a worker calls it
+    /// before it posts the buffers that work touched, since geeps may move
+    /// them on its own streams from then on. Costs one stream query.
+    pub fn ensure_idle(&self, what: impl FnOnce() -> String) -> Result<()> {
+        // SAFETY: the stream is live while `self` is.
+        match unsafe { cudarc::driver::sys::cuStreamQuery(self.stream.cu_stream()) } {
+            cudarc::driver::sys::CUresult::CUDA_SUCCESS => Ok(()),
+            cudarc::driver::sys::CUresult::CUDA_ERROR_NOT_READY => Err(gpu_error(format!(
+                "GPU {}: {}: kernels were still queued on the worker's stream when its buffers went back to \
+                 geeps (a synchronise is missing before the post; a bug in caffe-geeps, please report it)",
+                self.ordinal,
+                what()
+            ))),
+            e => Err(gpu_error(format!("GPU {}: {}: a layer kernel failed: {e:?}", self.ordinal, what()))),
+        }
     }
 
     /// Copies `src` to the host.
@@ -171,6 +202,18 @@ impl Gpu {
         }
         let grid = u32::try_from(blocks).map_err(|_| Error::Gpu(format!("kernel `{name}`: {blocks} blocks")))?;
         self.kernels.launch(self.stream.cu_stream(), name, (grid, 1, 1), (threads, 1, 1), args)
+    }
+
+    /// Floats of device scratch a layer that works through its images a run
+    /// at a time (convolution) may take for one run; a layer whose single
+    /// image needs more takes what that image needs.
+    pub fn scratch_bound(&self) -> usize {
+        self.scratch_bound.load(Ordering::Relaxed)
+    }
+
+    /// Sets [`Gpu::scratch_bound`] (at least one float).
+    pub fn set_scratch_bound(&self, floats: usize) {
+        self.scratch_bound.store(floats.max(1), Ordering::Relaxed);
     }
 
     /// Runs `f` with `floats` floats of device scratch (contents undefined),

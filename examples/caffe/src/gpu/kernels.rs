@@ -11,7 +11,9 @@ use std::ffi::{c_void, CString};
 use cudarc::driver::sys::{CUfunction, CUmodule, CUstream};
 use cudarc::driver::{result, CudaContext};
 
+use super::emulated;
 use super::ptx_modules::MODULES;
+use super::DevSlice;
 use crate::error::{Error, Result};
 
 /// Threads per block of the grid-stride kernels (`FOR_EACH` in the CUDA C).
@@ -23,6 +25,9 @@ const MAX_BLOCKS: u32 = 4096;
 /// One kernel argument, passed by value as the kernel's parameter list says.
 #[derive(Debug, Clone, Copy)]
 pub enum Arg {
+    /// A device range, passed as its address: the kernel touches only it
+    /// (declared to the emulated driver, which holds the launch to it).
+    Dev(DevSlice),
     /// A device address.
     Ptr(u64),
     U32(u32),
@@ -103,7 +108,9 @@ impl Kernels {
             .map(|a| {
                 let mut v = [0u8; 8];
                 match *a {
-                    Arg::Ptr(p) | Arg::U64(p) => v.copy_from_slice(&p.to_ne_bytes()),
+                    Arg::Dev(DevSlice { ptr: p, .. }) | Arg::Ptr(p) | Arg::U64(p) => {
+                        v.copy_from_slice(&p.to_ne_bytes())
+                    }
                     Arg::U32(x) => v[..4].copy_from_slice(&x.to_ne_bytes()),
                     Arg::I32(x) => v[..4].copy_from_slice(&x.to_ne_bytes()),
                     Arg::F32(x) => v[..4].copy_from_slice(&x.to_ne_bytes()),
@@ -112,6 +119,14 @@ impl Kernels {
             })
             .collect();
         let mut params: Vec<*mut c_void> = values.iter_mut().map(|v| v.as_mut_ptr() as *mut c_void).collect();
+        let extents: Vec<(u64, u64)> = args
+            .iter()
+            .filter_map(|a| match a {
+                Arg::Dev(s) => Some((s.ptr, 4 * s.len as u64)),
+                _ => None,
+            })
+            .collect();
+        emulated::declare_extents(&extents);
         result::launch_kernel(f, grid, block, 0, stream, &mut params)
             .map_err(|e| Error::Gpu(format!("launching kernel `{name}`: {e}")))
     }

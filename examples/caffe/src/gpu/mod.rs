@@ -21,8 +21,8 @@ mod solver;
 mod transform;
 
 pub use dev_slice::DevSlice;
-pub use device::Gpu;
+pub use device::{Gpu, DEFAULT_SCRATCH_BOUND};
 pub use device_vec::DeviceVec;
-pub use gemm::Transpose;
+pub use gemm::{Strided, Transpose};
 pub use kernels::{Arg, BLOCK};
 pub use ops::holds;

@@ -1,9 +1,9 @@
 //! Launch wrappers of the layer kernels shared by several layers (bias,
-//! im2col/col2im, scaled sums), with the argument lists of their `.cu` files. They check
+//! im2col/col2im and the outer-dimension swap, scaled sums), with the argument lists of their `.cu` files. They check
 //! that every device range holds what the kernel touches, which makes the
 //! launches sound; they must never launch with an unchecked range.
 
-use super::{Arg, DevSlice, Gpu};
+use super::{Arg, DevSlice, Gpu, BLOCK};
 use crate::error::{Error, Result};
 use crate::layers::im2col::Geometry;
 
@@ -23,7 +23,7 @@ impl Gpu {
     pub fn add_bias(&self, y: DevSlice, bias: DevSlice, num: usize, channels: usize, inner: usize) -> Result<()> {
         holds(y, num * channels * inner, "add_bias output")?;
         holds(bias, channels, "add_bias bias")?;
-        let args = [Arg::Ptr(y.ptr), Arg::Ptr(bias.ptr), Arg::count(num)?, Arg::count(channels)?, Arg::count(inner)?];
+        let args = [Arg::Dev(y), Arg::Dev(bias), Arg::count(num)?, Arg::count(channels)?, Arg::count(inner)?];
         // SAFETY: the ranges were checked above against the kernel's extent.
         unsafe { self.launch_n("add_bias", num * channels * inner, &args) }
     }
@@ -32,7 +32,7 @@ impl Gpu {
     pub fn bias_gradient(&self, dy: DevSlice, grad: DevSlice, num: usize, channels: usize, inner: usize) -> Result<()> {
         holds(dy, num * channels * inner, "bias_gradient input")?;
         holds(grad, channels, "bias_gradient output")?;
-        let args = [Arg::Ptr(dy.ptr), Arg::Ptr(grad.ptr), Arg::count(num)?, Arg::count(channels)?, Arg::count(inner)?];
+        let args = [Arg::Dev(dy), Arg::Dev(grad), Arg::count(num)?, Arg::count(channels)?, Arg::count(inner)?];
         // SAFETY: as above; one block per channel.
         unsafe { self.launch_blocks("bias_gradient", channels, REDUCE_THREADS, &args) }
     }
@@ -41,7 +41,7 @@ impl Gpu {
     pub fn add_scaled(&self, y: DevSlice, x: DevSlice, n: usize, c: f32) -> Result<()> {
         holds(y, n, "add_scaled output")?;
         holds(x, n, "add_scaled input")?;
-        let args = [Arg::Ptr(y.ptr), Arg::Ptr(x.ptr), Arg::count(n)?, Arg::F32(c)];
+        let args = [Arg::Dev(y), Arg::Dev(x), Arg::count(n)?, Arg::F32(c)];
         // SAFETY: both ranges hold the n floats the kernel touches.
         unsafe { self.launch_n("add_scaled", n, &args) }
     }
@@ -67,25 +67,82 @@ impl Gpu {
         .collect()
     }
 
-    /// One image's receptive fields as columns, rows `ld` floats apart.
-    pub fn im2col(&self, g: &Geometry, image: DevSlice, col: DevSlice, ld: usize) -> Result<()> {
-        let rows = g.col_rows();
-        holds(image, g.channels * g.height * g.width, "im2col image")?;
-        holds(col, rows.saturating_sub(1) * ld + g.col_cols(), "im2col columns")?;
-        let mut args = vec![Arg::Ptr(image.ptr), Arg::Ptr(col.ptr), Arg::count(ld)?];
+    /// The receptive fields of `count` images (`image_stride` floats apart
+    /// in `images`) as columns side by side: image i's columns start at
+    /// column i·OH·OW of each row, rows `ld` floats apart.
+    pub fn im2col(
+        &self,
+        g: &Geometry,
+        (images, image_stride, count): (DevSlice, usize, usize),
+        col: DevSlice,
+        ld: usize,
+    ) -> Result<()> {
+        let (rows, cols) = (g.col_rows(), g.col_cols());
+        Self::check_columns(g, (images, image_stride, count), col, ld, "im2col")?;
+        let mut args =
+            vec![Arg::Dev(images), Arg::count(image_stride)?, Arg::Dev(col), Arg::count(ld)?, Arg::count(count)?];
         args.extend(Self::geometry_args(g)?);
+        let threads = Self::threads(rows * count * cols)?;
         // SAFETY: the ranges were checked above against the kernel's extent.
-        unsafe { self.launch_n("im2col", rows * g.col_cols(), &args) }
+        unsafe { self.launch_n("im2col", threads, &args) }
     }
 
-    /// Adds the columns back into `image` (which the caller has set).
-    pub fn col2im(&self, g: &Geometry, col: DevSlice, ld: usize, image: DevSlice) -> Result<()> {
-        let rows = g.col_rows();
-        holds(image, g.channels * g.height * g.width, "col2im image")?;
-        holds(col, rows.saturating_sub(1) * ld + g.col_cols(), "col2im columns")?;
-        let mut args = vec![Arg::Ptr(col.ptr), Arg::count(ld)?, Arg::Ptr(image.ptr)];
+    /// Adds the columns of `count` images (laid out as [`Gpu::im2col`]
+    /// writes them) back into the images, which the caller has set.
+    pub fn col2im(
+        &self,
+        g: &Geometry,
+        col: DevSlice,
+        ld: usize,
+        (images, image_stride, count): (DevSlice, usize, usize),
+    ) -> Result<()> {
+        Self::check_columns(g, (images, image_stride, count), col, ld, "col2im")?;
+        let mut args =
+            vec![Arg::Dev(col), Arg::count(ld)?, Arg::Dev(images), Arg::count(image_stride)?, Arg::count(count)?];
         args.extend(Self::geometry_args(g)?);
+        let threads = Self::threads(g.channels * g.height * g.width * count)?;
         // SAFETY: as above.
-        unsafe { self.launch_n("col2im", g.channels * g.height * g.width, &args) }
+        unsafe { self.launch_n("col2im", threads, &args) }
+    }
+
+    /// `dst` (b × a × inner) from `src` (a × b × inner): the two outer
+    /// dimensions swapped.
+    pub fn swap_outer(&self, src: DevSlice, dst: DevSlice, (a, b, inner): (usize, usize, usize)) -> Result<()> {
+        let n = Self::threads(a * b * inner)?;
+        holds(src, n, "swap_outer input")?;
+        holds(dst, n, "swap_outer output")?;
+        let args = [Arg::Dev(src), Arg::Dev(dst), Arg::count(a)?, Arg::count(b)?, Arg::count(inner)?];
+        // SAFETY: both ranges hold the a·b·inner floats the kernel touches.
+        unsafe { self.launch_n("swap_outer", n, &args) }
+    }
+
+    /// A thread count the kernels' 32-bit index (and its grid stride) covers.
+    fn threads(n: usize) -> Result<usize> {
+        if n > (u32::MAX - 4096 * BLOCK) as usize {
+            return Err(Error::Gpu(format!(
+                "{n} elements exceed a kernel's 32-bit index: use fewer images per launch"
+            )));
+        }
+        Ok(n)
+    }
+
+    fn check_columns(
+        g: &Geometry,
+        (images, image_stride, count): (DevSlice, usize, usize),
+        col: DevSlice,
+        ld: usize,
+        what: &str,
+    ) -> Result<()> {
+        let (rows, cols, image) = (g.col_rows(), g.col_cols(), g.channels * g.height * g.width);
+        if count == 0 {
+            return Ok(());
+        }
+        if image_stride < image || ld < count * cols {
+            return Err(Error::Gpu(format!(
+                "{what}: images {image_stride} floats apart hold {image}, rows {ld} floats apart hold {count}×{cols} columns"
+            )));
+        }
+        holds(images, (count - 1) * image_stride + image, &format!("{what} images"))?;
+        holds(col, rows.saturating_sub(1) * ld + count * cols, &format!("{what} columns"))
     }
 }

@@ -30,12 +30,12 @@ impl Gpu {
         for b in &lp.blobs {
             let (wb, gb, hb) = (w.slice(b.offset, b.len)?, grad.slice(b.offset, b.len)?, h1.slice(b.offset, b.len)?);
             let (decay, rate) = (rule.weight_decay * b.spec.decay_mult, step.rate * b.spec.lr_mult);
-            let common = [Arg::Ptr(wb.ptr), Arg::Ptr(gb.ptr), Arg::Ptr(hb.ptr)];
+            let common = [Arg::Dev(wb), Arg::Dev(gb), Arg::Dev(hb)];
             let adaptive = |kind: u32, b1: f32, b2: f32, correction: f32| -> Result<()> {
                 let h2b = h2.slice(b.offset, b.len)?;
                 let mut args = common.to_vec();
                 args.extend([
-                    Arg::Ptr(h2b.ptr),
+                    Arg::Dev(h2b),
                     Arg::count(b.len)?,
                     Arg::F32(factor),
                     Arg::F32(decay),

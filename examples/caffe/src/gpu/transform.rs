@@ -46,10 +46,10 @@ impl Gpu {
             self.upload_words(&placements, placed)?;
             self.upload(&mean, means)?;
             let mut args = vec![
-                Arg::Ptr(pixels.ptr),
-                Arg::Ptr(data.ptr),
-                Arg::Ptr(placed.ptr),
-                Arg::Ptr(means.ptr),
+                Arg::Dev(pixels),
+                Arg::Dev(data),
+                Arg::Dev(placed),
+                Arg::Dev(means),
                 Arg::U32(mean_kind),
                 Arg::count(num)?,
             ];

@@ -123,7 +123,7 @@ pub(crate) fn backward(
 
 /// `x *= factor`, as the CPU scales a worker's share of running statistics.
 pub(crate) fn scale(gpu: &Gpu, x: DevSlice, factor: f32) -> Result<()> {
-    let args = [Arg::Ptr(x.ptr), Arg::Ptr(x.ptr), Arg::count(x.len)?, Arg::F32(factor)];
+    let args = [Arg::Dev(x), Arg::Dev(x), Arg::count(x.len)?, Arg::F32(factor)];
     // SAFETY: `x` is read and written over its own length.
     unsafe { gpu.launch_n("eltwise_scale_copy", x.len, &args) }
 }
@@ -139,7 +139,7 @@ pub(crate) fn count_nonfinite(gpu: &Gpu, x: DevSlice) -> Result<u64> {
     let blocks = x.len.div_ceil(crate::gpu::BLOCK as usize).min(COUNT_BLOCKS);
     let counts = gpu.with_scratch(blocks, |counts| {
         holds(counts, blocks, "non-finite counts")?;
-        let args = [Arg::Ptr(x.ptr), Arg::count(x.len)?, Arg::Ptr(counts.ptr)];
+        let args = [Arg::Dev(x), Arg::count(x.len)?, Arg::Dev(counts)];
         // SAFETY: `x` is read over its length; one count per block is written.
         unsafe { gpu.launch_blocks("count_nonfinite", blocks, crate::gpu::BLOCK, &args)? };
         gpu.download(counts)

@@ -673,6 +673,9 @@ impl<'a> PsWorker<'a> {
                 blob_access::commit(hv, out_view)?;
                 blob_access::commit(hv, inout_view)?;
             }
+            if let Some(gpu) = &self.gpu {
+                gpu.ensure_idle(|| format!("forward of layer `{}`", l.name))?;
+            }
             if let Some(b) = output {
                 b.post()?;
             }
@@ -779,6 +782,9 @@ impl<'a> PsWorker<'a> {
                     }
                     blob_access::commit(hv, out_view)?;
                     blob_access::commit(hv, inout_view)?;
+                }
+                if let Some(gpu) = &self.gpu {
+                    gpu.ensure_idle(|| format!("backward of layer `{}`", l.name))?;
                 }
                 if let Some(u) = update {
                     u.update()?;

@@ -26,6 +26,7 @@ macro_rules! kernels {
 kernels!(
     Im2col,
     Col2im,
+    SwapOuter,
     MaxPoolForward,
     AvgPoolForward,
     MaxPoolBackward,
@@ -59,14 +60,15 @@ use Kernel::*;
 
 /// The kernel's name and parameter sizes (8: a pointer or 64-bit integer, 4: int, unsigned or float).
 pub(crate) fn signature(k: Kernel) -> (&'static str, &'static [usize]) {
-    const CONV: [usize; 16] = [8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4];
-    const COL2IM: [usize; 16] = [8, 4, 8, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4];
+    // Two pointers with a 32-bit stride after each, the image count, the geometry.
+    const CONV: [usize; 18] = [8, 4, 8, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4];
     const POOL3: [usize; 14] = [8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4];
     const POOL2: [usize; 13] = [8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4];
     const TRANSFORM: [usize; 12] = [8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4];
     match k {
         Im2col => ("im2col", &CONV),
-        Col2im => ("col2im", &COL2IM),
+        Col2im => ("col2im", &CONV),
+        SwapOuter => ("swap_outer", &[8, 8, 4, 4, 4]),
         MaxPoolForward => ("max_pool_forward", &POOL3),
         AvgPoolForward => ("avg_pool_forward", &POOL2),
         MaxPoolBackward => ("max_pool_backward", &POOL3),
@@ -113,8 +115,8 @@ pub(crate) fn detect(launch: &Launch) -> Option<Kernel> {
     let threads = launch.block.0;
     let fits = match k {
         Im2col | Col2im => {
-            let g = conv::Geometry::read(&a, 3);
-            g.sane() && grid_stride(if k == Im2col { g.columns() } else { g.pixels() })
+            let (g, count) = (conv::Geometry::read(&a, 5), a.u32(4));
+            g.sane() && (if k == Im2col { g.columns(count) } else { g.pixels(count) }).is_some_and(grid_stride)
         }
         MaxPoolForward | MaxPoolBackward | AvgPoolForward | AvgPoolBackward => {
             let g = pool::Geometry::read(&a, if matches!(k, MaxPoolForward | MaxPoolBackward) { 3 } else { 2 });
@@ -129,6 +131,7 @@ pub(crate) fn detect(launch: &Launch) -> Option<Kernel> {
         EltwiseMaxForward | EltwiseMaxBackward | SgdStep => grid_stride(a.u32(3)),
         TransformBytes | TransformFloats => transform::outputs(&a).is_some_and(grid_stride),
         CopyRows => grid_stride(a.u32(4).wrapping_mul(a.u32(5))),
+        SwapOuter => grid_stride(a.u32(2).wrapping_mul(a.u32(3)).wrapping_mul(a.u32(4))),
         ScaleForward => grid_stride(a.u32(3).wrapping_mul(a.u32(4)).wrapping_mul(a.u32(5))),
         PreluForward => {
             let n = a.u32(3);
@@ -153,6 +156,7 @@ pub(crate) fn run(k: Kernel, launch: &Launch, m: &mut Memory) -> Result<(), Faul
     match k {
         Im2col => conv::im2col(a, m),
         Col2im => conv::col2im(a, m),
+        SwapOuter => conv::swap_outer(a, m),
         MaxPoolForward => pool::max_forward(a, m),
         AvgPoolForward => pool::avg_forward(a, m),
         MaxPoolBackward => pool::max_backward(a, m),

@@ -15,9 +15,9 @@ impl Accuracy {
         holds(f.tops[0], 1, "Accuracy top")?;
         let correct = gpu.with_scratch(num, |right| {
             let args = [
-                Arg::Ptr(z.ptr),
-                Arg::Ptr(labels.ptr),
-                Arg::Ptr(right.ptr),
+                Arg::Dev(z),
+                Arg::Dev(labels),
+                Arg::Dev(right),
                 Arg::count(num)?,
                 Arg::count(c)?,
                 Arg::count(self.top_k)?,

@@ -14,9 +14,9 @@ impl Activation {
         let y = f.tops[0];
         holds(y, n, "activation top")?;
         let (name, args) = match self.f {
-            Fn::ReLU(slope) => ("relu_forward", vec![Arg::Ptr(y.ptr), Arg::count(n)?, Arg::F32(slope)]),
-            Fn::Sigmoid => ("sigmoid_forward", vec![Arg::Ptr(y.ptr), Arg::count(n)?]),
-            Fn::TanH => ("tanh_forward", vec![Arg::Ptr(y.ptr), Arg::count(n)?]),
+            Fn::ReLU(slope) => ("relu_forward", vec![Arg::Dev(y), Arg::count(n)?, Arg::F32(slope)]),
+            Fn::Sigmoid => ("sigmoid_forward", vec![Arg::Dev(y), Arg::count(n)?]),
+            Fn::TanH => ("tanh_forward", vec![Arg::Dev(y), Arg::count(n)?]),
         };
         // SAFETY: `y` holds the n floats the kernel touches.
         unsafe { gpu.launch_n(name, n, &args) }
@@ -27,7 +27,7 @@ impl Activation {
         let (y, d) = (b.tops[0], b.bottom_diffs[0]);
         holds(y, n, "activation top")?;
         holds(d, n, "activation gradient")?;
-        let mut args = vec![Arg::Ptr(y.ptr), Arg::Ptr(d.ptr), Arg::count(n)?];
+        let mut args = vec![Arg::Dev(y), Arg::Dev(d), Arg::count(n)?];
         let name = match self.f {
             Fn::ReLU(slope) => {
                 args.push(Arg::F32(slope));

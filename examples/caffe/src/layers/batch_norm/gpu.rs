@@ -26,14 +26,14 @@ impl BatchNorm {
         holds(aux, 3 * c, "BatchNorm statistics")?;
         if self.conf.use_global_stats {
             holds(f.params, 2 * c + 1, "BatchNorm running statistics")?;
-            let args = [Arg::Ptr(f.params.ptr), Arg::Ptr(aux.ptr), Arg::count(c)?, Arg::F32(self.conf.eps)];
+            let args = [Arg::Dev(f.params), Arg::Dev(aux), Arg::count(c)?, Arg::F32(self.conf.eps)];
             // SAFETY: the ranges hold what the kernel touches (checked above).
             unsafe { gpu.launch_n("batch_norm_global_stats", c, &args)? };
-            let args = [Arg::Ptr(y.ptr), Arg::Ptr(aux.ptr), Arg::count(n)?, Arg::count(c)?, Arg::count(self.spatial)?];
+            let args = [Arg::Dev(y), Arg::Dev(aux), Arg::count(n)?, Arg::count(c)?, Arg::count(self.spatial)?];
             // SAFETY: as above.
             unsafe { gpu.launch_n("batch_norm_apply", n, &args) }
         } else {
-            let mut args = vec![Arg::Ptr(y.ptr), Arg::Ptr(aux.ptr)];
+            let mut args = vec![Arg::Dev(y), Arg::Dev(aux)];
             args.extend(self.sizes()?);
             args.push(Arg::F32(self.conf.eps));
             // SAFETY: as above; one block per channel, each touching only its own values.
@@ -53,28 +53,21 @@ impl BatchNorm {
             let keep = self.conf.moving_average_fraction - 1.0;
             let m = self.per_channel() as f32;
             let unbias = if m > 1.0 { m / (m - 1.0) } else { 1.0 };
-            let args = [
-                Arg::Ptr(b.params.ptr),
-                Arg::Ptr(b.aux.ptr),
-                Arg::Ptr(grad.ptr),
-                Arg::count(c)?,
-                Arg::F32(keep),
-                Arg::F32(unbias),
-            ];
+            let args =
+                [Arg::Dev(b.params), Arg::Dev(b.aux), Arg::Dev(grad), Arg::count(c)?, Arg::F32(keep), Arg::F32(unbias)];
             // SAFETY: the ranges hold the 2c + 1 (and 2c) floats the kernel touches.
             unsafe { gpu.launch_n("batch_norm_update", 2 * c + 1, &args)? };
         }
         let Some(d) = b.bottom_diffs.first().copied().filter(|d| !d.is_empty()) else { return Ok(()) };
         holds(d, n, "BatchNorm gradient")?;
         if self.conf.use_global_stats {
-            let args =
-                [Arg::Ptr(d.ptr), Arg::Ptr(b.aux.ptr), Arg::count(n)?, Arg::count(c)?, Arg::count(self.spatial)?];
+            let args = [Arg::Dev(d), Arg::Dev(b.aux), Arg::count(n)?, Arg::count(c)?, Arg::count(self.spatial)?];
             // SAFETY: the ranges hold what the kernel touches (checked above).
             return unsafe { gpu.launch_n("batch_norm_global_backward", n, &args) };
         }
         let y = b.tops[0];
         holds(y, n, "BatchNorm top")?;
-        let mut args = vec![Arg::Ptr(y.ptr), Arg::Ptr(d.ptr), Arg::Ptr(b.aux.ptr)];
+        let mut args = vec![Arg::Dev(y), Arg::Dev(d), Arg::Dev(b.aux)];
         args.extend(self.sizes()?);
         // SAFETY: as above; one block per channel, each touching only its own values.
         unsafe { gpu.launch_blocks("batch_norm_train_backward", c, BLOCK, &args) }

@@ -21,14 +21,8 @@ fn copy_rows(
     holds(src, (rows - 1) * src_ld + len, "Concat source")?;
     holds(dst, (rows - 1) * dst_ld + len, "Concat destination")?;
     let n = rows * len;
-    let args = [
-        Arg::Ptr(src.ptr),
-        Arg::count(src_ld)?,
-        Arg::Ptr(dst.ptr),
-        Arg::count(dst_ld)?,
-        Arg::count(rows)?,
-        Arg::count(len)?,
-    ];
+    let args =
+        [Arg::Dev(src), Arg::count(src_ld)?, Arg::Dev(dst), Arg::count(dst_ld)?, Arg::count(rows)?, Arg::count(len)?];
     Arg::count(n)?;
     // SAFETY: both ranges were checked against the kernel's extent above.
     unsafe { gpu.launch_n("copy_rows", n, &args) }

@@ -17,14 +17,8 @@ impl Dropout {
         holds(y, n, "Dropout top")?;
         holds(mask, n, "Dropout mask")?;
         let scale = 1.0 / (1.0 - self.ratio);
-        let args = [
-            Arg::Ptr(y.ptr),
-            Arg::Ptr(mask.ptr),
-            Arg::count(n)?,
-            Arg::F32(self.ratio),
-            Arg::F32(scale),
-            Arg::U64(f.seed),
-        ];
+        let args =
+            [Arg::Dev(y), Arg::Dev(mask), Arg::count(n)?, Arg::F32(self.ratio), Arg::F32(scale), Arg::U64(f.seed)];
         // SAFETY: both ranges hold the n floats the kernel touches.
         unsafe { gpu.launch_n("dropout_forward", n, &args) }
     }
@@ -35,6 +29,6 @@ impl Dropout {
         holds(mask, n, "Dropout mask")?;
         holds(d, n, "Dropout gradient")?;
         // SAFETY: as above.
-        unsafe { gpu.launch_n("dropout_backward", n, &[Arg::Ptr(mask.ptr), Arg::Ptr(d.ptr), Arg::count(n)?]) }
+        unsafe { gpu.launch_n("dropout_backward", n, &[Arg::Dev(mask), Arg::Dev(d), Arg::count(n)?]) }
     }
 }

@@ -13,7 +13,7 @@ fn multiply(gpu: &Gpu, y: DevSlice, x: DevSlice, n: usize) -> Result<()> {
     holds(x, n, "Eltwise factor")?;
     holds(y, n, "Eltwise product")?;
     // SAFETY: both ranges hold the n floats the kernel touches.
-    unsafe { gpu.launch_n("eltwise_multiply", n, &[Arg::Ptr(y.ptr), Arg::Ptr(x.ptr), Arg::count(n)?]) }
+    unsafe { gpu.launch_n("eltwise_multiply", n, &[Arg::Dev(y), Arg::Dev(x), Arg::count(n)?]) }
 }
 
 impl Eltwise {
@@ -41,7 +41,7 @@ impl Eltwise {
                 gpu.copy(f.bottoms[0].prefix(n)?, y)?;
                 gpu.zero(mask)?;
                 for (k, x) in f.bottoms.iter().enumerate().skip(1) {
-                    let args = [Arg::Ptr(y.ptr), Arg::Ptr(mask.ptr), Arg::Ptr(x.ptr), Arg::count(n)?, Arg::count(k)?];
+                    let args = [Arg::Dev(y), Arg::Dev(mask), Arg::Dev(*x), Arg::count(n)?, Arg::count(k)?];
                     // SAFETY: the three ranges hold the n floats the kernel touches (checked above).
                     unsafe { gpu.launch_n("eltwise_max_forward", n, &args)? };
                 }
@@ -60,7 +60,7 @@ impl Eltwise {
             let dx = dx.prefix(n)?;
             match &self.op {
                 EltwiseOp::Sum(c) => {
-                    let args = [Arg::Ptr(dx.ptr), Arg::Ptr(dy.ptr), Arg::count(n)?, Arg::F32(c[k])];
+                    let args = [Arg::Dev(dx), Arg::Dev(dy), Arg::count(n)?, Arg::F32(c[k])];
                     // SAFETY: both ranges hold the n floats the kernel touches.
                     unsafe { gpu.launch_n("eltwise_scale_copy", n, &args)? };
                 }
@@ -72,7 +72,7 @@ impl Eltwise {
                 }
                 EltwiseOp::Max => {
                     let mask = b.aux.prefix(n)?;
-                    let args = [Arg::Ptr(dx.ptr), Arg::Ptr(dy.ptr), Arg::Ptr(mask.ptr), Arg::count(n)?, Arg::count(k)?];
+                    let args = [Arg::Dev(dx), Arg::Dev(dy), Arg::Dev(mask), Arg::count(n)?, Arg::count(k)?];
                     // SAFETY: the three ranges hold the n floats the kernel touches.
                     unsafe { gpu.launch_n("eltwise_max_backward", n, &args)? };
                 }

@@ -29,7 +29,7 @@ impl Lrn {
         holds(y, n, "LRN top")?;
         holds(scale, n, "LRN scale")?;
         let (c0, a) = self.coefficients();
-        let mut args = vec![Arg::Ptr(x.ptr), Arg::Ptr(y.ptr), Arg::Ptr(scale.ptr)];
+        let mut args = vec![Arg::Dev(x), Arg::Dev(y), Arg::Dev(scale)];
         args.extend(self.geometry()?);
         args.extend([Arg::F32(c0), Arg::F32(a), Arg::F32(-self.conf.beta)]);
         // SAFETY: the three ranges hold the n floats the kernel touches.
@@ -52,7 +52,7 @@ impl Lrn {
         let (_, a) = self.coefficients();
         // The CPU's factor, rounded as it rounds it.
         let k = 2.0 * a * self.conf.beta;
-        let mut args = vec![Arg::Ptr(x.ptr), Arg::Ptr(y.ptr), Arg::Ptr(dy.ptr), Arg::Ptr(scale.ptr), Arg::Ptr(dx.ptr)];
+        let mut args = vec![Arg::Dev(x), Arg::Dev(y), Arg::Dev(dy), Arg::Dev(scale), Arg::Dev(dx)];
         args.extend(self.geometry()?);
         args.extend([Arg::F32(-self.conf.beta), Arg::F32(k)]);
         // SAFETY: the five ranges hold the n floats the kernel touches.

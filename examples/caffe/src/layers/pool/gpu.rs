@@ -35,11 +35,11 @@ impl Pool {
         let (x, y) = (f.bottoms[0], f.tops[0]);
         holds(x, inputs, "Pooling bottom")?;
         holds(y, outputs, "Pooling top")?;
-        let mut args = vec![Arg::Ptr(x.ptr), Arg::Ptr(y.ptr)];
+        let mut args = vec![Arg::Dev(x), Arg::Dev(y)];
         let name = match self.method {
             PoolMethod::Max => {
                 holds(f.aux, outputs, "Pooling mask")?;
-                args.push(Arg::Ptr(f.aux.ptr));
+                args.push(Arg::Dev(f.aux));
                 "max_pool_forward"
             }
             PoolMethod::Ave => "avg_pool_forward",
@@ -55,16 +55,16 @@ impl Pool {
         let dy = b.top_diffs[0];
         holds(dy, outputs, "Pooling top gradient")?;
         holds(dx, inputs, "Pooling bottom gradient")?;
-        let mut args = vec![Arg::Ptr(dy.ptr)];
+        let mut args = vec![Arg::Dev(dy)];
         let name = match self.method {
             PoolMethod::Max => {
                 holds(b.aux, outputs, "Pooling mask")?;
-                args.push(Arg::Ptr(b.aux.ptr));
+                args.push(Arg::Dev(b.aux));
                 "max_pool_backward"
             }
             PoolMethod::Ave => "avg_pool_backward",
         };
-        args.push(Arg::Ptr(dx.ptr));
+        args.push(Arg::Dev(dx));
         args.extend(self.geometry()?);
         // SAFETY: as above.
         unsafe { gpu.launch_n(name, inputs, &args) }

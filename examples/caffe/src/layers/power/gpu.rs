@@ -13,8 +13,7 @@ impl Power {
         holds(x, n, "Power bottom")?;
         holds(y, n, "Power top")?;
         let PowerConf { power, scale, shift } = self.conf;
-        let args =
-            [Arg::Ptr(x.ptr), Arg::Ptr(y.ptr), Arg::count(n)?, Arg::F32(power), Arg::F32(scale), Arg::F32(shift)];
+        let args = [Arg::Dev(x), Arg::Dev(y), Arg::count(n)?, Arg::F32(power), Arg::F32(scale), Arg::F32(shift)];
         // SAFETY: both ranges hold the n floats the kernel touches.
         unsafe { gpu.launch_n("power_forward", n, &args) }
     }
@@ -28,9 +27,9 @@ impl Power {
         holds(dx, n, "Power bottom gradient")?;
         let PowerConf { power, scale, shift } = self.conf;
         let args = [
-            Arg::Ptr(x.ptr),
-            Arg::Ptr(dy.ptr),
-            Arg::Ptr(dx.ptr),
+            Arg::Dev(x),
+            Arg::Dev(dy),
+            Arg::Dev(dx),
             Arg::count(n)?,
             Arg::F32(power),
             Arg::F32(scale),

@@ -7,7 +7,7 @@
 
 use super::PRelu;
 use crate::error::Result;
-use crate::gpu::{holds, Arg, Gpu, BLOCK};
+use crate::gpu::{holds, Arg, DevSlice, Gpu, BLOCK};
 use crate::layers::layer::{count, GpuBackward, GpuForward};
 
 impl PRelu {
@@ -26,9 +26,9 @@ impl PRelu {
         holds(x_keep, n, "PReLU input copy")?;
         holds(f.params, self.slopes(), "PReLU slopes")?;
         let args = [
-            Arg::Ptr(y.ptr),
-            Arg::Ptr(x_keep.ptr),
-            Arg::Ptr(f.params.ptr),
+            Arg::Dev(y),
+            Arg::Dev(x_keep),
+            Arg::Dev(f.params),
             Arg::count(n)?,
             Arg::count(self.channels)?,
             Arg::count(self.inner.max(1))?,
@@ -48,12 +48,12 @@ impl PRelu {
         holds(b.params, self.slopes(), "PReLU slopes")?;
         holds(b.param_grad, self.slopes(), "PReLU slope gradient")?;
         Arg::count(n)?;
-        let backward = |sums: u64| -> Result<()> {
+        let backward = |sums: DevSlice| -> Result<()> {
             let args = [
-                Arg::Ptr(b.aux.ptr),
-                Arg::Ptr(d.ptr),
-                Arg::Ptr(b.params.ptr),
-                Arg::Ptr(sums),
+                Arg::Dev(b.aux),
+                Arg::Dev(d),
+                Arg::Dev(b.params),
+                Arg::Dev(sums),
                 Arg::count(self.shape[0])?,
                 Arg::count(c)?,
                 Arg::count(self.inner.max(1))?,
@@ -64,12 +64,12 @@ impl PRelu {
             unsafe { gpu.launch_blocks("prelu_backward", c, BLOCK, &args) }
         };
         if !self.shared {
-            return backward(b.param_grad.ptr);
+            return backward(b.param_grad);
         }
         gpu.with_scratch(c, |sums| {
             holds(sums, c, "PReLU channel sums")?;
-            backward(sums.ptr)?;
-            let args = [Arg::Ptr(sums.ptr), Arg::count(c)?, Arg::Ptr(b.param_grad.ptr)];
+            backward(sums)?;
+            let args = [Arg::Dev(sums), Arg::count(c)?, Arg::Dev(b.param_grad)];
             // SAFETY: one block reading `c` sums and writing the one slope gradient.
             unsafe { gpu.launch_blocks("prelu_sum", 1, BLOCK, &args) }
         })

@@ -36,7 +36,7 @@ impl Scale {
         holds(y, n, "Scale top")?;
         holds(x_keep, n, "Scale input copy")?;
         holds(f.params, self.param_len(), "Scale parameters")?;
-        let mut args = vec![Arg::Ptr(y.ptr), Arg::Ptr(x_keep.ptr), Arg::Ptr(f.params.ptr)];
+        let mut args = vec![Arg::Dev(y), Arg::Dev(x_keep), Arg::Dev(f.params)];
         args.extend(self.sizes()?);
         // SAFETY: the ranges hold what the kernel touches (checked above).
         unsafe { gpu.launch_n("scale_forward", n, &args) }
@@ -50,7 +50,7 @@ impl Scale {
         holds(b.aux, n, "Scale input copy")?;
         holds(b.params, self.param_len(), "Scale parameters")?;
         holds(b.param_grad, self.param_len(), "Scale parameter gradient")?;
-        let mut args = vec![Arg::Ptr(b.aux.ptr), Arg::Ptr(d.ptr), Arg::Ptr(b.params.ptr), Arg::Ptr(b.param_grad.ptr)];
+        let mut args = vec![Arg::Dev(b.aux), Arg::Dev(d), Arg::Dev(b.params), Arg::Dev(b.param_grad)];
         args.extend(self.sizes()?);
         // SAFETY: as above; one block per parameter, each touching only its own values.
         unsafe { gpu.launch_blocks("scale_backward", self.dim(), BLOCK, &args) }

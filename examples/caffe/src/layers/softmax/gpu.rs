@@ -18,7 +18,7 @@ impl Softmax {
         holds(x, n, "Softmax bottom")?;
         holds(y, n, "Softmax top")?;
         Arg::count(n)?;
-        let mut args = vec![Arg::Ptr(x.ptr), Arg::Ptr(y.ptr)];
+        let mut args = vec![Arg::Dev(x), Arg::Dev(y)];
         args.extend(self.sizes()?);
         // SAFETY: both ranges hold the n floats the kernel touches.
         unsafe { gpu.launch_n("softmax_forward", self.outer * self.inner, &args) }
@@ -32,7 +32,7 @@ impl Softmax {
         holds(dy, n, "Softmax top gradient")?;
         holds(dx, n, "Softmax bottom gradient")?;
         Arg::count(n)?;
-        let mut args = vec![Arg::Ptr(y.ptr), Arg::Ptr(dy.ptr), Arg::Ptr(dx.ptr)];
+        let mut args = vec![Arg::Dev(y), Arg::Dev(dy), Arg::Dev(dx)];
         args.extend(self.sizes()?);
         // SAFETY: the three ranges hold the n floats the kernel touches.
         unsafe { gpu.launch_n("softmax_backward", self.outer * self.inner, &args) }

@@ -17,14 +17,8 @@ impl SoftmaxLoss {
         holds(f.aux, num * c, "SoftmaxWithLoss probabilities")?;
         holds(f.tops[0], 1, "SoftmaxWithLoss top")?;
         let losses = gpu.with_scratch(num, |loss| {
-            let args = [
-                Arg::Ptr(z.ptr),
-                Arg::Ptr(labels.ptr),
-                Arg::Ptr(f.aux.ptr),
-                Arg::Ptr(loss.ptr),
-                Arg::count(num)?,
-                Arg::count(c)?,
-            ];
+            let args =
+                [Arg::Dev(z), Arg::Dev(labels), Arg::Dev(f.aux), Arg::Dev(loss), Arg::count(num)?, Arg::count(c)?];
             // SAFETY: every range holds what the kernel touches (checked above; `loss` is num floats).
             unsafe { gpu.launch_n("softmax_loss_forward", num, &args)? };
             gpu.download(loss)
@@ -41,14 +35,7 @@ impl SoftmaxLoss {
         holds(labels, num, "SoftmaxWithLoss labels")?;
         holds(b.aux, num * c, "SoftmaxWithLoss probabilities")?;
         let scale = b.loss_weight / self.norm();
-        let args = [
-            Arg::Ptr(b.aux.ptr),
-            Arg::Ptr(labels.ptr),
-            Arg::Ptr(dz.ptr),
-            Arg::count(num)?,
-            Arg::count(c)?,
-            Arg::F32(scale),
-        ];
+        let args = [Arg::Dev(b.aux), Arg::Dev(labels), Arg::Dev(dz), Arg::count(num)?, Arg::count(c)?, Arg::F32(scale)];
         // SAFETY: as above.
         unsafe { gpu.launch_n("softmax_loss_backward", num * c, &args) }
     }
