@@ -19,7 +19,9 @@ pub struct ArrayExport {
     width: usize,
     read_only: bool,
     live: Arc<AtomicUsize>,
-    // Keeps the buffer's memory mapped as long as a view of it exists.
+    // Keep the buffer held (it is released on drop) and its memory mapped
+    // as long as a view of it exists.
+    _owner: Py<PyAny>,
     _instance: Arc<Geeps>,
 }
 
@@ -31,9 +33,10 @@ impl ArrayExport {
         read_only: bool,
         live: &Arc<AtomicUsize>,
         instance: &Arc<Geeps>,
+        owner: Py<PyAny>,
     ) -> ArrayExport {
         live.fetch_add(1, Ordering::AcqRel);
-        ArrayExport { ptr, rows, width, read_only, live: live.clone(), _instance: instance.clone() }
+        ArrayExport { ptr, rows, width, read_only, live: live.clone(), _owner: owner, _instance: instance.clone() }
     }
 }
 

@@ -3,7 +3,8 @@
 //! interface, any DLPack consumer such as torch) and its release. A released buffer
 //! refuses every use with `BufferReleasedError`; a release while a view is
 //! alive is refused, so no view ever outlives the hold. It never copies
-//! rows except in `copy_from`, at the caller's request.
+//! rows except in `copy_from`, at the caller's request. A buffer dropped
+//! while held is released as a Rust guard would be.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -133,9 +134,28 @@ impl Buffer {
             this.kind == Kind::Read,
             &this.views,
             &this.ps,
+            slf.clone().into_any().unbind(),
         );
         let np = slf.py().import("numpy")?;
         np.call_method1("asarray", (Bound::new(slf.py(), export)?,))
+    }
+}
+
+/// A buffer dropped while held is released as a Rust guard is: post_read,
+/// a discarded update, or post_local_access as recorded. No view is alive
+/// then: every view holds the buffer.
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        if self.released.get_mut().is_none() {
+            let how = match self.kind {
+                Kind::Read => ReleaseAs::PostRead,
+                Kind::Update => ReleaseAs::Discard,
+                Kind::Local => ReleaseAs::PostLocal { save: None },
+            };
+            let (ps, ticket) = (&self.ps, self.raw.ticket);
+            // A failure here has no one to report to (a shut-down instance, say).
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ps.release_raw(ticket, how)));
+        }
     }
 }
 
@@ -264,7 +284,7 @@ impl Buffer {
             versioned,
             read_only: this.kind == Kind::Read,
         };
-        capsule(slf.py(), view, &this.views, &this.ps)
+        capsule(slf.py(), view, &this.views, &this.ps, slf.clone().into_any().unbind())
     }
 
     /// DLPack: `(device_type, device_id)`, `(1, 0)` for host memory, `(2, N)` for CUDA GPU N.

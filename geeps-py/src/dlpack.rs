@@ -75,7 +75,10 @@ struct DlManagedTensorVersioned {
 struct Export {
     shape: [i64; 2],
     live: Arc<AtomicUsize>,
-    // Keeps the buffer's memory mapped as long as a view of it exists.
+    // Keep the buffer held (it is released on drop) and its memory mapped
+    // as long as a view of it exists. Dropped without the GIL, the buffer's
+    // reference is released when Python next runs.
+    _owner: Py<PyAny>,
     _instance: Arc<Geeps>,
 }
 
@@ -158,11 +161,13 @@ pub fn capsule<'py>(
     view: View,
     live: &Arc<AtomicUsize>,
     instance: &Arc<Geeps>,
+    owner: Py<PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
     live.fetch_add(1, Ordering::AcqRel);
     let export = Box::into_raw(Box::new(Export {
         shape: [view.rows as i64, view.width as i64],
         live: live.clone(),
+        _owner: owner,
         _instance: instance.clone(),
     }));
     let tensor = DlTensor {

@@ -125,3 +125,28 @@ def test_dlpack_device_and_refused_copy(ps):
         assert r.live_views == 1
         del capsule
         assert r.live_views == 0
+
+
+def test_a_dropped_buffer_is_released_as_a_guard_would_be():
+    b = geeps.Builder(row_width=256, device_memory=64 << 10)  # a pool of a few buffers
+    w = b.parameter_table("w", 8)
+    ps = b.build()
+    with ps.virtual_iteration() as v:
+        r = v.read(w, range(8))
+        g = v.pre_update(w, range(8))
+        v.update(g)
+        v.post_read(r)
+        v.table_clock(w)
+    for _ in range(20):
+        buf = ps.read(r)
+        view = buf.numpy()
+        del buf  # the view holds the buffer
+        assert view.shape == (8, 256)
+        del view  # now the read is posted
+        d = ps.pre_update(g)
+        d.numpy()[:] = 1.0
+        del d  # dropped without update(): discarded
+        ps.table_clock(w)
+    with ps.read_keys(w, range(8)) as r2:
+        assert float(r2.numpy().sum()) == 0.0
+    ps.shutdown()
