@@ -84,9 +84,9 @@ impl Layer for ContrastiveLoss {
         for (k, sign) in [(0, 1.0f32), (1, -1.0)] {
             let Some(d) = b.bottom_diffs.get_mut(k).filter(|d| !d.is_empty()) else { continue };
             let alpha = sign * b.loss_weight / self.num.max(1) as f32;
-            for i in 0..self.num {
+            for (i, &yi) in y[..self.num].iter().enumerate() {
                 let r = i * self.dim..(i + 1) * self.dim;
-                let scale = if similar(y[i]) {
+                let scale = if similar(yi) {
                     alpha
                 } else {
                     let d2 = self.dist_sq(x0, x1, i);

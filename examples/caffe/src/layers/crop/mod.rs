@@ -66,10 +66,7 @@ impl Crop {
                 rem /= self.top[i];
             }
             idx[axes - 1] = 0;
-            let mut src = 0;
-            for i in 0..axes {
-                src = src * self.bottom[i] + idx[i] + self.offsets[i];
-            }
+            let src = (0..axes).fold(0, |src, i| src * self.bottom[i] + idx[i] + self.offsets[i]);
             f(src, row * run, run);
         }
     }
