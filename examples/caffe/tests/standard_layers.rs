@@ -337,3 +337,30 @@ fn multinomial_logistic_loss_of_probabilities() {
     let l = MultinomialLogisticLoss::new(&[vec![3, 5], vec![3]]).unwrap();
     check_layer(&l, vec![probs, vec![4.0, 0.0, 2.0]], 1, None);
 }
+
+#[test]
+fn infogain_loss_with_identity_is_softmax_loss() {
+    use caffe_geeps::layers::infogain_loss::InfogainLoss;
+    use caffe_geeps::layers::spec::LossNorm;
+    let x = [1.0, 2.0, 0.5, -1.0, 0.0, 3.0];
+    let labels = [1.0, 2.0];
+    let eye = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0];
+    let l = InfogainLoss::new(1, LossNorm::Count, Some(&eye), &[vec![2, 3], vec![2]]).unwrap();
+    let loss = run(&l, &[], &[&x, &labels])[0][0];
+    let lse = |r: &[f32]| r.iter().map(|v| v.exp()).sum::<f32>().ln();
+    let want = ((lse(&x[..3]) - 2.0) + (lse(&x[3..]) - 3.0)) / 2.0;
+    assert!((loss - want).abs() < 1e-5, "{loss} vs {want}");
+    // H as the third bottom, classes along axis 1 of a 4-D blob, every normaliser.
+    let mut rng = StdRng::seed_from_u64(11);
+    let h: Vec<f32> = (0..9).map(|_| rng.gen_range(0.0..2.0f32)).collect();
+    let shapes = [vec![2, 3, 2, 2], vec![2, 1, 2, 2], vec![3, 3]];
+    for norm in [LossNorm::Count, LossNorm::Batch, LossNorm::None] {
+        let l = InfogainLoss::new(1, norm, None, &shapes).unwrap();
+        let labels: Vec<f32> = (0..8).map(|i| (i % 3) as f32).collect();
+        check_layer(&l, vec![random(&mut rng, 24), labels.clone(), h.clone()], 1, None);
+        let from_matrix = InfogainLoss::new(1, norm, Some(&h), &shapes[..2]).unwrap();
+        check_layer(&from_matrix, vec![random(&mut rng, 24), labels], 1, None);
+    }
+    assert!(InfogainLoss::new(1, LossNorm::Count, None, &shapes[..2]).err().unwrap().contains("matrix"));
+    assert!(InfogainLoss::new(1, LossNorm::Count, Some(&h[..4]), &shapes[..2]).is_err());
+}

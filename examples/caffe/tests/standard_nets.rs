@@ -4,8 +4,9 @@
 //! ArgMax, HingeLoss, MultinomialLogisticLoss): it trains through geeps on
 //! the CPU with finite, falling losses, and, with a CUDA device (the
 //! emulated driver here), with these layers staged through host memory, to
-//! the CPU's losses within float noise. `test_compute_loss` adds Caffe's
-//! `Test loss` line to each test.
+//! the CPU's losses within float noise. InfogainLoss with H = I read from
+//! its `source` trains as SoftmaxWithLoss does. `test_compute_loss` adds
+//! Caffe's `Test loss` line to each test.
 
 mod common;
 
@@ -98,5 +99,37 @@ fn test_compute_loss_logs_the_weighted_sum_of_the_test_losses() {
     // Without the field, no such line.
     let solver = common::write(&dir, &net, &common::solver("net.prototxt", 2, 2, 2, ""));
     assert!(!common::caffe_ok(&["train", "-solver", &s(&solver), "-workers=1", "-no_progress"]).contains("Test loss"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn infogain_loss_reads_its_matrix_from_source() {
+    use caffe_geeps::proto::caffe::{BlobProto, BlobShape};
+    let dir = common::scratch("infogain-source");
+    // H = I: the loss is SoftmaxWithLoss's, so training follows it step for step.
+    let h: Vec<f32> = (0..100).map(|i| if i % 11 == 0 { 1.0 } else { 0.0 }).collect();
+    let blob = BlobProto { shape: Some(BlobShape { dim: vec![1, 1, 10, 10] }), data: h, ..BlobProto::default() };
+    caffe_geeps::proto::binary::write(&dir.join("H.binaryproto"), &blob).unwrap();
+    let softmax = common::small_net(16);
+    let net = softmax.replace(
+        r#"layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip2" bottom: "label" top: "loss" }"#,
+        r#"layer { name: "loss" type: "InfogainLoss" bottom: "ip2" bottom: "label" top: "loss"
+  infogain_loss_param { source: "H.binaryproto" } }"#,
+    );
+    assert!(net.contains("InfogainLoss"));
+    let losses = |net: &str| {
+        let path = common::write(&dir, net, &common::solver("net.prototxt", 10, 0, 0, ""));
+        let solver = SolverParam::load(&path).unwrap();
+        train(&solver, &quiet(PsOptions::default()), &Cluster::in_process(1).unwrap()).map(|r| r.losses)
+    };
+    let (info, soft) = (losses(&net).unwrap(), losses(&softmax).unwrap());
+    for (i, (a, b)) in info.iter().zip(&soft).enumerate() {
+        assert!((a - b).abs() <= 1e-4 * b.abs().max(1.0), "iteration {i}: InfogainLoss {a}, SoftmaxWithLoss {b}");
+    }
+    // A matrix of the wrong size is named.
+    let small = BlobProto { data: vec![1.0; 4], ..BlobProto::default() };
+    caffe_geeps::proto::binary::write(&dir.join("H.binaryproto"), &small).unwrap();
+    let err = losses(&net).err().unwrap();
+    assert!(err.to_string().contains("infogain matrix holds 4 values, not 10 x 10"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

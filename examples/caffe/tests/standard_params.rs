@@ -7,7 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use caffe_geeps::layers::spec::LayerSpec;
+use caffe_geeps::layers::spec::{LayerSpec, LossNorm};
 use caffe_geeps::proto::layer_conf::{Filler, PoolMethod};
 use caffe_geeps::proto::net::{LayerKind, NetParam};
 use caffe_geeps::proto::standard_conf::{
@@ -79,6 +79,13 @@ fn written_values_are_read() {
     let c = spec("ContrastiveLoss", "contrastive_loss_param { margin: 2 legacy_version: true }");
     assert_eq!(c, LayerSpec::ContrastiveLoss(ContrastiveConf { margin: 2.0, legacy_version: true }));
     assert_eq!(spec("HingeLoss", "hinge_loss_param { norm: L2 }"), LayerSpec::HingeLoss(HingeNorm::L2));
+    let LayerSpec::InfogainLoss(i) = spec(
+        "InfogainLoss",
+        "loss_param { normalization: BATCH_SIZE } infogain_loss_param { source: \"H.binaryproto\" axis: 2 }",
+    ) else {
+        panic!()
+    };
+    assert_eq!((i.axis, i.norm, i.source.as_deref(), i.matrix.len()), (2, LossNorm::Batch, Some("H.binaryproto"), 0));
 }
 
 #[test]
@@ -104,6 +111,13 @@ fn bad_values_are_refused_at_their_line() {
         ("HingeLoss", "hinge_loss_param {\n  norm: L3\n }", 7, "`L3`"),
         ("Deconvolution", "convolution_param {\n  num_output: 4\n  kernel_size: 2\n  group: 3\n }", 9, "group 3"),
         ("Crop", "slice_param {\n  axis: 0\n }", 6, "`slice_param` does not apply to a Crop layer"),
+        ("InfogainLoss", "bottom: \"x\"\n bottom: \"l\"\n", 1, "needs its matrix H"),
+        (
+            "InfogainLoss",
+            "loss_param {\n  ignore_label: 0\n }\n infogain_loss_param { source: \"h\" }",
+            7,
+            "ignore_label",
+        ),
     ];
     for &(ty, param, want_line, want) in cases {
         let (line, msg) = net_err(&layer(ty, param));

@@ -23,6 +23,7 @@ mod factory;
 pub mod filler;
 pub mod hinge_loss;
 pub mod im2col;
+pub mod infogain_loss;
 pub mod inner_product;
 pub mod input;
 mod layer;

@@ -16,6 +16,7 @@ use crate::layers::eltwise::Eltwise;
 use crate::layers::embed::Embed;
 use crate::layers::euclidean_loss::EuclideanLoss;
 use crate::layers::hinge_loss::HingeLoss;
+use crate::layers::infogain_loss::InfogainLoss;
 use crate::layers::input::Input;
 use crate::layers::layer::{Layer, Shape};
 use crate::layers::lrn::Lrn;
@@ -105,6 +106,10 @@ pub fn build(spec: &LayerSpec, bottoms: &[Shape], train: bool) -> Result<Box<dyn
         LayerSpec::ContrastiveLoss(c) => Box::new(ContrastiveLoss::new(*c, bottoms)?),
         LayerSpec::HingeLoss(norm) => Box::new(HingeLoss::new(*norm, bottoms)?),
         LayerSpec::MultinomialLogisticLoss => Box::new(MultinomialLogisticLoss::new(bottoms)?),
+        LayerSpec::InfogainLoss(c) => {
+            let matrix = (bottoms.len() == 2).then_some(c.matrix.as_slice());
+            Box::new(InfogainLoss::new(c.axis, c.norm, matrix, bottoms)?)
+        }
     })
 }
 

@@ -129,7 +129,9 @@ pub(crate) fn kind(
             );
             None
         }
-        t if standard_params::TYPE_PARAMS.iter().any(|(s, _)| *s == t) => spec(standard_params::spec(t, lp, loc, p)),
+        t if standard_params::TYPE_PARAMS.iter().any(|(s, _)| *s == t) => {
+            spec(standard_params::spec(t, lp, loc, base_dir, p))
+        }
         _ => unreachable!("TYPE_PARAMS lists only the types matched here"),
     }
 }

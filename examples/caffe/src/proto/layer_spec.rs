@@ -6,7 +6,7 @@
 use crate::proto::layer_conf::{BatchNormConf, ConvSpec, EltwiseOp, Filler, LrnConf, PowerConf, ScaleConf};
 use crate::proto::shape::Shape;
 use crate::proto::standard_conf::{
-    ArgMaxConf, BiasConf, ContrastiveConf, EmbedConf, HingeNorm, MvnConf, ReductionConf, SppConf,
+    ArgMaxConf, BiasConf, ContrastiveConf, EmbedConf, HingeNorm, InfogainConf, MvnConf, ReductionConf, SppConf,
 };
 
 /// `batch_norm_param` as written: `use_global_stats` unset means Caffe's
@@ -104,6 +104,8 @@ pub enum LayerSpec {
     HingeLoss(HingeNorm),
     /// −Σ log p(label) / N over probabilities.
     MultinomialLogisticLoss,
+    /// Softmax, then −Σ H[label, k] log p_k over the normaliser.
+    InfogainLoss(InfogainConf),
 }
 
 /// The pointwise functions, with Caffe's settings (`base` −1 is e).
@@ -169,6 +171,7 @@ impl LayerSpec {
             LayerSpec::ContrastiveLoss(_) => "ContrastiveLoss",
             LayerSpec::HingeLoss(_) => "HingeLoss",
             LayerSpec::MultinomialLogisticLoss => "MultinomialLogisticLoss",
+            LayerSpec::InfogainLoss(_) => "InfogainLoss",
         }
     }
 }

@@ -54,7 +54,7 @@ impl LayerKind {
 }
 
 /// Every layer type a prototxt may name (the automatic Split aside).
-pub const LAYER_TYPES: [&str; 46] = [
+pub const LAYER_TYPES: [&str; 47] = [
     "Data",
     "ImageData",
     "Input",
@@ -101,6 +101,7 @@ pub const LAYER_TYPES: [&str; 46] = [
     "ContrastiveLoss",
     "HingeLoss",
     "MultinomialLogisticLoss",
+    "InfogainLoss",
 ];
 
 /// The net states a layer is in: its `include` and `exclude` rules (phase,

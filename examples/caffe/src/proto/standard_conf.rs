@@ -4,7 +4,10 @@
 //! Caffe's defaults. It owns these types only; it must never parse a file
 //! or compute.
 
+use std::path::PathBuf;
+
 use crate::proto::layer_conf::{Filler, PoolMethod};
+use crate::proto::layer_spec::LossNorm;
 
 /// `bias_param`: the bias covers the bottom's axes [axis, axis + num_axes)
 /// (−1: to the last); with two bottoms the second bottom's shape decides.
@@ -106,4 +109,18 @@ impl Default for ContrastiveConf {
 pub enum HingeNorm {
     L1,
     L2,
+}
+
+/// InfogainLoss's settings: the class axis, the normaliser, and where H
+/// comes from when it is not the third bottom.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InfogainConf {
+    pub axis: i64,
+    pub norm: LossNorm,
+    /// `infogain_loss_param.source` as written, and the net file's folder
+    /// to resolve it against.
+    pub source: Option<String>,
+    pub base_dir: PathBuf,
+    /// H, row-major, once the net has read `source` (empty before).
+    pub matrix: Vec<f32>,
 }

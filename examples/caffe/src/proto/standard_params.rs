@@ -1,19 +1,23 @@
 //! The `*_param` of Caffe's remaining standard layers (Slice, Crop,
 //! Deconvolution, Bias, Tile, Reduction, ArgMax, Embed, MVN, SPP,
-//! Parameter, ContrastiveLoss, HingeLoss, MultinomialLogisticLoss) read
+//! Parameter, ContrastiveLoss, HingeLoss, MultinomialLogisticLoss,
+//! InfogainLoss) read
 //! into their settings with Caffe's defaults, every bad or unsupported
 //! value recorded at its line with what to write instead. It owns that
 //! per-type translation; it must never check shapes (known only when the
-//! net is built) or read files.
+//! net is built) or read files (InfogainLoss's `source` is read by the net).
 
-use crate::proto::caffe::{self, hinge_loss_parameter, reduction_parameter, spp_parameter};
+use std::path::Path;
+
+use crate::proto::caffe::{self, hinge_loss_parameter, loss_parameter, reduction_parameter, spp_parameter};
 use crate::proto::layer_conf::{ConvSpec, Filler, PoolMethod};
 use crate::proto::layer_params::{conv, filler};
-use crate::proto::layer_spec::LayerSpec;
+use crate::proto::layer_spec::{LayerSpec, LossNorm};
 use crate::proto::locate::Loc;
 use crate::proto::problems::Problems;
 use crate::proto::standard_conf::{
-    ArgMaxConf, BiasConf, ContrastiveConf, EmbedConf, HingeNorm, MvnConf, ReductionConf, ReductionOp, SppConf,
+    ArgMaxConf, BiasConf, ContrastiveConf, EmbedConf, HingeNorm, InfogainConf, MvnConf, ReductionConf, ReductionOp,
+    SppConf,
 };
 
 /// The layer types read here, with the `*_param` fields each may set.
@@ -32,6 +36,7 @@ pub(crate) const TYPE_PARAMS: &[(&str, &[&str])] = &[
     ("ContrastiveLoss", &["contrastive_loss_param", "loss_param"]),
     ("HingeLoss", &["hinge_loss_param", "loss_param"]),
     ("MultinomialLogisticLoss", &["loss_param"]),
+    ("InfogainLoss", &["infogain_loss_param", "loss_param"]),
 ];
 
 /// The `*_param` fields of these types that a layer sets.
@@ -58,7 +63,13 @@ pub(crate) fn set_params(lp: &caffe::LayerParameter) -> Vec<&'static str> {
 
 /// The settings of a layer of `type_name` (one of [`TYPE_PARAMS`]); `None`
 /// when they cannot be read (the reasons recorded in `p`).
-pub(crate) fn spec(type_name: &str, lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<LayerSpec> {
+pub(crate) fn spec(
+    type_name: &str,
+    lp: &caffe::LayerParameter,
+    loc: &Loc<'_>,
+    base_dir: &Path,
+    p: &mut Problems,
+) -> Option<LayerSpec> {
     let before = p.len();
     let spec = match type_name {
         "Slice" => slice(lp, loc, p),
@@ -138,9 +149,10 @@ pub(crate) fn spec(type_name: &str, lp: &caffe::LayerParameter, loc: &Loc<'_>, p
             Some(LayerSpec::HingeLoss(norm))
         }
         "MultinomialLogisticLoss" => Some(LayerSpec::MultinomialLogisticLoss),
+        "InfogainLoss" => infogain(lp, loc, base_dir, p),
         _ => unreachable!("TYPE_PARAMS lists only the types matched here"),
     };
-    if TYPE_PARAMS.iter().any(|(t, params)| *t == type_name && params.contains(&"loss_param")) {
+    if matches!(type_name, "ContrastiveLoss" | "HingeLoss" | "MultinomialLogisticLoss") {
         batch_divided_loss(type_name, lp, loc, p);
     }
     spec.filter(|_| p.len() == before)
@@ -263,4 +275,45 @@ fn batch_divided_loss(type_name: &str, lp: &caffe::LayerParameter, loc: &Loc<'_>
             );
         }
     }
+}
+
+/// InfogainLoss: the class axis, Caffe 1.0's normalisation (VALID by
+/// default; without `ignore_label` FULL and VALID agree), and the matrix's
+/// file unless H is the third bottom.
+fn infogain(lp: &caffe::LayerParameter, loc: &Loc<'_>, base_dir: &Path, p: &mut Problems) -> Option<LayerSpec> {
+    let ip = lp.infogain_loss_param.clone().unwrap_or_default();
+    let mut norm = LossNorm::Count;
+    if let Some(l) = &lp.loss_param {
+        if l.normalization.is_some() {
+            norm = match l.normalization() {
+                loss_parameter::NormalizationMode::Full | loss_parameter::NormalizationMode::Valid => LossNorm::Count,
+                loss_parameter::NormalizationMode::BatchSize => LossNorm::Batch,
+                loss_parameter::NormalizationMode::None => LossNorm::None,
+            };
+        } else if l.normalize == Some(false) {
+            norm = LossNorm::Batch;
+        }
+        if l.ignore_label.is_some() {
+            p.push(loc.at("loss_param").of("ignore_label"), "ignore_label is not supported; remove it");
+        }
+    }
+    let bottoms = lp.bottom.len();
+    match (bottoms, &ip.source) {
+        (3, Some(_)) => p.push(
+            loc.at("infogain_loss_param").of("source"),
+            "H is the third bottom here: give `source` or a third bottom, not both (Caffe ignores `source` then); remove it",
+        ),
+        (2, None) => p.push(
+            loc.line(),
+            "InfogainLoss needs its matrix H: `infogain_loss_param { source: \"H.binaryproto\" }` or a third bottom",
+        ),
+        _ => {}
+    }
+    Some(LayerSpec::InfogainLoss(InfogainConf {
+        axis: ip.axis().into(),
+        norm,
+        source: if bottoms == 3 { None } else { ip.source.clone() },
+        base_dir: base_dir.to_path_buf(),
+        matrix: Vec::new(),
+    }))
 }
