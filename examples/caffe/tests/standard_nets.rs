@@ -35,7 +35,7 @@ layer {{ name: "fb" type: "InnerProduct" bottom: "cb" top: "fb" inner_product_pa
 layer {{ name: "pair_loss" type: "ContrastiveLoss" bottom: "fa" bottom: "fb" bottom: "la" top: "pair_loss"
   contrastive_loss_param {{ margin: 1 }} }}
 layer {{ name: "up" type: "Deconvolution" bottom: "ma" top: "up"
-  convolution_param {{ num_output: 1 kernel_size: 4 stride: 3 weight_filler {{ type: "gaussian" std: 0.1 }} }} }}
+  convolution_param {{ num_output: 1 kernel_size: 4 stride: 3 weight_filler {{ type: "bilinear" }} }} }}
 layer {{ name: "targets" type: "DummyData" top: "ref" top: "target" top: "norms"
   dummy_data_param {{ shape {{ dim: 4 dim: 1 dim: 20 dim: 20 }} shape {{ dim: 4 dim: 1 dim: 20 dim: 20 }} shape {{ dim: 4 }}
     data_filler {{ type: "constant" }} data_filler {{ type: "uniform" min: 0 max: 1 }} data_filler {{ type: "constant" value: 1 }} }} }}

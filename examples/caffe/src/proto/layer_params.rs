@@ -608,10 +608,11 @@ pub(crate) fn filler(
         }
         "xavier" => Filler::Xavier(norm),
         "msra" => Filler::Msra(norm),
+        "bilinear" => Filler::Bilinear,
         other => {
             p.push(
                 fl.of("type"),
-                format!("unknown filler type `{other}` in {name}; use constant, uniform, gaussian, xavier or msra"),
+                format!("unknown filler type `{other}` in {name}; use constant, uniform, gaussian, xavier, msra or bilinear"),
             );
             return None;
         }
