@@ -1,8 +1,9 @@
 //! Caffe's `Slice`: one bottom cut along an axis into consecutive parts,
 //! one per top, at the given points (or into equal parts); backward puts
 //! each top's gradient back in its part (zero where a top has none). It
-//! owns the copying only; it has no GPU code (a GPU run computes it on the
-//! CPU, staged).
+//! owns the copying only; its GPU code (`gpu.rs`) runs Concat's row copies.
+
+mod gpu;
 
 use crate::layers::layer::{axis_index, Backward, Forward, Layer, Reads, Shape};
 
@@ -54,6 +55,8 @@ impl Slice {
 }
 
 impl Layer for Slice {
+    crate::layers::gpu_methods!();
+
     fn type_name(&self) -> &'static str {
         "Slice"
     }
