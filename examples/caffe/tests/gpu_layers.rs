@@ -381,6 +381,23 @@ fn concat_matches_the_cpu() {
 }
 
 #[test]
+fn slice_matches_the_cpu() {
+    let Some(gpu) = gpu("slice_matches_the_cpu") else { return };
+    let mut rng = StdRng::seed_from_u64(8);
+    for (axis, points, tops, shape) in
+        [(0, vec![1, 3], 3, vec![5, 3, 2, 7]), (1, vec![], 2, vec![2, 6, 5, 3]), (-1, vec![4], 2, vec![3, 5, 11])]
+    {
+        let s = LayerSpec::Slice { axis, points: points.clone(), tops };
+        let case = build(spec(s.clone()), std::slice::from_ref(&shape), true, &mut rng);
+        exact(&gpu, &format!("slice axis {axis} at {points:?} {shape:?}"), case);
+        // A top no loss reaches: its part of the bottom gradient is zero.
+        let mut case = build(spec(s), std::slice::from_ref(&shape), true, &mut rng);
+        case.no_top_gradient = vec![1];
+        exact(&gpu, &format!("slice axis {axis} {shape:?}, top 1 without gradient"), case);
+    }
+}
+
+#[test]
 fn eltwise_matches_the_cpu() {
     let Some(gpu) = gpu("eltwise_matches_the_cpu") else { return };
     let mut rng = StdRng::seed_from_u64(8);

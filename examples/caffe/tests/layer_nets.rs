@@ -28,7 +28,8 @@ fn a_net_of_every_layer_type_builds_and_trains() {
     let mut want: BTreeSet<&str> = LAYER_TYPES.into_iter().collect();
     want.insert("Split");
     // The other sources of a net (image files, fillers) have their own suite
-    // (tests/data_layers.rs), and so do the CPU-only layers (tests/cpu_only_layers.rs).
+    // (tests/data_layers.rs), and so do the CPU-only layers (tests/cpu_only_layers.rs,
+    // tests/standard_nets.rs).
     for other in cpu_only_and_data_types() {
         want.remove(other);
     }
@@ -87,7 +88,7 @@ fn a_mean_file_is_found_beside_the_net_and_checked_against_the_images() {
 }
 
 /// The types tests/data_layers.rs and tests/cpu_only_layers.rs train instead.
-fn cpu_only_and_data_types() -> [&'static str; 11] {
+fn cpu_only_and_data_types() -> [&'static str; 26] {
     [
         "ImageData",
         "DummyData",
@@ -100,5 +101,21 @@ fn cpu_only_and_data_types() -> [&'static str; 11] {
         "Silence",
         "EuclideanLoss",
         "SigmoidCrossEntropyLoss",
+        // tests/standard_nets.rs
+        "Slice",
+        "Crop",
+        "Deconvolution",
+        "Bias",
+        "Tile",
+        "Reduction",
+        "ArgMax",
+        "Embed",
+        "MVN",
+        "SPP",
+        "Parameter",
+        "ContrastiveLoss",
+        "HingeLoss",
+        "MultinomialLogisticLoss",
+        "InfogainLoss",
     ]
 }

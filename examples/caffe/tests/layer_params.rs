@@ -138,7 +138,12 @@ fn out_of_range_values_say_what_to_write() {
         ("Reshape", "reshape_param {\n  shape { dim: -1 dim: -1 }\n }", 5, "only one dim can be -1"),
         ("Reshape", "reshape_param {\n }", 4, "needs `shape { dim: ... }`"),
         ("Scale", "scale_param {\n  num_axes: -2\n }", 5, "num_axes -2 must be -1"),
-        ("PReLU", "prelu_param {\n  filler { type: \"bilinear\" }\n }", 5, "unknown filler type `bilinear`"),
+        (
+            "PReLU",
+            "prelu_param {\n  filler { type: \"positive_unitball\" }\n }",
+            5,
+            "unknown filler type `positive_unitball`",
+        ),
         (
             "Input",
             "top: \"a\"\n top: \"b\"\n top: \"c\"\n input_param {\n  shape { dim: 1 }\n  shape { dim: 2 }\n }",

@@ -84,9 +84,12 @@ impl Reporter {
         self.bar.set_message(format!("{}{}", self.loss_msg, self.test_msg));
     }
 
-    /// A test: one line per output.
-    pub fn test(&mut self, iter: u64, outputs: &[(String, f32, f32)]) {
+    /// A test: the total loss when asked for (`test_compute_loss`), then one line per output.
+    pub fn test(&mut self, iter: u64, outputs: &[(String, f32, f32)], loss: Option<f32>) {
         self.log(&format!("Iteration {iter}, Testing net (#0)"));
+        if let Some(loss) = loss {
+            self.log(&format!("Test loss: {loss}"));
+        }
         let mut msg = String::new();
         for (k, (name, v, weight)) in outputs.iter().enumerate() {
             let weighted = if *weight != 0.0 { format!(" (* {weight} = {} loss)", v * weight) } else { String::new() };

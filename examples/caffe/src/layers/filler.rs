@@ -1,5 +1,5 @@
 //! Initial parameter values, as Caffe's fillers draw them (constant,
-//! uniform, gaussian, xavier, msra with their variance norms). It owns the
+//! uniform, gaussian, xavier, msra with their variance norms, bilinear). It owns the
 //! formulas; it must never decide which blob gets which filler.
 
 use rand::Rng;
@@ -46,7 +46,27 @@ pub fn fill(filler: &Filler, shape: &[usize], rng: &mut impl Rng) -> Vec<f32> {
             let std = (2.0 / norm_n(norm, shape)).sqrt();
             (0..count).map(|_| std * normal(rng)).collect()
         }
+        Filler::Bilinear => bilinear(shape),
     }
+}
+
+/// Caffe's bilinear filler: with f = ⌈k / 2⌉ and c = (2f − 1 − f mod 2) / 2f,
+/// tap (y, x) of every k×k kernel is (1 − |x/f − c|)(1 − |y/f − c|). Caffe
+/// takes square kernels; a k_h×k_w one gets each axis its own f and c.
+fn bilinear(shape: &[usize]) -> Vec<f32> {
+    let count: usize = shape.iter().product();
+    let axis = |k: usize| {
+        let f = k.div_ceil(2).max(1) as f32;
+        let c = (2.0 * f - 1.0 - f % 2.0) / (2.0 * f);
+        move |i: usize| 1.0 - (i as f32 / f - c).abs()
+    };
+    let (h, w) = match shape {
+        [.., h, w] => (*h, *w),
+        [w] => (1, *w),
+        [] => (1, 1),
+    };
+    let (fy, fx) = (axis(h), axis(w));
+    (0..count).map(|i| fx(i % w.max(1)) * fy((i / w.max(1)) % h.max(1))).collect()
 }
 
 fn uniform(rng: &mut impl Rng, min: f32, max: f32) -> f32 {
@@ -75,5 +95,23 @@ mod tests {
         let var = g.iter().map(|v| (v - mean).powi(2)).sum::<f32>() / g.len() as f32;
         assert!((mean - 1.0).abs() < 0.01 && (var.sqrt() - 0.1).abs() < 0.01, "{mean} {var}");
         assert_eq!(fill(&Filler::Constant(0.5), &[3], &mut rng), vec![0.5; 3]);
+    }
+
+    #[test]
+    fn bilinear_is_caffes() {
+        let mut rng = StdRng::seed_from_u64(1);
+        // k = 4 (2x upsampling): f = 2, c = 0.75; taps 0.25, 0.75, 0.75, 0.25 per axis.
+        let w = fill(&Filler::Bilinear, &[2, 1, 4, 4], &mut rng);
+        let t = [0.25f32, 0.75, 0.75, 0.25];
+        for (i, v) in w.iter().enumerate() {
+            let want = t[i % 4] * t[(i / 4) % 4];
+            assert!((v - want).abs() < 1e-6, "{i}: {v} vs {want}");
+        }
+        // k = 3: f = 2, c = 0.75 as well (Caffe's formula): taps 0.25, 0.75, 0.75.
+        let w = fill(&Filler::Bilinear, &[1, 1, 3, 3], &mut rng);
+        let t = [0.25f32, 0.75, 0.75];
+        for (i, v) in w.iter().enumerate() {
+            assert!((v - t[i % 3] * t[i / 3]).abs() < 1e-6, "{i}: {v}");
+        }
     }
 }

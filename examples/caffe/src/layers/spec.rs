@@ -3,24 +3,39 @@
 //! compute. It resolves what depends on the phase (BatchNorm's statistics);
 //! it must never read files.
 
+use crate::layers::argmax::ArgMax;
 use crate::layers::batch_norm::BatchNorm;
+use crate::layers::bias::Bias;
 use crate::layers::concat::Concat;
+use crate::layers::contrastive_loss::ContrastiveLoss;
 use crate::layers::conv::Conv;
+use crate::layers::crop::Crop;
+use crate::layers::deconv::Deconv;
 use crate::layers::dummy_data::DummyData;
 use crate::layers::eltwise::Eltwise;
+use crate::layers::embed::Embed;
 use crate::layers::euclidean_loss::EuclideanLoss;
+use crate::layers::hinge_loss::HingeLoss;
+use crate::layers::infogain_loss::InfogainLoss;
 use crate::layers::input::Input;
 use crate::layers::layer::{Layer, Shape};
 use crate::layers::lrn::Lrn;
+use crate::layers::multinomial_logistic_loss::MultinomialLogisticLoss;
+use crate::layers::mvn::Mvn;
+use crate::layers::parameter::Parameter;
 use crate::layers::pointwise::Pointwise;
 use crate::layers::pointwise_in_place::PointwiseInPlace;
 use crate::layers::power::Power;
 use crate::layers::prelu::PRelu;
+use crate::layers::reduction::Reduction;
 use crate::layers::reshape::Reshape;
 use crate::layers::scale::Scale;
 use crate::layers::sigmoid_cross_entropy_loss::SigmoidCrossEntropyLoss;
 use crate::layers::silence::Silence;
+use crate::layers::slice::Slice;
 use crate::layers::softmax::Softmax;
+use crate::layers::spp::Spp;
+use crate::layers::tile::Tile;
 use crate::proto::layer_conf::BatchNormConf;
 // Where callers building a layer look for its settings.
 pub use crate::proto::layer_spec::{BatchNormSpec, LayerSpec, LossNorm, NeuronFn};
@@ -77,6 +92,24 @@ pub fn build(spec: &LayerSpec, bottoms: &[Shape], train: bool) -> Result<Box<dyn
         LayerSpec::Silence => Box::new(Silence::new(bottoms)?),
         LayerSpec::EuclideanLoss => Box::new(EuclideanLoss::new(bottoms)?),
         LayerSpec::SigmoidCrossEntropyLoss(norm) => Box::new(SigmoidCrossEntropyLoss::new(*norm, bottoms)?),
+        LayerSpec::Slice { axis, points, tops } => Box::new(Slice::new(*axis, points, *tops, one()?)?),
+        LayerSpec::Crop { axis, offsets } => Box::new(Crop::new(*axis, offsets, bottoms)?),
+        LayerSpec::Deconvolution(c) => Box::new(Deconv::new(c, one()?)?),
+        LayerSpec::Bias(c) => Box::new(Bias::new(c.clone(), bottoms)?),
+        LayerSpec::Tile { axis, tiles } => Box::new(Tile::new(*axis, *tiles, one()?)?),
+        LayerSpec::Reduction(c) => Box::new(Reduction::new(*c, one()?)?),
+        LayerSpec::ArgMax(c) => Box::new(ArgMax::new(*c, one()?)?),
+        LayerSpec::Embed(c) => Box::new(Embed::new(c.clone(), one()?)?),
+        LayerSpec::Mvn(c) => Box::new(Mvn::new(*c, one()?)?),
+        LayerSpec::Spp(c) => Box::new(Spp::new(*c, one()?)?),
+        LayerSpec::Parameter { shape } => Box::new(Parameter::new(shape, bottoms)?),
+        LayerSpec::ContrastiveLoss(c) => Box::new(ContrastiveLoss::new(*c, bottoms)?),
+        LayerSpec::HingeLoss(norm) => Box::new(HingeLoss::new(*norm, bottoms)?),
+        LayerSpec::MultinomialLogisticLoss => Box::new(MultinomialLogisticLoss::new(bottoms)?),
+        LayerSpec::InfogainLoss(c) => {
+            let matrix = (bottoms.len() == 2).then_some(c.matrix.as_slice());
+            Box::new(InfogainLoss::new(c.axis, c.norm, matrix, bottoms)?)
+        }
     })
 }
 

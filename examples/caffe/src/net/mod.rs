@@ -5,6 +5,7 @@
 //! (`plain`) and refusing one that cannot fit (`memory`). This file only
 //! declares the modules and re-exports; it must never define an item.
 
+mod infogain_source;
 pub mod insert_splits;
 mod layer_call;
 pub mod memory;

@@ -12,7 +12,7 @@ use crate::data::{DataCache, LabelLimit, Source};
 use crate::error::{Error, Result};
 use crate::layers::split::Split;
 use crate::layers::{self, count, Layer, ParamBlob, Shape};
-use crate::net::insert_splits;
+use crate::net::{infogain_source, insert_splits};
 use crate::proto::net::{DataConf, LayerKind, LayerParam, NetParam, ParamSpec, Phase};
 use crate::proto::net_state::NetState;
 use crate::proto::solver::resolve;
@@ -211,6 +211,8 @@ impl Net {
                     )
                 }
                 (kind, None) => {
+                    let loaded = infogain_source::with_matrix(kind).map_err(|e| at(param, lp.line, e))?;
+                    let kind = loaded.as_ref().unwrap_or(kind);
                     let l = layers::build(kind, &bottom_shapes, phase == Phase::Train)
                         .map_err(|e| at(param, lp.line, format!("{} layer `{name}`: {e}", kind.type_name())))?;
                     let shapes = l.top_shapes();

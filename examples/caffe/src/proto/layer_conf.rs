@@ -21,6 +21,9 @@ pub enum Filler {
     Xavier(VarianceNorm),
     /// Gaussian with std sqrt(2 / n), n from `norm`.
     Msra(VarianceNorm),
+    /// Bilinear upsampling weights over the last two axes (a
+    /// Deconvolution's kernel in FCNs).
+    Bilinear,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,6 +17,7 @@ use crate::proto::layer_spec::{BatchNormSpec, LayerSpec, LossNorm, NeuronFn};
 use crate::proto::locate::Loc;
 use crate::proto::net_param::LayerKind;
 use crate::proto::problems::Problems;
+use crate::proto::standard_params;
 
 /// The settings of a layer of type `type_name` (one `TYPE_PARAMS` lists);
 /// `None` when they cannot be read (the reasons recorded in `p`).
@@ -127,6 +128,9 @@ pub(crate) fn kind(
                  the blobs with an Input layer (a deploy file), DummyData, or read them with Data or ImageData",
             );
             None
+        }
+        t if standard_params::TYPE_PARAMS.iter().any(|(s, _)| *s == t) => {
+            spec(standard_params::spec(t, lp, loc, base_dir, p))
         }
         _ => unreachable!("TYPE_PARAMS lists only the types matched here"),
     }
@@ -572,7 +576,7 @@ fn dims2(
 }
 
 /// Field `name` of `l` (`default` when it is not written).
-fn filler(
+pub(crate) fn filler(
     f: Option<&caffe::FillerParameter>,
     l: &Loc<'_>,
     name: &str,
@@ -604,10 +608,11 @@ fn filler(
         }
         "xavier" => Filler::Xavier(norm),
         "msra" => Filler::Msra(norm),
+        "bilinear" => Filler::Bilinear,
         other => {
             p.push(
                 fl.of("type"),
-                format!("unknown filler type `{other}` in {name}; use constant, uniform, gaussian, xavier or msra"),
+                format!("unknown filler type `{other}` in {name}; use constant, uniform, gaussian, xavier, msra or bilinear"),
             );
             return None;
         }
@@ -615,7 +620,7 @@ fn filler(
     Some(filler)
 }
 
-fn conv(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<ConvConf> {
+pub(crate) fn conv(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<ConvConf> {
     let Some(c) = &lp.convolution_param else {
         p.push(loc.line(), "a Convolution layer needs `convolution_param { num_output kernel_size }`");
         return None;

@@ -5,6 +5,9 @@
 
 use crate::proto::layer_conf::{BatchNormConf, ConvSpec, EltwiseOp, Filler, LrnConf, PowerConf, ScaleConf};
 use crate::proto::shape::Shape;
+use crate::proto::standard_conf::{
+    ArgMaxConf, BiasConf, ContrastiveConf, EmbedConf, HingeNorm, InfogainConf, MvnConf, ReductionConf, SppConf,
+};
 
 /// `batch_norm_param` as written: `use_global_stats` unset means Caffe's
 /// phase default (batch statistics in TRAIN, stored ones in TEST).
@@ -68,6 +71,41 @@ pub enum LayerSpec {
     EuclideanLoss,
     /// Cross-entropy of sigmoid(x) against targets in [0, 1].
     SigmoidCrossEntropyLoss(LossNorm),
+    /// Cuts one bottom along `axis` at `points` (none: into equal parts, one per top).
+    Slice {
+        axis: i64,
+        points: Vec<usize>,
+        tops: usize,
+    },
+    /// The first bottom cut to the second's sizes from `axis` on, starting
+    /// at `offsets` (none: 0; one: for every cropped axis; else one each).
+    Crop {
+        axis: i64,
+        offsets: Vec<usize>,
+    },
+    /// The transpose of a convolution (its `convolution_param`).
+    Deconvolution(ConvSpec),
+    Bias(BiasConf),
+    /// `tiles` copies of the bottom along `axis`.
+    Tile {
+        axis: i64,
+        tiles: usize,
+    },
+    Reduction(ReductionConf),
+    ArgMax(ArgMaxConf),
+    Embed(EmbedConf),
+    Mvn(MvnConf),
+    Spp(SppConf),
+    /// A learned blob of this shape as its top.
+    Parameter {
+        shape: Shape,
+    },
+    ContrastiveLoss(ContrastiveConf),
+    HingeLoss(HingeNorm),
+    /// −Σ log p(label) / N over probabilities.
+    MultinomialLogisticLoss,
+    /// Softmax, then −Σ H[label, k] log p_k over the normaliser.
+    InfogainLoss(InfogainConf),
 }
 
 /// The pointwise functions, with Caffe's settings (`base` −1 is e).
@@ -119,6 +157,21 @@ impl LayerSpec {
             LayerSpec::Silence => "Silence",
             LayerSpec::EuclideanLoss => "EuclideanLoss",
             LayerSpec::SigmoidCrossEntropyLoss(_) => "SigmoidCrossEntropyLoss",
+            LayerSpec::Slice { .. } => "Slice",
+            LayerSpec::Crop { .. } => "Crop",
+            LayerSpec::Deconvolution(_) => "Deconvolution",
+            LayerSpec::Bias(_) => "Bias",
+            LayerSpec::Tile { .. } => "Tile",
+            LayerSpec::Reduction(_) => "Reduction",
+            LayerSpec::ArgMax(_) => "ArgMax",
+            LayerSpec::Embed(_) => "Embed",
+            LayerSpec::Mvn(_) => "MVN",
+            LayerSpec::Spp(_) => "SPP",
+            LayerSpec::Parameter { .. } => "Parameter",
+            LayerSpec::ContrastiveLoss(_) => "ContrastiveLoss",
+            LayerSpec::HingeLoss(_) => "HingeLoss",
+            LayerSpec::MultinomialLogisticLoss => "MultinomialLogisticLoss",
+            LayerSpec::InfogainLoss(_) => "InfogainLoss",
         }
     }
 }

@@ -14,6 +14,7 @@ use crate::proto::layer_params;
 use crate::proto::locate::Loc;
 use crate::proto::net_inputs;
 use crate::proto::problems::Problems;
+use crate::proto::standard_params;
 use crate::proto::text;
 
 // The parsed net's types, where callers look for them.
@@ -226,14 +227,15 @@ fn layer(lp: &caffe::LayerParameter, loc: &Loc<'_>, base_dir: &Path, p: &mut Pro
             });
         }
     }
-    let Some(&(_, allowed)) = TYPE_PARAMS.iter().find(|(t, _)| *t == type_name) else {
+    let Some(&(_, allowed)) = TYPE_PARAMS.iter().chain(standard_params::TYPE_PARAMS).find(|(t, _)| *t == type_name)
+    else {
         p.push(
             loc.of("type"),
             format!("unknown layer type `{type_name}` (layer `{name}`); caffe-geeps runs {}", LAYER_TYPES.join(", ")),
         );
         return None;
     };
-    for field in set_params(lp) {
+    for field in set_params(lp).into_iter().chain(standard_params::set_params(lp)) {
         if !allowed.contains(&field) {
             p.push(loc.of(field), format!("`{field}` does not apply to a {type_name} layer; remove it"));
         }

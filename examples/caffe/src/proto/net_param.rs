@@ -54,7 +54,7 @@ impl LayerKind {
 }
 
 /// Every layer type a prototxt may name (the automatic Split aside).
-pub const LAYER_TYPES: [&str; 32] = [
+pub const LAYER_TYPES: [&str; 47] = [
     "Data",
     "ImageData",
     "Input",
@@ -87,6 +87,21 @@ pub const LAYER_TYPES: [&str; 32] = [
     "Silence",
     "EuclideanLoss",
     "SigmoidCrossEntropyLoss",
+    "Slice",
+    "Crop",
+    "Deconvolution",
+    "Bias",
+    "Tile",
+    "Reduction",
+    "ArgMax",
+    "Embed",
+    "MVN",
+    "SPP",
+    "Parameter",
+    "ContrastiveLoss",
+    "HingeLoss",
+    "MultinomialLogisticLoss",
+    "InfogainLoss",
 ];
 
 /// The net states a layer is in: its `include` and `exclude` rules (phase,

@@ -118,6 +118,9 @@ pub struct SolverParam {
     pub test_interval: u64,
     /// Test once before training starts.
     pub test_initialization: bool,
+    /// Log each test's total loss (Caffe's `Test loss:` line): the test
+    /// outputs' means times their loss weights, summed.
+    pub test_compute_loss: bool,
     /// Write weights every this many iterations (0: only at the end).
     pub snapshot: u64,
     pub snapshot_prefix: String,
@@ -179,7 +182,6 @@ impl SolverParam {
             ("net_param", s.net_param.is_some()),
             ("train_net_param", s.train_net_param.is_some()),
             ("test_net_param", !s.test_net_param.is_empty()),
-            ("test_compute_loss", s.test_compute_loss()),
             ("snapshot_diff", s.snapshot_diff()),
             ("weights", !s.weights.is_empty()),
         ] {
@@ -405,6 +407,7 @@ impl SolverParam {
             test_nets,
             test_interval,
             test_initialization: s.test_initialization(),
+            test_compute_loss: s.test_compute_loss(),
             snapshot,
             snapshot_prefix: s
                 .snapshot_prefix

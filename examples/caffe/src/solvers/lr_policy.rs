@@ -49,6 +49,7 @@ mod tests {
             test_nets: Vec::new(),
             test_interval: 0,
             test_initialization: false,
+            test_compute_loss: false,
             snapshot: 0,
             snapshot_prefix: String::new(),
             snapshot_hdf5: false,

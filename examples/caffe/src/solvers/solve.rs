@@ -748,7 +748,9 @@ fn test_one(
     let means: Vec<f32> = (0..net.outputs.len()).map(|k| (totals[k] - prev[k]) / batches.max(1.0)).collect();
     *prev = totals;
     let named = named(net, &means);
-    with_reporter(sh, |r| r.test(iter, &named));
+    // Caffe's `Test loss`: the loss outputs' means times their weights.
+    let loss = sh.solver.test_compute_loss.then(|| named.iter().map(|(_, v, w)| v * w).sum::<f32>());
+    with_reporter(sh, |r| r.test(iter, &named, loss));
     Ok(named.into_iter().map(|(n, v, _)| (n, v)).collect())
 }
 

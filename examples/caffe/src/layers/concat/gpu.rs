@@ -7,8 +7,9 @@ use crate::error::Result;
 use crate::gpu::{holds, Arg, DevSlice, Gpu};
 use crate::layers::layer::{count, GpuBackward, GpuForward};
 
-/// Copies `rows` runs of `len` floats, rows `src_ld` apart in `src`, to rows `dst_ld` apart in `dst`.
-fn copy_rows(
+/// Copies `rows` runs of `len` floats, rows `src_ld` apart in `src`, to
+/// rows `dst_ld` apart in `dst` (Slice's copies too, the other way round).
+pub(crate) fn copy_rows(
     gpu: &Gpu,
     (src, src_ld): (DevSlice, usize),
     (dst, dst_ld): (DevSlice, usize),
@@ -18,8 +19,8 @@ fn copy_rows(
     if rows == 0 || len == 0 {
         return Ok(());
     }
-    holds(src, (rows - 1) * src_ld + len, "Concat source")?;
-    holds(dst, (rows - 1) * dst_ld + len, "Concat destination")?;
+    holds(src, (rows - 1) * src_ld + len, "copy_rows source")?;
+    holds(dst, (rows - 1) * dst_ld + len, "copy_rows destination")?;
     let n = rows * len;
     let args =
         [Arg::Dev(src), Arg::count(src_ld)?, Arg::Dev(dst), Arg::count(dst_ld)?, Arg::count(rows)?, Arg::count(len)?];

@@ -27,7 +27,7 @@ impl DummyData {
         if let Some(s) = shapes.iter().find(|s| s.is_empty() || count(s) == 0) {
             return Err(format!("shape {s:?} holds no value; every dim must be at least 1"));
         }
-        if let Some(f) = fillers.iter().find(|f| matches!(f, Filler::Xavier(_) | Filler::Msra(_))) {
+        if let Some(f) = fillers.iter().find(|f| matches!(f, Filler::Xavier(_) | Filler::Msra(_) | Filler::Bilinear)) {
             return Err(format!("data_filler {f:?}: DummyData fills with constant, uniform or gaussian"));
         }
         Ok(DummyData { shapes: shapes.to_vec(), fillers: fillers.to_vec() })
