@@ -43,6 +43,7 @@ SUITES = [
     ("examples/caffe", "test", "deploy_tools", "deploy_tools", [], {}),
     ("examples/caffe", "test", "data_layers", "data_layers", [], {}),
     ("examples/caffe", "test", "cpu_only_layers", "cpu_only_layers", [], {}),
+    ("examples/caffe", "test", "standard_nets", "standard_nets", [], {}),
     # As .ci/cuda.sh: the suite's CUDA test (rows on the GPU, bit for bit as the host).
     ("examples/caffe", "test", "training", "training", ["gpu_device"], {}),
 ]
