@@ -37,6 +37,34 @@ impl Gpu {
         unsafe { self.launch_blocks("bias_gradient", channels, REDUCE_THREADS, &args) }
     }
 
+    /// Copies `rows` runs of `len` floats, rows `src_ld` apart in `src`, to
+    /// rows `dst_ld` apart in `dst` (Concat's and Slice's copies).
+    pub fn copy_rows(
+        &self,
+        (src, src_ld): (DevSlice, usize),
+        (dst, dst_ld): (DevSlice, usize),
+        rows: usize,
+        len: usize,
+    ) -> Result<()> {
+        if rows == 0 || len == 0 {
+            return Ok(());
+        }
+        holds(src, (rows - 1) * src_ld + len, "copy_rows source")?;
+        holds(dst, (rows - 1) * dst_ld + len, "copy_rows destination")?;
+        let n = rows * len;
+        let args = [
+            Arg::Dev(src),
+            Arg::count(src_ld)?,
+            Arg::Dev(dst),
+            Arg::count(dst_ld)?,
+            Arg::count(rows)?,
+            Arg::count(len)?,
+        ];
+        Arg::count(n)?;
+        // SAFETY: both ranges were checked against the kernel's extent above.
+        unsafe { self.launch_n("copy_rows", n, &args) }
+    }
+
     /// `y[..n] += c · x[..n]` with the CPU's rounding (no fused multiply-add).
     pub fn add_scaled(&self, y: DevSlice, x: DevSlice, n: usize, c: f32) -> Result<()> {
         holds(y, n, "add_scaled output")?;

@@ -238,3 +238,12 @@ impl From<&ConvConf> for ConvSpec {
         }
     }
 }
+
+/// What a loss is divided by: the batch (the blob's first axis), every
+/// value (Caffe's FULL and VALID without ignore_label), or nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LossNorm {
+    Batch,
+    Count,
+    None,
+}

@@ -3,6 +3,7 @@
 //! (`layers::spec`). It owns these types only; it must never build a layer
 //! or read files.
 
+pub use crate::proto::layer_conf::LossNorm;
 use crate::proto::layer_conf::{BatchNormConf, ConvSpec, EltwiseOp, Filler, LrnConf, PowerConf, ScaleConf};
 use crate::proto::shape::Shape;
 use crate::proto::standard_conf::{
@@ -117,15 +118,6 @@ pub enum NeuronFn {
     Log { base: f32, scale: f32, shift: f32 },
     Threshold(f32),
     Elu(f32),
-}
-
-/// What a loss is divided by: the batch (the blob's first axis), every
-/// value (Caffe's FULL and VALID without ignore_label), or nothing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LossNorm {
-    Batch,
-    Count,
-    None,
 }
 
 impl LayerSpec {

@@ -24,6 +24,7 @@ pub mod net_param;
 pub mod net_state;
 pub mod problems;
 pub mod shape;
+mod shared_params;
 pub mod solver;
 pub mod standard_conf;
 mod standard_params;

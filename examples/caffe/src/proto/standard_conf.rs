@@ -6,8 +6,7 @@
 
 use std::path::PathBuf;
 
-use crate::proto::layer_conf::{Filler, PoolMethod};
-use crate::proto::layer_spec::LossNorm;
+use crate::proto::layer_conf::{Filler, LossNorm, PoolMethod};
 
 /// `bias_param`: the bias covers the bottom's axes [axis, axis + num_axes)
 /// (−1: to the last); with two bottoms the second bottom's shape decides.

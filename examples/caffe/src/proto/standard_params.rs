@@ -11,10 +11,10 @@ use std::path::Path;
 
 use crate::proto::caffe::{self, hinge_loss_parameter, loss_parameter, reduction_parameter, spp_parameter};
 use crate::proto::layer_conf::{ConvSpec, Filler, PoolMethod};
-use crate::proto::layer_params::{conv, filler};
 use crate::proto::layer_spec::{LayerSpec, LossNorm};
 use crate::proto::locate::Loc;
 use crate::proto::problems::Problems;
+use crate::proto::shared_params::{conv, filler};
 use crate::proto::standard_conf::{
     ArgMaxConf, BiasConf, ContrastiveConf, EmbedConf, HingeNorm, InfogainConf, MvnConf, ReductionConf, ReductionOp,
     SppConf,

@@ -4,30 +4,8 @@
 
 use super::Concat;
 use crate::error::Result;
-use crate::gpu::{holds, Arg, DevSlice, Gpu};
+use crate::gpu::{holds, Gpu};
 use crate::layers::layer::{count, GpuBackward, GpuForward};
-
-/// Copies `rows` runs of `len` floats, rows `src_ld` apart in `src`, to
-/// rows `dst_ld` apart in `dst` (Slice's copies too, the other way round).
-pub(crate) fn copy_rows(
-    gpu: &Gpu,
-    (src, src_ld): (DevSlice, usize),
-    (dst, dst_ld): (DevSlice, usize),
-    rows: usize,
-    len: usize,
-) -> Result<()> {
-    if rows == 0 || len == 0 {
-        return Ok(());
-    }
-    holds(src, (rows - 1) * src_ld + len, "copy_rows source")?;
-    holds(dst, (rows - 1) * dst_ld + len, "copy_rows destination")?;
-    let n = rows * len;
-    let args =
-        [Arg::Dev(src), Arg::count(src_ld)?, Arg::Dev(dst), Arg::count(dst_ld)?, Arg::count(rows)?, Arg::count(len)?];
-    Arg::count(n)?;
-    // SAFETY: both ranges were checked against the kernel's extent above.
-    unsafe { gpu.launch_n("copy_rows", n, &args) }
-}
 
 impl Concat {
     pub(super) fn forward_on(&self, gpu: &Gpu, f: &GpuForward<'_>) -> Result<()> {
@@ -42,7 +20,7 @@ impl Concat {
         let mut off = 0;
         for (x, shape) in f.bottoms.iter().zip(&self.bottoms) {
             let len = shape[self.axis] * inner;
-            copy_rows(gpu, (*x, len), (y.slice(off, total - off)?, row), outer, len)?;
+            gpu.copy_rows((*x, len), (y.slice(off, total - off)?, row), outer, len)?;
             off += len;
         }
         Ok(())
@@ -61,7 +39,7 @@ impl Concat {
         for (dx, shape) in b.bottom_diffs.iter().zip(&self.bottoms) {
             let len = shape[self.axis] * inner;
             if !dx.is_empty() {
-                copy_rows(gpu, (dy.slice(off, total - off)?, row), (*dx, len), outer, len)?;
+                gpu.copy_rows((dy.slice(off, total - off)?, row), (*dx, len), outer, len)?;
             }
             off += len;
         }

@@ -4,8 +4,6 @@
 
 mod gpu;
 
-pub(crate) use gpu::copy_rows;
-
 use crate::layers::layer::{axis_index, count, Backward, Forward, Layer, Reads, Shape};
 
 #[derive(Debug)]

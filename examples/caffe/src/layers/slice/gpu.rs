@@ -1,12 +1,11 @@
 //! Slice on the GPU: each top's columns of the bottom copied out by
-//! Concat's `copy_rows` kernel (one launch per top), and the top gradients
+//! the `copy_rows` kernel Concat uses (one launch per top), and the top gradients
 //! copied back (a bottom gradient zeroed first where a top has none);
 //! copies only, so the CPU layer's bits.
 
 use super::Slice;
 use crate::error::Result;
 use crate::gpu::{holds, Gpu};
-use crate::layers::concat::copy_rows;
 use crate::layers::layer::{count, GpuBackward, GpuForward};
 
 impl Slice {
@@ -21,7 +20,7 @@ impl Slice {
         let mut off = 0;
         for (y, &n) in f.tops.iter().zip(&self.parts) {
             let len = n * inner;
-            copy_rows(gpu, (x.slice(off, total - off)?, row), (*y, len), outer, len)?;
+            gpu.copy_rows((x.slice(off, total - off)?, row), (*y, len), outer, len)?;
             off += len;
         }
         Ok(())
@@ -43,7 +42,7 @@ impl Slice {
         for (k, &n) in self.parts.iter().enumerate() {
             let len = n * inner;
             if !missing(k) {
-                copy_rows(gpu, (b.top_diffs[k], len), (dx.slice(off, total - off)?, row), outer, len)?;
+                gpu.copy_rows((b.top_diffs[k], len), (dx.slice(off, total - off)?, row), outer, len)?;
             }
             off += len;
         }
