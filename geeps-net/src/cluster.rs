@@ -430,9 +430,16 @@ impl NetCluster {
         let Some(runtime) = self.runtime.take() else { return };
         if let Some(reason) = reason {
             let own = self.addresses.get(self.rank).cloned().unwrap_or_default();
-            self.service.abort(&own, &reason);
-            // Let the writers flush the news before the runtime goes.
-            runtime.block_on(async { tokio::time::sleep(Duration::from_millis(200)).await });
+            let flushed = self.service.abort(&own, &reason);
+            // The news must be on every socket before the runtime (and with
+            // it this rank's worker connections) goes: a peer that saw a
+            // connection close first would report that instead of the cause.
+            runtime.block_on(async {
+                let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+                for rx in flushed {
+                    let _ = tokio::time::timeout_at(deadline, rx).await;
+                }
+            });
         }
         let _ = self.stop.send(true);
         runtime.shutdown_timeout(Duration::from_secs(2));

@@ -5,6 +5,8 @@
 
 use std::time::Instant;
 
+use tokio::sync::oneshot;
+
 use super::service::KeeperService;
 use crate::conn::writer::Outgoing;
 use crate::options::NetOptions;
@@ -24,7 +26,9 @@ impl KeeperService {
     /// Tells every worker connected to this keeper that this rank is gone
     /// (`PeerLost` naming it, with `reason`): its worker will never clock,
     /// so nobody should wait for it.
-    pub(crate) fn abort(&self, address: &str, reason: &str) {
+    /// Returns, per connected worker, a receiver told once the news is
+    /// flushed to its socket.
+    pub(crate) fn abort(&self, address: &str, reason: &str) -> Vec<oneshot::Receiver<()>> {
         let st = self.state.lock();
         let failure = Failure {
             kind: FailureKind::PeerLost.into(),
@@ -32,7 +36,17 @@ impl KeeperService {
             address: address.to_string(),
             message: reason.to_string(),
         };
-        self.broadcast(&st, || Outgoing::new(Body::Failure(failure.clone()), None), None);
+        let flushed = parking_lot::Mutex::new(Vec::new());
+        self.broadcast(
+            &st,
+            || {
+                let (o, rx) = Outgoing::new(Body::Failure(failure.clone()), None).tracked();
+                flushed.lock().push(rx);
+                o
+            },
+            None,
+        );
+        flushed.into_inner()
     }
 
     /// The worker of `rank` is gone without leaving (`reason`): everyone

@@ -329,6 +329,12 @@ struct ReaderEnds {
     first_loss: Arc<FirstLoss>,
 }
 
+/// How long a worker holds back a loss it learnt second-hand (a closed
+/// connection, or a keeper reporting another rank), so that the failed
+/// rank's own account of why, sent by its keeper at the same moment on
+/// another stream, is what the program sees.
+const SECOND_HAND_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+
 async fn reader(
     mut rd: BufReader<ReadSide>,
     shard: usize,
@@ -349,7 +355,11 @@ async fn reader(
         let read = read_frame_landing(&mut rd, opts.max_message_bytes, &pool, &land);
         let frame = match tokio::time::timeout(opts.peer_timeout, read).await {
             Ok(Ok(f)) => f,
-            Ok(Err(FrameError::Closed)) => break lost(shard, &address, "keeper closed the connection"),
+            Ok(Err(FrameError::Closed)) => {
+                // Second-hand news: the rank's own account may be on its way on another stream.
+                tokio::time::sleep(SECOND_HAND_GRACE).await;
+                break lost(shard, &address, "keeper closed the connection");
+            }
             Ok(Err(e)) => break lost(shard, &address, format!("bad frame from keeper: {e}")),
             Err(_) => break lost(shard, &address, format!("keeper {}", silence(last_heard, &opts))),
         };
@@ -363,7 +373,12 @@ async fn reader(
                 rows,
             })),
             (Header { body: Some(Body::Failure(f)), .. }, _) if f.kind == u32::from(FailureKind::PeerLost) => {
-                break Error::PeerLost { rank: f.rank as usize, address: f.address, reason: f.message }
+                if f.rank as usize != shard {
+                    // This keeper reports another rank (its connection closed, or it went
+                    // silent): that rank's own keeper may be telling why right now.
+                    tokio::time::sleep(SECOND_HAND_GRACE).await;
+                }
+                break Error::PeerLost { rank: f.rank as usize, address: f.address, reason: f.message };
             }
             (Header { body: Some(Body::Failure(f)), .. }, _) if f.kind == u32::from(FailureKind::RefusedAtJoin) => {
                 break Error::Mismatch(format!(
