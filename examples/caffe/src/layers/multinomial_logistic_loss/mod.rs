@@ -1,6 +1,6 @@
 //! Caffe's `MultinomialLogisticLoss`: probabilities N × K (a Softmax's
-//! output) and labels N; the loss is −Σ log max(p[label], 1e-20) / N and
-//! the gradient −1 / max(p[label], 1e-20) / N at each label's probability,
+//! output) and labels N; the loss is −Σ log max(p\[label\], 1e-20) / N and
+//! the gradient −1 / max(p\[label\], 1e-20) / N at each label's probability,
 //! 0 elsewhere; the labels get none. It owns this formula only; it has no
 //! GPU code (a GPU run computes it on the CPU, staged).
 
