@@ -2,11 +2,12 @@
 //! geeps-net on loopback; per clock each rank pre-updates and updates its
 //! whole table (adding `rank + 1` to every value), clocks, then reads it
 //! back under BSP, which waits for every rank's update of the clock; with
-//! the bf16 wire (its own role) the deltas cross the sockets as bf16; with
+//! the bf16 wire (its own role) the deltas cross the sockets as bf16, and
+//! with bf16 both ways (another) the publications too, as changes; with
 //! shared memory (its own role) the ranks' connections move their frames
 //! through shared-memory rings, the sockets only ringing doorbells. The
-//! deltas (`rank + 1`) are exact in bf16, so the sums are checked exactly
-//! either way. It owns this loop; it never aggregates times.
+//! deltas (`rank + 1`) and each clock's change of the sums are exact in
+//! bf16, so the sums are checked exactly every way. It owns this loop; it never aggregates times.
 
 use std::time::Instant;
 
@@ -23,6 +24,8 @@ use crate::workload::ROW_WIDTH;
 pub const ROLE: &str = "engine-sync";
 /// The same with update deltas on the bf16 wire.
 pub const ROLE_BF16: &str = "engine-sync-bf16";
+/// The same with update deltas and publications on the bf16 wire.
+pub const ROLE_BF16_BOTH: &str = "engine-sync-bf16-both";
 /// The same with the ranks' connections through shared memory (f32).
 pub const ROLE_SHM: &str = "engine-sync-shm";
 
@@ -65,15 +68,22 @@ fn sync_loop(ps: &Geeps, t: TableId, rows: u32, job: &SyncJob, env: &RankEnv, ho
     Ok(ClockTimes { seconds, received_bytes_per_clock: counter.per_clock() })
 }
 
-/// A rank of the sync scenario, its update deltas crossing as `wire` says,
-/// through shared memory when `shm`, over TCP otherwise.
-pub fn rank_main(env: &RankEnv, wire: WireEncoding, shm: bool) -> Result<ClockTimes> {
+/// A rank of the sync scenario in the role `env` names: its update deltas
+/// and publications crossing as f32 or bf16, through shared memory or over
+/// TCP.
+pub fn rank_main(env: &RankEnv) -> Result<ClockTimes> {
+    let (wire, publish, shm) = match env.role.as_str() {
+        ROLE_BF16 => (WireEncoding::Bf16, WireEncoding::F32, false),
+        ROLE_BF16_BOTH => (WireEncoding::Bf16, WireEncoding::Bf16, false),
+        ROLE_SHM => (WireEncoding::F32, WireEncoding::F32, true),
+        _ => (WireEncoding::F32, WireEncoding::F32, false),
+    };
     let job: SyncJob = env.job()?;
     let rows = job.bytes / (ROW_WIDTH * 4);
     if rows == 0 {
         return Err(BenchError::msg(format!("sync table of {} bytes holds no {ROW_WIDTH}-float row", job.bytes)));
     }
-    let mut cluster = env.join_cluster_with(wire, shm)?;
+    let mut cluster = env.join_cluster_with(wire, publish, shm)?;
     let run = || -> Result<ClockTimes> {
         // Room for the read, the update and their double buffers.
         let budget = 6 * rows * ROW_WIDTH * 4 + (1 << 20);

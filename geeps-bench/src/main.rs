@@ -140,9 +140,9 @@ fn rank_main(env: RankEnv) -> Result<()> {
         train_job::ROLE => ranks::report(&train_job::rank_main(&env)?),
         raw_tcp::ROLE => ranks::report(&raw_tcp::rank_main(&env)?),
         engine_exchange::ROLE => ranks::report(&engine_exchange::rank_main(&env)?),
-        engine_sync::ROLE => ranks::report(&engine_sync::rank_main(&env, geeps::net::WireEncoding::F32, false)?),
-        engine_sync::ROLE_BF16 => ranks::report(&engine_sync::rank_main(&env, geeps::net::WireEncoding::Bf16, false)?),
-        engine_sync::ROLE_SHM => ranks::report(&engine_sync::rank_main(&env, geeps::net::WireEncoding::F32, true)?),
+        engine_sync::ROLE | engine_sync::ROLE_BF16 | engine_sync::ROLE_BF16_BOTH | engine_sync::ROLE_SHM => {
+            ranks::report(&engine_sync::rank_main(&env)?)
+        }
         ring::ROLE => ranks::report(&ring::rank_main(&env)?),
         other => Err(BenchError::msg(format!("unknown rank role `{other}`"))),
     }

@@ -330,6 +330,7 @@ fn short_system(system: &str) -> &str {
     match system {
         crate::sync::ENGINE => "geeps TCP",
         crate::sync::ENGINE_BF16 => "geeps bf16",
+        crate::sync::ENGINE_BF16_BOTH => "geeps bf16x2",
         crate::sync::ENGINE_SHM => "geeps shm",
         crate::sync::RING => "ring TCP",
         "gloo (PyTorch)" => "gloo",
@@ -371,7 +372,8 @@ pub fn sync(f: &SyncFigure, path: &Path) -> Result<()> {
     chart
         .draw_series(f.rows.iter().enumerate().map(|(i, r)| {
             let engine =
-                [crate::sync::ENGINE, crate::sync::ENGINE_BF16, crate::sync::ENGINE_SHM].contains(&r.system.as_str());
+                [crate::sync::ENGINE, crate::sync::ENGINE_BF16, crate::sync::ENGINE_BF16_BOTH, crate::sync::ENGINE_SHM]
+                    .contains(&r.system.as_str());
             let color = if engine { COMPUTE } else { BASELINE };
             let mut bar = Rectangle::new(
                 [(SegmentValue::Exact(i as u32), 0.0), (SegmentValue::Exact(i as u32 + 1), r.ms_per_clock)],

@@ -49,16 +49,22 @@ impl RankEnv {
     /// Joins the rank's cluster: keepers on loopback, found through the
     /// parent's rendezvous.
     pub fn join_cluster(&self) -> Result<geeps::net::NetCluster> {
-        self.join_cluster_with(geeps::net::WireEncoding::F32, false)
+        self.join_cluster_with(geeps::net::WireEncoding::F32, geeps::net::WireEncoding::F32, false)
     }
 
-    /// [`RankEnv::join_cluster`], sending update deltas as `wire` says, and
+    /// [`RankEnv::join_cluster`], sending update deltas as `wire` says and
+    /// publications as `publish` does, and
     /// through shared memory between these same-host ranks when `shm` (the
     /// other scenarios keep TCP, so their figures stay about the network).
-    pub fn join_cluster_with(&self, wire: geeps::net::WireEncoding, shm: bool) -> Result<geeps::net::NetCluster> {
+    pub fn join_cluster_with(
+        &self,
+        wire: geeps::net::WireEncoding,
+        publish: geeps::net::WireEncoding,
+        shm: bool,
+    ) -> Result<geeps::net::NetCluster> {
         use geeps::net::{Addresses, ClusterSpec, NetCluster, NetOptions};
         let addresses = Addresses::Rendezvous { server: self.server.clone(), hosted_by_rank0: false };
-        let mut options = NetOptions::default().with_wire(wire).with_shared_memory(shm);
+        let mut options = NetOptions::default().with_wire(wire).with_publish_wire(publish).with_shared_memory(shm);
         // The rings' size, to compare sizes (the library's own default otherwise).
         if let Some(bytes) = std::env::var("GEEPS_SHM_RING_BYTES").ok().and_then(|v| v.trim().parse().ok()) {
             options = options.with_shm_ring_bytes(bytes);

@@ -1,8 +1,8 @@
 //! The sync scenario: one BSP clock in which each of N ranks (2 and 4, one
 //! process each, loopback TCP) adds its deltas to a table (GoogLeNet's 57 MB
 //! unless told otherwise) and reads back the sum — through the whole engine
-//! over TCP (with f32 update deltas on the wire, and with bf16; shared
-//! memory off) and over shared memory (f32), beside a ring all-reduce over
+//! over TCP (with f32 on the wire, with bf16 update deltas, and with bf16
+//! both ways, publications too; shared memory off) and over shared memory (f32), beside a ring all-reduce over
 //! raw TCP written here (the in-run baseline)
 //! and, when installed, gloo and MPI. Runs are interleaved per repeat so
 //! load from elsewhere hits every system alike. Per run, a clock's time is
@@ -20,6 +20,9 @@ use crate::{engine_sync, ring};
 pub const ENGINE: &str = "geeps engine";
 /// The engine with bf16 update deltas on the wire (`GEEPS_WIRE=bf16`).
 pub const ENGINE_BF16: &str = "geeps engine, bf16 wire";
+/// The engine with bf16 both ways: update deltas and publications
+/// (`GEEPS_WIRE=bf16 GEEPS_PUBLISH_WIRE=bf16`).
+pub const ENGINE_BF16_BOTH: &str = "geeps engine, bf16 both ways";
 /// The engine with same-host connections through shared memory (`GEEPS_SHM=1`).
 pub const ENGINE_SHM: &str = "geeps engine, shared memory";
 pub const RING: &str = "ring all-reduce (raw TCP)";
@@ -79,6 +82,8 @@ pub fn run(s: &Settings, calibration: &Calibration) -> Result<SyncFigure> {
         for workers in WORLDS {
             record(ENGINE, workers, reduce(&ranks::run(engine_sync::ROLE, workers, job, s.limit)?));
             record(ENGINE_BF16, workers, reduce(&ranks::run(engine_sync::ROLE_BF16, workers, job, s.limit)?));
+            let both = reduce(&ranks::run(engine_sync::ROLE_BF16_BOTH, workers, job, s.limit)?);
+            record(ENGINE_BF16_BOTH, workers, both);
             // Hosts of a namespace cluster share one /dev/shm: no shared-memory row there.
             if !ranks::across_hosts() {
                 record(ENGINE_SHM, workers, reduce(&ranks::run(engine_sync::ROLE_SHM, workers, job, s.limit)?));

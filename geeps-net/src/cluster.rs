@@ -310,6 +310,12 @@ impl NetCluster {
         self.service.report().ranks[rank].bytes_received
     }
 
+    /// Payload bytes of the publications and control frames this rank's keeper queued for `rank`.
+    #[cfg(test)]
+    pub(crate) fn keeper_bytes_to(&self, rank: usize) -> u64 {
+        self.service.report().ranks[rank].bytes_sent
+    }
+
     /// This process's rank.
     pub fn rank(&self) -> usize {
         self.rank

@@ -39,7 +39,7 @@ impl std::str::FromStr for WireEncoding {
             "f32" => Ok(WireEncoding::F32),
             "bf16" => Ok(WireEncoding::Bf16),
             _ => Err(format!(
-                "`{s}` is not a wire encoding; write f32 (exact, the default) or bf16 (half the update bytes, with error feedback)"
+                "`{s}` is not a wire encoding; write f32 (exact, the default) or bf16 (half the bytes, with error feedback)"
             )),
         }
     }
@@ -107,6 +107,16 @@ pub struct NetOptions {
     /// Keepers accept either from any rank, so ranks may differ.
     /// `GEEPS_WIRE` (`f32` or `bf16`) sets it.
     pub wire: WireEncoding,
+    /// How this rank's keeper sends publications (parameter rows) to the
+    /// other ranks' workers: f32 (exact, the default) or bf16 (half the
+    /// bytes). In bf16 a keeper sends each publication as the bf16 change
+    /// since the last one, with error feedback: its own rows stay exact f32,
+    /// it remembers what the workers hold, and what rounding held back goes
+    /// out with the next publication, so a worker's rows trail the keeper's
+    /// by half a bf16 step of one clock's change, never more. Workers
+    /// accept either from any keeper, so ranks may differ; this process's
+    /// own worker always gets exact rows. `GEEPS_PUBLISH_WIRE` sets it.
+    pub publish_wire: WireEncoding,
     /// Whether a worker and a keeper on the same host move their frames
     /// through a shared-memory segment instead of the socket (which then
     /// only rings doorbells and carries liveness); on by default, off with
@@ -138,6 +148,7 @@ impl Default for NetOptions {
             tls: None,
             admin: None,
             wire: WireEncoding::F32,
+            publish_wire: WireEncoding::F32,
             shared_memory: true,
             shm_ring_bytes: 4 << 20,
             shm_dir: std::path::PathBuf::from("/dev/shm"),
@@ -221,6 +232,12 @@ impl NetOptions {
         self
     }
 
+    /// Sets [`NetOptions::publish_wire`].
+    pub fn with_publish_wire(mut self, wire: WireEncoding) -> Self {
+        self.publish_wire = wire;
+        self
+    }
+
     /// Sets [`NetOptions::shared_memory`]: same-host connections through
     /// shared memory (`true`, the default) or always TCP.
     pub fn with_shared_memory(mut self, on: bool) -> Self {
@@ -296,7 +313,7 @@ impl NetOptions {
 
     /// Applies the environment's overrides: `GEEPS_TOKEN`,
     /// `GEEPS_HEARTBEAT_MS`, `GEEPS_PEER_TIMEOUT_MS`, `GEEPS_ADMIN`, `GEEPS_WIRE`,
-    /// `GEEPS_SHM` (`0` or `1`), `GEEPS_SHM_RING_BYTES`, and `GEEPS_TLS_CERT`,
+    /// `GEEPS_PUBLISH_WIRE`, `GEEPS_SHM` (`0` or `1`), `GEEPS_SHM_RING_BYTES`, and `GEEPS_TLS_CERT`,
     /// `GEEPS_TLS_KEY`, `GEEPS_TLS_CA` (all three or none) (`env` looks a
     /// variable up). An unparsable value is an error naming the variable.
     pub(crate) fn with_env(mut self, env: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
@@ -322,6 +339,10 @@ impl NetOptions {
         }
         if let Some(wire) = env("GEEPS_WIRE") {
             self.wire = wire.parse().map_err(|reason: String| Error::InvalidConfig { field: "GEEPS_WIRE", reason })?;
+        }
+        if let Some(wire) = env("GEEPS_PUBLISH_WIRE") {
+            self.publish_wire =
+                wire.parse().map_err(|reason: String| Error::InvalidConfig { field: "GEEPS_PUBLISH_WIRE", reason })?;
         }
         if let Some(v) = env("GEEPS_SHM") {
             self.shared_memory = match v.trim() {
@@ -405,6 +426,20 @@ mod tests {
         let e = NetOptions::default().with_env(&env_of(&[("GEEPS_WIRE", "fp16")])).unwrap_err();
         assert!(matches!(e, Error::InvalidConfig { field: "GEEPS_WIRE", .. }), "{e}");
         assert!(e.to_string().contains("`fp16` is not a wire encoding; write f32"), "{e}");
+    }
+
+    #[test]
+    fn environment_sets_the_publication_wire_apart_from_the_updates() {
+        assert_eq!(NetOptions::default().publish_wire, WireEncoding::F32);
+        let o = NetOptions::default().with_env(&env_of(&[("GEEPS_PUBLISH_WIRE", "bf16")])).unwrap();
+        assert_eq!((o.wire, o.publish_wire), (WireEncoding::F32, WireEncoding::Bf16));
+        let o = NetOptions::default()
+            .with_publish_wire(WireEncoding::Bf16)
+            .with_env(&env_of(&[("GEEPS_WIRE", "bf16"), ("GEEPS_PUBLISH_WIRE", "f32")]))
+            .unwrap();
+        assert_eq!((o.wire, o.publish_wire), (WireEncoding::Bf16, WireEncoding::F32));
+        let e = NetOptions::default().with_env(&env_of(&[("GEEPS_PUBLISH_WIRE", "half")])).unwrap_err();
+        assert!(matches!(e, Error::InvalidConfig { field: "GEEPS_PUBLISH_WIRE", .. }), "{e}");
     }
 
     #[test]

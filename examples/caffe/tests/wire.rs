@@ -1,9 +1,11 @@
 //! `--wire bf16` on the main job: two `caffe-geeps train` processes train
 //! the shipped LeNet on the bundled data over loopback, with f32 update
-//! deltas and with bf16 (error feedback), and end with the same test
-//! accuracy (the whole 2,000-image test set): within a point after 200
-//! iterations, and (ignored, longer) within half a point averaged over three
-//! seeds after 1000.
+//! deltas and with bf16 (error feedback), and with bf16 both ways
+//! (`GEEPS_PUBLISH_WIRE=bf16`: publications as bf16 changes, error feedback
+//! at the keeper), and end with the same test accuracy (the whole
+//! 2,000-image test set): within a point after 200 iterations, and
+//! (ignored, longer) within half a point averaged over three seeds after
+//! 1000.
 //! The flag is refused for threads of one process, which have no wire.
 
 mod common;
@@ -12,10 +14,13 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Trains LeNet (batch 64 per rank) for `iters` iterations on two
-/// processes with `--wire wire` from `seed`; returns rank 0's final test
-/// accuracy over the whole test set.
-fn final_accuracy(wire: &str, iters: u64, seed: u64) -> f32 {
-    let dir = common::scratch(&format!("wire-{wire}-{iters}-{seed}"));
+/// processes with `--wire wire` and publications as `publish` from `seed`;
+/// returns rank 0's final test accuracy over the whole test set.
+fn final_accuracy((wire, publish): (&str, &str), iters: u64, seed: u64) -> f32 {
+    // Comparisons run side by side, each with its own f32 runs.
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = common::scratch(&format!("wire-{wire}-{publish}-{iters}-{seed}-{run}"));
     let solver = format!(
         "net: \"net.prototxt\"\nbase_lr: 0.01\nmomentum: 0.9\nweight_decay: 0.0005\nlr_policy: \"inv\"\n\
          gamma: 0.0001\npower: 0.75\nmax_iter: {iters}\ndisplay: 0\ntest_iter: 20\ntest_interval: 0\n\
@@ -35,6 +40,7 @@ fn final_accuracy(wire: &str, iters: u64, seed: u64) -> f32 {
                 .env("GEEPS_LISTEN", "127.0.0.1")
                 // The flag, not the environment, decides (each rank logs which).
                 .env("GEEPS_WIRE", if wire == "bf16" { "f32" } else { "bf16" })
+                .env("GEEPS_PUBLISH_WIRE", publish)
                 .env("RUST_LOG", "warn,caffe_geeps::cli::cluster=info")
                 .env("RAYON_NUM_THREADS", "1")
                 .current_dir(&dir)
@@ -48,7 +54,7 @@ fn final_accuracy(wire: &str, iters: u64, seed: u64) -> f32 {
         ranks.into_iter().enumerate().map(|(r, c)| common::finish(c, deadline, &format!("{wire} rank {r}"))).collect();
     let _ = std::fs::remove_dir_all(&dir);
     for (r, (_, stderr)) in outputs.iter().enumerate() {
-        let said = format!("update deltas cross the network as {wire}");
+        let said = format!("update deltas cross the network as {wire}, publications as {publish}");
         assert!(stderr.contains(&said), "rank {r} did not say `{said}`:\n{stderr}");
     }
     let stdout = &outputs[0].0;
@@ -60,20 +66,21 @@ fn final_accuracy(wire: &str, iters: u64, seed: u64) -> f32 {
         .unwrap_or_else(|| panic!("no final test accuracy in:\n{stdout}"))
 }
 
-/// Mean final test accuracy of the f32 and bf16 wires over `seeds`; fails
-/// when they are more than `bound` apart.
-fn compare(iters: u64, seeds: &[u64], bound: f32) {
-    let mean = |wire: &str| {
-        let each: Vec<f32> = seeds.iter().map(|&s| final_accuracy(wire, iters, s)).collect();
-        eprintln!("LeNet, 2 processes, {iters} iterations, {wire} wire: test accuracy {each:?} (seeds {seeds:?})");
+/// Mean final test accuracy of the f32 wire and of `bf16` (the update and
+/// publication wires) over `seeds`; fails when they are more than `bound`
+/// apart.
+fn compare(bf16: (&str, &str), iters: u64, seeds: &[u64], bound: f32) {
+    let mean = |wires: (&str, &str)| {
+        let each: Vec<f32> = seeds.iter().map(|&s| final_accuracy(wires, iters, s)).collect();
+        eprintln!("LeNet, 2 processes, {iters} iterations, wires {wires:?}: test accuracy {each:?} (seeds {seeds:?})");
         each.iter().sum::<f32>() / each.len() as f32
     };
-    let (f32_acc, bf16_acc) = (mean("f32"), mean("bf16"));
+    let (f32_acc, bf16_acc) = (mean(("f32", "f32")), mean(bf16));
     // Training must have happened (chance is 0.1) for the comparison to mean anything.
     assert!(f32_acc > 0.6, "f32 runs reached only {f32_acc}");
     assert!(
         (bf16_acc - f32_acc).abs() <= bound,
-        "bf16 wire: mean test accuracy {bf16_acc}, f32 wire {f32_acc}: more than {bound} apart"
+        "wires {bf16:?}: mean test accuracy {bf16_acc}, f32 wire {f32_acc}: more than {bound} apart"
     );
 }
 
@@ -83,7 +90,13 @@ fn compare(iters: u64, seeds: &[u64], bound: f32) {
 /// noise of its own, which other CPUs' float kernels could bring earlier.
 #[test]
 fn bf16_wire_trains_lenet_as_well_as_f32() {
-    compare(200, &[3], 0.01);
+    compare(("bf16", "f32"), 200, &[3], 0.01);
+}
+
+/// The same with publications in bf16 too.
+#[test]
+fn bf16_both_ways_trains_lenet_as_well_as_f32() {
+    compare(("bf16", "bf16"), 200, &[3], 0.01);
 }
 
 /// The run of docs/performance.md ("A compressed wire"): 1000 iterations,
@@ -91,7 +104,14 @@ fn bf16_wire_trains_lenet_as_well_as_f32() {
 #[test]
 #[ignore = "six 1000-iteration trainings, several minutes; run with --ignored"]
 fn bf16_wire_trains_lenet_within_half_a_point_of_f32_over_1000_iterations() {
-    compare(1000, &[1, 2, 3], 0.005);
+    compare(("bf16", "f32"), 1000, &[1, 2, 3], 0.005);
+}
+
+/// The same with publications in bf16 too (docs/performance.md).
+#[test]
+#[ignore = "six 1000-iteration trainings, several minutes; run with --ignored"]
+fn bf16_both_ways_trains_lenet_within_half_a_point_of_f32_over_1000_iterations() {
+    compare(("bf16", "bf16"), 1000, &[1, 2, 3], 0.005);
 }
 
 #[test]

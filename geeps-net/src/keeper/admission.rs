@@ -7,7 +7,6 @@ use std::net::SocketAddr;
 
 use geeps_core::keeper::KeeperShard;
 
-use super::publish::publish_frame;
 use super::service::{KeeperService, Peer, State};
 use crate::conn::writer::{Outgoing, Queue};
 use crate::security::auth::token_matches;
@@ -107,10 +106,9 @@ impl KeeperService {
         }
         // The welcome goes first, straight on the socket (`offers`);
         // everything queued now follows it on the connection's transport.
-        if let Some(k) = &st.keeper {
-            for p in k.all_publications() {
-                let _ = tx.send(publish_frame(&p));
-            }
+        let publications = st.keeper.as_ref().map(|k| k.all_publications()).unwrap_or_default();
+        for p in publications {
+            let _ = tx.send(self.joining_frame(&mut st, &p));
         }
         if st.draining {
             let _ = tx.send(Outgoing::new(Body::Drain(Drain {}), None));

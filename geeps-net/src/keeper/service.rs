@@ -17,6 +17,7 @@ use tokio::sync::Notify;
 use crate::conn::writer::Queue;
 use crate::options::NetOptions;
 use crate::security::tls::Tls;
+use crate::wire::bf16_rows::SentRows;
 use crate::wire::{TableDecl, UpdateHeader, WorkerStatus};
 
 #[derive(Default)]
@@ -47,6 +48,9 @@ pub(super) struct State {
     /// Where this process's own worker lands publications, once it runs:
     /// the keeper writes its rows there (`KeeperShard::publish_into`).
     pub(super) landing: Option<Landing>,
+    /// What the other workers hold of each table, where publications go
+    /// as bf16 changes (`NetOptions::publish_wire`).
+    pub(super) sent: SentRows,
 }
 
 pub(crate) struct KeeperService {
@@ -88,6 +92,7 @@ impl KeeperService {
                 checkpoint_requests: 0,
                 local: None,
                 landing: None,
+                sent: SentRows::default(),
             }),
             changed: Notify::new(),
             socket_batches: AtomicU64::new(0),

@@ -44,7 +44,7 @@ impl KeeperService {
                     st.peers[rank].queue = None;
                     let pubs = st.keeper.as_mut().map(|k| k.depart(rank)).unwrap_or_default();
                     for p in &pubs {
-                        self.publish(&st, p);
+                        self.publish(&mut st, p);
                     }
                     drop(st);
                     tracing::debug!(shard = self.shard, rank, "worker left");

@@ -246,8 +246,15 @@ mod tests {
 
         let tables = [TableSpec { name: "w".into(), kind: TableKind::Parameter, rows: 4 }];
         let landing = Landing::new(&tables, 2, 2);
-        let publish =
-            |partition| Header::new(Body::Publish(PublishHeader { table: 0, partition, age: 1, included: vec![1] }));
+        let publish = |partition| {
+            Header::new(Body::Publish(PublishHeader {
+                table: 0,
+                partition,
+                age: 1,
+                included: vec![1],
+                ..Default::default()
+            }))
+        };
         let land = |h: &Header| match &h.body {
             Some(Body::Publish(p)) => landing.slot(p.table, p.partition, p.age, h.payload_len as usize),
             _ => None,
@@ -273,7 +280,13 @@ mod tests {
         let mut cut = Vec::new();
         write_frame(
             &mut cut,
-            Header::new(Body::Publish(PublishHeader { table: 0, partition: 0, age: 2, included: vec![2] })),
+            Header::new(Body::Publish(PublishHeader {
+                table: 0,
+                partition: 0,
+                age: 2,
+                included: vec![2],
+                ..Default::default()
+            })),
             Some(&rows),
         )
         .await

@@ -13,7 +13,9 @@ use super::rows::{PublishHeader, UpdateHeader};
 /// segment, and a worker answers an offer with `ShmAttached`.
 /// 6: a shared-memory ring's large writes may go by reference (the reader
 /// copies them from the writer's process).
-pub(crate) const PROTOCOL_VERSION: u32 = 6;
+/// 7: publications carry their rows' encoding (f32 rows, or bf16 changes
+/// since the last ones).
+pub(crate) const PROTOCOL_VERSION: u32 = 7;
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub(crate) struct Header {

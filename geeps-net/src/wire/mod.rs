@@ -1,9 +1,11 @@
 //! The wire: the messages peers exchange and their numbered kinds, how a
 //! frame sits on a byte stream, the buffers frame payloads are read into,
-//! and the bf16 encoding of update deltas. Everything here is bytes and
-//! schema: it never opens a connection and never knows a keeper or a worker.
+//! and the bf16 encodings of update deltas and of publications. Everything
+//! here is bytes and schema: it never opens a connection and never knows a
+//! keeper or a worker.
 
 pub(crate) mod bf16;
+pub(crate) mod bf16_rows;
 mod control;
 pub(crate) mod frame;
 mod handshake;

@@ -31,4 +31,13 @@ pub(crate) struct PublishHeader {
     pub age: u64,
     #[prost(uint64, repeated, tag = "4")]
     pub included: Vec<u64>,
+    /// How the rows are encoded: an [`Encoding`](super::Encoding) number.
+    /// f32: the partition's rows. bf16: the change since the last rows of
+    /// this partition on this connection, which the worker adds to them
+    /// (`bf16_rows`).
+    #[prost(uint32, tag = "5")]
+    pub encoding: u32,
+    /// f32 rows that bf16 changes will follow: the worker keeps a copy.
+    #[prost(bool, tag = "6")]
+    pub base: bool,
 }

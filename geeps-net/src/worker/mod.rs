@@ -2,6 +2,7 @@
 //! shard, pushing update batches and receiving publications. It never
 //! accepts a connection: keepers serve, workers dial.
 
+mod publications;
 mod transport;
 
 pub(crate) use transport::NetTransport;

@@ -31,10 +31,13 @@ use crate::conn::peer_stream::{self, ReadSide, WriteSide};
 use crate::conn::writer::{writer, Outgoing, Queue};
 use crate::keeper::silence;
 use crate::keeper::KeeperService;
+
+use super::publications;
 use crate::options::{NetOptions, WireEncoding};
 use crate::security::tls::Tls;
 use crate::shm::segment::{host_identity, Segment};
 use crate::wire::bf16::{self as bf16_wire, Residuals};
+use crate::wire::bf16_rows::ReceivedRows;
 use crate::wire::frame::{read_frame, read_frame_landing, write_frame, FrameError};
 use crate::wire::recv_pool::RecvPool;
 use crate::wire::{
@@ -347,10 +350,14 @@ async fn reader(
     let mut last_heard = Instant::now();
     // Publications are held until the puller has merged them: two in flight per keeper at most.
     let pool = RecvPool::new(2);
+    // f32 rows land where the puller reads them; bf16 changes are added to this keeper's rows first.
     let land = |h: &Header| match &h.body {
-        Some(Body::Publish(p)) => landing.get()?.slot(p.table, p.partition, p.age, h.payload_len as usize),
+        Some(Body::Publish(p)) if p.encoding == u32::from(Encoding::F32) => {
+            landing.get()?.slot(p.table, p.partition, p.age, h.payload_len as usize)
+        }
         _ => None,
     };
+    let mut received = ReceivedRows::default();
     let failure = loop {
         let read = read_frame_landing(&mut rd, opts.max_message_bytes, &pool, &land);
         let frame = match tokio::time::timeout(opts.peer_timeout, read).await {
@@ -365,13 +372,19 @@ async fn reader(
         };
         last_heard = Instant::now();
         match frame {
-            (Header { body: Some(Body::Publish(p)), .. }, rows) => inbox(Inbound::Rows(Publish {
-                table: p.table,
-                partition: p.partition,
-                age: p.age,
-                included: p.included,
-                rows,
-            })),
+            (Header { body: Some(Body::Publish(p)), .. }, payload) => {
+                let rows = match publications::rows_of(&p, payload, &mut received, landing.get()) {
+                    Ok(rows) => rows,
+                    Err(message) => break lost(shard, &address, format!("bad publication from keeper: {message}")),
+                };
+                inbox(Inbound::Rows(Publish {
+                    table: p.table,
+                    partition: p.partition,
+                    age: p.age,
+                    included: p.included,
+                    rows,
+                }))
+            }
             (Header { body: Some(Body::Failure(f)), .. }, _) if f.kind == u32::from(FailureKind::PeerLost) => {
                 if f.rank as usize != shard {
                     // This keeper reports another rank (its connection closed, or it went

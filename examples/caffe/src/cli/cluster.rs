@@ -37,13 +37,15 @@ impl Cluster {
 
     /// This process as one rank of a networked cluster described by the
     /// environment; starts this rank's keeper. `wire`, when given, overrides
-    /// GEEPS_WIRE: how this rank's update deltas cross the network.
+    /// GEEPS_WIRE: how this rank's update deltas cross the network
+    /// (GEEPS_PUBLISH_WIRE says how its keeper's publications do).
     pub fn from_env(wire: Option<WireEncoding>) -> Result<Cluster> {
         let mut spec = ClusterSpec::from_env(NetOptions::default())?;
         if let Some(wire) = wire {
             spec.options.wire = wire;
         }
-        tracing::info!(rank = spec.rank, wire = %spec.options.wire, "update deltas cross the network as {}", spec.options.wire);
+        let (wire, publish) = (spec.options.wire, spec.options.publish_wire);
+        tracing::info!(rank = spec.rank, %wire, %publish, "update deltas cross the network as {wire}, publications as {publish}");
         let net = NetCluster::start(spec)?;
         Ok(Cluster { world: net.world(), local: vec![net.rank()], link: Link::Net(Box::new(Mutex::new(net))) })
     }
