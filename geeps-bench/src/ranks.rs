@@ -65,6 +65,10 @@ impl RankEnv {
         use geeps::net::{Addresses, ClusterSpec, NetCluster, NetOptions};
         let addresses = Addresses::Rendezvous { server: self.server.clone(), hosted_by_rank0: false };
         let mut options = NetOptions::default().with_wire(wire).with_publish_wire(publish).with_shared_memory(shm);
+        // Stripes per keeper, to compare them (the library's own default otherwise).
+        if let Some(stripes) = std::env::var("GEEPS_STRIPES").ok().and_then(|v| v.trim().parse().ok()) {
+            options = options.with_stripes(stripes);
+        }
         // The rings' size, to compare sizes (the library's own default otherwise).
         if let Some(bytes) = std::env::var("GEEPS_SHM_RING_BYTES").ok().and_then(|v| v.trim().parse().ok()) {
             options = options.with_shm_ring_bytes(bytes);

@@ -54,6 +54,9 @@ impl std::fmt::Display for WireEncoding {
     }
 }
 
+/// The most partitions of a table one keeper may own ([`NetOptions::stripes`]).
+pub(crate) const MAX_STRIPES: usize = 64;
+
 /// Options of a networked cluster member: start from
 /// [`NetOptions::default`] and change what differs (fields may be added in a
 /// minor release).
@@ -117,6 +120,14 @@ pub struct NetOptions {
     /// accept either from any keeper, so ranks may differ; this process's
     /// own worker always gets exact rows. `GEEPS_PUBLISH_WIRE` sets it.
     pub publish_wire: WireEncoding,
+    /// How many partitions of each table every keeper owns (at least 1,
+    /// at most 64; default 1): with S, a table splits into S·world
+    /// partitions, which workers send in order, so a keeper publishes its
+    /// first stripe while the later ones still arrive, and the links carry
+    /// updates and publications at once. More stripes mean more, smaller
+    /// frames. Give every rank the same value (a keeper refuses a rank
+    /// that differs). `GEEPS_STRIPES` sets it.
+    pub stripes: usize,
     /// Whether a worker and a keeper on the same host move their frames
     /// through a shared-memory segment instead of the socket (which then
     /// only rings doorbells and carries liveness); on by default, off with
@@ -149,6 +160,7 @@ impl Default for NetOptions {
             admin: None,
             wire: WireEncoding::F32,
             publish_wire: WireEncoding::F32,
+            stripes: 1,
             shared_memory: true,
             shm_ring_bytes: 4 << 20,
             shm_dir: std::path::PathBuf::from("/dev/shm"),
@@ -232,6 +244,12 @@ impl NetOptions {
         self
     }
 
+    /// Sets [`NetOptions::stripes`].
+    pub fn with_stripes(mut self, stripes: usize) -> Self {
+        self.stripes = stripes;
+        self
+    }
+
     /// Sets [`NetOptions::publish_wire`].
     pub fn with_publish_wire(mut self, wire: WireEncoding) -> Self {
         self.publish_wire = wire;
@@ -299,6 +317,12 @@ impl NetOptions {
         if self.max_message_bytes == 0 {
             return bad("max_message_bytes", "zero; no update could be sent".into());
         }
+        if !(1..=MAX_STRIPES).contains(&self.stripes) {
+            return bad(
+                "stripes",
+                format!("{} stripes per keeper; use 1 to {MAX_STRIPES} (GEEPS_STRIPES)", self.stripes),
+            );
+        }
         if self.max_handshake_bytes < 1024 {
             return bad(
                 "max_handshake_bytes",
@@ -313,7 +337,7 @@ impl NetOptions {
 
     /// Applies the environment's overrides: `GEEPS_TOKEN`,
     /// `GEEPS_HEARTBEAT_MS`, `GEEPS_PEER_TIMEOUT_MS`, `GEEPS_ADMIN`, `GEEPS_WIRE`,
-    /// `GEEPS_PUBLISH_WIRE`, `GEEPS_SHM` (`0` or `1`), `GEEPS_SHM_RING_BYTES`, and `GEEPS_TLS_CERT`,
+    /// `GEEPS_PUBLISH_WIRE`, `GEEPS_STRIPES`, `GEEPS_SHM` (`0` or `1`), `GEEPS_SHM_RING_BYTES`, and `GEEPS_TLS_CERT`,
     /// `GEEPS_TLS_KEY`, `GEEPS_TLS_CA` (all three or none) (`env` looks a
     /// variable up). An unparsable value is an error naming the variable.
     pub(crate) fn with_env(mut self, env: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
@@ -355,6 +379,12 @@ impl NetOptions {
                     })
                 }
             };
+        }
+        if let Some(v) = env("GEEPS_STRIPES") {
+            self.stripes = v.trim().parse().map_err(|_| Error::InvalidConfig {
+                field: "GEEPS_STRIPES",
+                reason: format!("`{v}` is not a number of partitions per keeper (1 to {MAX_STRIPES})"),
+            })?;
         }
         if let Some(v) = env("GEEPS_SHM_RING_BYTES") {
             self.shm_ring_bytes = v.trim().parse().map_err(|_| Error::InvalidConfig {
@@ -426,6 +456,20 @@ mod tests {
         let e = NetOptions::default().with_env(&env_of(&[("GEEPS_WIRE", "fp16")])).unwrap_err();
         assert!(matches!(e, Error::InvalidConfig { field: "GEEPS_WIRE", .. }), "{e}");
         assert!(e.to_string().contains("`fp16` is not a wire encoding; write f32"), "{e}");
+    }
+
+    #[test]
+    fn stripes_come_from_the_environment_and_stay_in_range() {
+        assert_eq!(NetOptions::default().stripes, 1);
+        let o = NetOptions::default().with_env(&env_of(&[("GEEPS_STRIPES", " 4 ")])).unwrap();
+        assert_eq!(o.stripes, 4);
+        o.validate().unwrap();
+        let e = NetOptions::default().with_env(&env_of(&[("GEEPS_STRIPES", "four")])).unwrap_err();
+        assert!(matches!(e, Error::InvalidConfig { field: "GEEPS_STRIPES", .. }), "{e}");
+        for bad in [0, MAX_STRIPES + 1] {
+            let e = NetOptions::default().with_stripes(bad).validate().unwrap_err();
+            assert!(e.to_string().contains("use 1 to 64 (GEEPS_STRIPES)"), "{e}");
+        }
     }
 
     #[test]

@@ -5,9 +5,8 @@
 
 use std::net::SocketAddr;
 
-use geeps_core::keeper::KeeperShard;
-
 use super::service::{KeeperService, Peer, State};
+use super::stripes::Stripes;
 use crate::conn::writer::{Outgoing, Queue};
 use crate::security::auth::token_matches;
 use crate::wire::{table_specs, Body, CheckpointRequest, Drain, Hello, TableDecl, PROTOCOL_VERSION};
@@ -51,6 +50,13 @@ impl KeeperService {
         }
         if st.peers[rank].joined && !st.peers[rank].left && !st.peers[rank].lost {
             return Err(format!("rank {rank} is already connected (two processes with the same rank?)"));
+        }
+        if h.stripes.max(1) as usize != self.opts.stripes {
+            return Err(format!(
+                "{} stripes per keeper but this keeper has {}; give every rank the same GEEPS_STRIPES",
+                h.stripes.max(1),
+                self.opts.stripes
+            ));
         }
         table_specs(&h.tables)?;
         // A partition crosses as one frame each way: one over the limit could
@@ -98,7 +104,7 @@ impl KeeperService {
         self.check_hello(&mut st, hello)?;
         if st.keeper.is_none() {
             let specs = table_specs(&hello.tables).unwrap_or_default();
-            let mut keeper = KeeperShard::new(self.shard, self.world, self.world, hello.row_width as usize, &specs);
+            let mut keeper = Stripes::new(self.shard, self.world, self.opts.stripes, hello.row_width as usize, &specs);
             if let Some(landing) = &st.landing {
                 keeper.publish_into(landing.clone());
             }

@@ -107,10 +107,10 @@ pub(crate) fn batch_of(u: &UpdateHeader, payload: Bytes) -> Result<UpdateBatch, 
 
 #[cfg(test)]
 mod tests {
-    use geeps_core::keeper::KeeperShard;
     use geeps_core::{TableKind, TableSpec};
 
     use super::*;
+    use crate::keeper::stripes::Stripes;
     use crate::options::NetOptions;
 
     fn floats(bytes: &Bytes) -> Vec<f32> {
@@ -123,8 +123,9 @@ mod tests {
         const CLOCKS: u64 = 40;
         let rows = 8192usize;
         let service = KeeperService::new(0, WORKERS, NetOptions::default(), None);
-        let spec = TableSpec { name: "w".into(), kind: TableKind::Parameter, rows: rows as u32 };
-        service.state.lock().keeper = Some(KeeperShard::new(0, 1, WORKERS, 1, &[spec]));
+        let spec = TableSpec { name: "w".into(), kind: TableKind::Parameter, rows: (rows * WORKERS) as u32 };
+        // Keeper 0 of WORKERS: its partition holds `rows` rows.
+        service.state.lock().keeper = Some(Stripes::new(0, WORKERS, 1, 1, &[spec]));
         std::thread::scope(|s| {
             for w in 0..WORKERS {
                 let service = &service;
@@ -148,7 +149,7 @@ mod tests {
             }
         });
         let st = service.state.lock();
-        let k = st.keeper.as_ref().unwrap();
+        let k = st.keeper.as_ref().unwrap().only();
         // 1 + 2 + 3 + 4 per clock: exact in f32 whatever the order.
         let want = (WORKERS * (WORKERS + 1) / 2) as f32 * CLOCKS as f32;
         assert!(floats(&k.rows(0).unwrap()).iter().all(|&v| v == want));

@@ -18,6 +18,7 @@ mod offers;
 mod publish;
 mod service;
 mod session;
+mod stripes;
 
 #[cfg(feature = "fuzzing")]
 pub(crate) use apply::batch_of;

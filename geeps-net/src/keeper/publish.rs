@@ -36,7 +36,7 @@ impl KeeperService {
     /// changes, what the other workers hold, as the base to add them to.
     pub(super) fn joining_frame(&self, st: &mut State, p: &Publish) -> Outgoing {
         if self.opts.publish_wire == WireEncoding::Bf16 {
-            let held = st.sent.base_for(p.table, &p.rows);
+            let held = st.sent.base_for((p.table, p.partition), &p.rows);
             frame(p, held, Encoding::F32, true)
         } else {
             frame(p, p.rows.clone(), Encoding::F32, false)
@@ -53,7 +53,7 @@ impl KeeperService {
             .enumerate()
             .any(|(r, peer)| peer.queue.is_some() && !matches!(&st.local, Some((local, _)) if *local == r));
         let out = match self.opts.publish_wire {
-            WireEncoding::Bf16 if remote => match st.sent.encode(p.table, &p.rows) {
+            WireEncoding::Bf16 if remote => match st.sent.encode((p.table, p.partition), &p.rows) {
                 Encoded::Change(q) => (q, Encoding::Bf16, false),
                 Encoded::Base => (p.rows.clone(), Encoding::F32, true),
             },

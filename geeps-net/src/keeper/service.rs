@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use geeps_core::keeper::KeeperShard;
 use geeps_core::transport::{Inbox, Landing};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -18,6 +17,8 @@ use crate::conn::writer::Queue;
 use crate::options::NetOptions;
 use crate::security::tls::Tls;
 use crate::wire::bf16_rows::SentRows;
+
+use super::stripes::Stripes;
 use crate::wire::{TableDecl, UpdateHeader, WorkerStatus};
 
 #[derive(Default)]
@@ -36,7 +37,8 @@ pub(super) struct Peer {
 }
 
 pub(super) struct State {
-    pub(super) keeper: Option<KeeperShard>,
+    /// This keeper's partitions of every table, once tables are declared.
+    pub(super) keeper: Option<Stripes>,
     pub(super) declared: Option<(u32, Vec<TableDecl>)>,
     pub(super) peers: Vec<Peer>,
     /// An operator asked the cluster to drain; told to ranks that join later too.

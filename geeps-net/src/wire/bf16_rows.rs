@@ -25,11 +25,12 @@ fn widen(q: u16) -> f32 {
     f32::from_bits(u32::from(q) << 16)
 }
 
-/// What a keeper's remote workers hold of each table's partition: the
-/// rows of the last f32 base plus every bf16 change sent since.
+/// What a keeper's remote workers hold of each of its partitions (table,
+/// partition): the rows of the last f32 base plus every bf16 change sent
+/// since.
 #[derive(Default)]
 pub(crate) struct SentRows {
-    by_table: HashMap<u32, Vec<f32>>,
+    by_partition: HashMap<(u32, u32), Vec<f32>>,
 }
 
 /// What a keeper sends for one publication.
@@ -42,14 +43,14 @@ pub(crate) enum Encoded {
 }
 
 impl SentRows {
-    /// The rows a worker joining now must get as its base for `table`:
-    /// what the others hold (zeros until the first publication, as the
-    /// keeper's own rows are).
-    pub(crate) fn base_for(&mut self, table: u32, rows: &Bytes) -> Bytes {
-        match self.by_table.get(&table) {
+    /// The rows a worker joining now must get as its base for a
+    /// partition whose rows are `rows`: what the others hold (the rows
+    /// themselves until the first change goes out).
+    pub(crate) fn base_for(&mut self, (table, partition): (u32, u32), rows: &Bytes) -> Bytes {
+        match self.by_partition.get(&(table, partition)) {
             Some(held) if held.len() * 4 == rows.len() => held.iter().flat_map(|v| v.to_le_bytes()).collect(),
             _ => {
-                self.by_table.insert(table, floats_of(rows).collect());
+                self.by_partition.insert((table, partition), floats_of(rows).collect());
                 rows.clone()
             }
         }
@@ -59,9 +60,9 @@ impl SentRows {
     /// the bf16 change since what the workers hold, and updates that copy
     /// as the workers will. Falls back to a new base (the copy then equals
     /// `rows`) where a change cannot carry them.
-    pub(crate) fn encode(&mut self, table: u32, rows: &[u8]) -> Encoded {
+    pub(crate) fn encode(&mut self, partition: (u32, u32), rows: &[u8]) -> Encoded {
         let n = rows.len() / 4;
-        let held = self.by_table.entry(table).or_insert_with(|| vec![0.0; n]);
+        let held = self.by_partition.entry(partition).or_insert_with(|| vec![0.0; n]);
         let finite = held.len() == n && floats_of(rows).all(f32::is_finite) && held.iter().all(|v| v.is_finite());
         if !finite {
             *held = floats_of(rows).collect();
@@ -136,20 +137,20 @@ mod tests {
         let n = 4096;
         let (mut sent, mut received) = (SentRows::default(), ReceivedRows::default());
         let mut rows: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
-        let base = sent.base_for(0, &bytes(&vec![0.0; n]));
+        let base = sent.base_for((0, 3), &bytes(&vec![0.0; n]));
         received.set_base(0, 3, &base);
         let mut out = vec![0u8; 4 * n];
         for clock in 0..50 {
             for (i, v) in rows.iter_mut().enumerate() {
                 *v += 1e-3 * ((i + clock) as f32 * 0.11).cos();
             }
-            let Encoded::Change(q) = sent.encode(0, &bytes(&rows)) else { panic!("finite rows sent as a base") };
+            let Encoded::Change(q) = sent.encode((0, 3), &bytes(&rows)) else { panic!("finite rows sent as a base") };
             assert_eq!(q.len(), 2 * n, "half the bytes of f32");
             received.apply(0, 3, &q, &mut out).unwrap();
             let got = floats(&out);
             assert_eq!(
                 got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                sent.by_table[&0].iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                sent.by_partition[&(0, 3)].iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
                 "clock {clock}: the worker's copy and the keeper's record differ"
             );
             if clock > 0 {
@@ -165,21 +166,23 @@ mod tests {
     fn a_joining_worker_gets_what_the_others_hold() {
         let mut sent = SentRows::default();
         let rows = bytes(&[1.0, 1.0 + 2f32.powi(-12), -3.0]);
-        let _ = sent.base_for(5, &bytes(&[0.0; 3]));
-        let Encoded::Change(_) = sent.encode(5, &rows) else { panic!() };
+        let _ = sent.base_for((5, 1), &bytes(&[0.0; 3]));
+        let Encoded::Change(_) = sent.encode((5, 1), &rows) else { panic!() };
         // 1 + 2^-12 is not a bf16: the others hold 1.0, and so must the newcomer.
-        assert_eq!(floats(&sent.base_for(5, &rows)), vec![1.0, 1.0, -3.0]);
+        assert_eq!(floats(&sent.base_for((5, 1), &rows)), vec![1.0, 1.0, -3.0]);
+        // Another partition of the same table has its own record.
+        assert_eq!(floats(&sent.base_for((5, 3), &rows)), floats(&rows));
     }
 
     #[test]
     fn non_finite_rows_go_as_a_base_and_the_copy_recovers() {
         let mut sent = SentRows::default();
-        let _ = sent.base_for(0, &bytes(&[0.0, 0.0]));
-        assert!(matches!(sent.encode(0, &bytes(&[f32::NAN, 1.0])), Encoded::Base));
-        assert!(sent.by_table[&0][0].is_nan());
+        let _ = sent.base_for((0, 0), &bytes(&[0.0, 0.0]));
+        assert!(matches!(sent.encode((0, 0), &bytes(&[f32::NAN, 1.0])), Encoded::Base));
+        assert!(sent.by_partition[&(0, 0)][0].is_nan());
         // Finite again: the NaN in the copy forces one more base, then changes resume.
-        assert!(matches!(sent.encode(0, &bytes(&[2.0, 1.0])), Encoded::Base));
-        assert!(matches!(sent.encode(0, &bytes(&[2.5, 1.0])), Encoded::Change(_)));
+        assert!(matches!(sent.encode((0, 0), &bytes(&[2.0, 1.0])), Encoded::Base));
+        assert!(matches!(sent.encode((0, 0), &bytes(&[2.5, 1.0])), Encoded::Change(_)));
     }
 
     #[test]

@@ -23,6 +23,10 @@ pub(crate) struct Hello {
     /// when it would not (shared memory off, TLS).
     #[prost(string, tag = "7")]
     pub host: String,
+    /// Partitions of each table per keeper (`NetOptions::stripes`); every
+    /// rank must give the same.
+    #[prost(uint32, tag = "8")]
+    pub stripes: u32,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]

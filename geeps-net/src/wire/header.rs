@@ -14,7 +14,7 @@ use super::rows::{PublishHeader, UpdateHeader};
 /// 6: a shared-memory ring's large writes may go by reference (the reader
 /// copies them from the writer's process).
 /// 7: publications carry their rows' encoding (f32 rows, or bf16 changes
-/// since the last ones).
+/// since the last ones), and hellos the stripes per keeper.
 pub(crate) const PROTOCOL_VERSION: u32 = 7;
 
 #[derive(Clone, PartialEq, prost::Message)]

@@ -13,3 +13,6 @@ mod bf16_cluster_tests;
 #[cfg(test)]
 #[path = "../../tests/unit/local_shard_tests.rs"]
 mod local_shard_tests;
+#[cfg(test)]
+#[path = "../../tests/unit/stripes_cluster_tests.rs"]
+mod stripes_cluster_tests;

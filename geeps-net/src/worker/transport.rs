@@ -458,7 +458,8 @@ impl Transport for NetTransport {
     }
 
     fn num_shards(&self) -> usize {
-        self.addresses.len()
+        // Partitions, not keepers: keeper k owns k, k + world, ... (`keeper::stripes`).
+        self.addresses.len() * self.opts.stripes
     }
 
     fn join(&self, row_width: usize, tables: &[TableSpec], inbox: Inbox) -> Result<()> {
@@ -470,6 +471,7 @@ impl Transport for NetTransport {
             row_width: row_width as u32,
             tables: table_decls(tables),
             host: if self.opts.shared_memory && self.tls.is_none() { host_identity() } else { String::new() },
+            stripes: self.opts.stripes as u32,
         };
         let size = Header::new(Body::Hello(hello.clone())).encoded_len();
         if size > self.opts.max_handshake_bytes as usize {
@@ -526,7 +528,7 @@ impl Transport for NetTransport {
     }
 
     fn push(&self, batch: UpdateBatch) -> Result<()> {
-        let shard = batch.partition as usize;
+        let shard = batch.partition as usize % self.addresses.len();
         let over_socket = matches!(self.queues.lock().get(shard), Some(Some(Route::Socket(_))));
         let mut header = UpdateHeader {
             table: batch.table,

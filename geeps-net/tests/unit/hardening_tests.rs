@@ -86,6 +86,7 @@ fn hello(rank: u32, world: u32, token: &str) -> Hello {
         row_width: 4,
         tables: vec![TableDecl { name: "w".into(), kind: DeclaredKind::Parameter.into(), rows: 4 }],
         host: String::new(),
+        stripes: 1,
     }
 }
 

@@ -24,6 +24,7 @@ fn hello(rank: u32, token: &str, rows: u32) -> Hello {
         row_width: 4,
         tables: vec![TableDecl { name: "w".into(), kind: DeclaredKind::Parameter.into(), rows }],
         host: String::new(),
+        stripes: 1,
     }
 }
 
@@ -70,6 +71,11 @@ fn keeper_rejects_bad_input_and_keeps_serving() {
         assert!(matches!(&r, Some(Body::Refused(x)) if x.reason.contains("protocol")), "{r:?}");
         let (_, r) = join(&addr, Hello { rank: 7, ..hello(1, "test-token", 4) }).await;
         assert!(matches!(&r, Some(Body::Refused(x)) if x.reason.contains("rank 7")), "{r:?}");
+        let (_, r) = join(&addr, Hello { stripes: 3, ..hello(1, "test-token", 4) }).await;
+        assert!(
+            matches!(&r, Some(Body::Refused(x)) if x.reason.contains("3 stripes per keeper but this keeper has 1; give every rank the same GEEPS_STRIPES")),
+            "{r:?}"
+        );
 
         // A truncated first frame, and garbage: the connection is dropped.
         let mut s = TcpStream::connect(&addr).await.unwrap();
