@@ -84,15 +84,15 @@ GEEPS_TEST_DEVICE=cuda GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release -
 step "the engine's semantics (basics, placement) on CudaDevice with the PTX interpreted (the emulator's interpreter)"
 GEEPS_CUDA_EMU_KERNELS=interpret $emu cargo test --release --workspace --test basics --test placement
 
-step "caffe-geeps GPU layers against the CPU layers, every solver's GPU step, with the PTX interpreted"
-GEEPS_CUDA_EMU_KERNELS=interpret $emu cargo test --release --workspace --test gpu_layers
+step "caffe-geeps GPU layers (the first set and the standard ones) against the CPU layers, every solver's GPU step, with the PTX interpreted"
+GEEPS_CUDA_EMU_KERNELS=interpret $emu cargo test --release --workspace --test gpu_layers --test gpu_standard_layers
 
 step "caffe-geeps training on the GPU: LeNet 200 iterations against the CPU, every layer type, GPU budget, one process per GPU"
 GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace --test gpu_train
 
-step "caffe-geeps on the GPU: time/test on deploy files, ImageData/DummyData training, CPU-only layers staged"
+step "caffe-geeps on the GPU: time/test on deploy files, ImageData/DummyData training, CPU-only layers staged, the standard layers' net"
 GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace --test deploy_tools --test data_layers \
-  --test cpu_only_layers
+  --test cpu_only_layers --test standard_nets
 
 step "caffe-geeps with rows on the CUDA device and CPU layers: bit for bit as the host device"
 GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace --test training gpu_device

@@ -39,6 +39,7 @@ SUITES = [
     ("geeps-net", "test", "network", "network", [], {}),
     ("geeps-net/launch", "test", "processes", "processes", [], {"GEEPS_TEST_DEVICE": "cuda"}),
     ("examples/caffe", "test", "gpu_layers", "gpu_layers", [], {}),
+    ("examples/caffe", "test", "gpu_standard_layers", "gpu_standard_layers", [], {}),
     ("examples/caffe", "test", "gpu_train", "gpu_train", [], {}),
     ("examples/caffe", "test", "deploy_tools", "deploy_tools", [], {}),
     ("examples/caffe", "test", "data_layers", "data_layers", [], {}),

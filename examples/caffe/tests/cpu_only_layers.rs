@@ -1,9 +1,10 @@
-//! The layers without GPU code (AbsVal, BNLL, Exp, Log, Threshold, ELU,
-//! Silence, EuclideanLoss, SigmoidCrossEntropyLoss) in one net on the
-//! bundled data: it trains through geeps on the CPU with finite, falling
-//! losses, and — with a CUDA device (the emulated driver here) — with its
-//! rows and other layers on the GPU, these layers staged through host
-//! memory, to the CPU's losses within float noise.
+//! The pointwise layers and the simple losses (AbsVal, BNLL, Exp, Log,
+//! Threshold, ELU, EuclideanLoss, SigmoidCrossEntropyLoss, which once had
+//! no GPU code) with ArgMax and Silence, which still have none, in one net
+//! on the bundled data: it trains through geeps on the CPU with finite,
+//! falling losses, and — with a CUDA device (the emulated driver here) —
+//! with its rows and layers on the GPU, ArgMax and Silence staged through
+//! host memory, to the CPU's losses within float noise.
 
 mod common;
 
@@ -30,9 +31,10 @@ layer {{ name: "bnll" type: "BNLL" bottom: "abs" top: "bnll" }}
 layer {{ name: "exp" type: "Exp" bottom: "bnll" top: "bnll" exp_param {{ scale: -0.5 }} }}
 layer {{ name: "log" type: "Log" bottom: "bnll" top: "log" log_param {{ shift: 1 }} }}
 layer {{ name: "gate" type: "Threshold" bottom: "log" top: "gate" threshold_param {{ threshold: 0.5 }} }}
-layer {{ name: "quiet" type: "Silence" bottom: "gate" }}
 layer {{ name: "ip2" type: "InnerProduct" bottom: "log" top: "ip2"
   inner_product_param {{ num_output: 10 weight_filler {{ type: "xavier" }} }} }}
+layer {{ name: "best" type: "ArgMax" bottom: "ip2" top: "best" argmax_param {{ top_k: 2 }} }}
+layer {{ name: "quiet" type: "Silence" bottom: "gate" bottom: "best" }}
 layer {{ name: "loss" type: "SoftmaxWithLoss" bottom: "ip2" bottom: "label" top: "loss" }}
 layer {{ name: "ip3" type: "InnerProduct" bottom: "log" top: "ip3"
   inner_product_param {{ num_output: 6 weight_filler {{ type: "xavier" }} }} }}

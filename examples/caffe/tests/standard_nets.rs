@@ -3,8 +3,9 @@
 //! to a reference, MVN, SPP, Bias, Embed, Parameter, Tile, Reduction,
 //! ArgMax, HingeLoss, MultinomialLogisticLoss): it trains through geeps on
 //! the CPU with finite, falling losses, and, with a CUDA device (the
-//! emulated driver here), with these layers staged through host memory
-//! (Slice on the GPU), to the CPU's losses within float noise. InfogainLoss with H = I read from
+//! emulated driver here), with these layers on the GPU (ArgMax, which has
+//! no GPU code, staged through host memory), to the CPU's losses within
+//! float noise. InfogainLoss with H = I read from
 //! its `source` trains as SoftmaxWithLoss does. `test_compute_loss` adds
 //! Caffe's `Test loss` line to each test.
 

@@ -2,8 +2,9 @@
 //! [axis, axis + its own axes): a learned parameter (one bottom, shaped by
 //! `num_axes`) or the second bottom. With one bottom it runs in place (the
 //! gradient passes through unchanged); β's gradient is the top gradient
-//! summed over the other axes. It owns this math only; it has no GPU code
-//! (a GPU run computes it on the CPU, staged).
+//! summed over the other axes. It owns this math only; it has GPU code (`gpu`).
+
+mod gpu;
 
 use crate::layers::layer::{axis_index, count, Backward, Forward, Layer, ParamBlob, Reads, Shape};
 use crate::proto::standard_conf::BiasConf;
@@ -76,6 +77,8 @@ impl Bias {
 }
 
 impl Layer for Bias {
+    crate::layers::gpu_methods!();
+
     fn type_name(&self) -> &'static str {
         "Bias"
     }

@@ -4,7 +4,9 @@
 //! Σ [y ? d² : max(margin − d, 0)²] / 2N (`legacy_version`:
 //! max(margin − d², 0)). Gradients go to a and b only, as Caffe's (its
 //! 1e-4 guard against d = 0 included). It owns this formula only; it has
-//! no GPU code (a GPU run computes it on the CPU, staged).
+//! GPU code (`gpu`).
+
+mod gpu;
 
 use crate::layers::layer::{count, Backward, Forward, Layer, Reads, Shape};
 use crate::proto::standard_conf::ContrastiveConf;
@@ -38,12 +40,40 @@ impl ContrastiveLoss {
     }
 }
 
+/// One item's squared distance and whether its pair is similar.
+struct PairLoss {
+    dist_sq: f32,
+    similar: bool,
+}
+
+impl ContrastiveLoss {
+    /// The loss of the items' pairs, summed in f64 in item order.
+    fn loss(&self, items: impl Iterator<Item = PairLoss>) -> f32 {
+        let margin = f64::from(self.conf.margin);
+        let loss: f64 = items
+            .map(|p| {
+                let d2 = f64::from(p.dist_sq);
+                if p.similar {
+                    d2
+                } else if self.conf.legacy_version {
+                    (margin - d2).max(0.0)
+                } else {
+                    (margin - d2.sqrt()).max(0.0).powi(2)
+                }
+            })
+            .sum();
+        (loss / self.num.max(1) as f64 / 2.0) as f32
+    }
+}
+
 /// Caffe reads the similarity as an integer: non-zero is similar.
 fn similar(y: f32) -> bool {
     y as i32 != 0
 }
 
 impl Layer for ContrastiveLoss {
+    crate::layers::gpu_methods!();
+
     fn type_name(&self) -> &'static str {
         "ContrastiveLoss"
     }
@@ -62,20 +92,8 @@ impl Layer for ContrastiveLoss {
 
     fn forward(&self, f: Forward<'_, '_>) {
         let (a, b, y) = (f.bottoms[0], f.bottoms[1], f.bottoms[2]);
-        let margin = f64::from(self.conf.margin);
-        let loss: f64 = (0..self.num)
-            .map(|i| {
-                let d2 = f64::from(self.dist_sq(a, b, i));
-                if similar(y[i]) {
-                    d2
-                } else if self.conf.legacy_version {
-                    (margin - d2).max(0.0)
-                } else {
-                    (margin - d2.sqrt()).max(0.0).powi(2)
-                }
-            })
-            .sum();
-        f.tops[0][0] = (loss / self.num.max(1) as f64 / 2.0) as f32;
+        let items = (0..self.num).map(|i| PairLoss { dist_sq: self.dist_sq(a, b, i), similar: similar(y[i]) });
+        f.tops[0][0] = self.loss(items);
     }
 
     fn backward(&self, b: Backward<'_, '_>) {

@@ -5,6 +5,9 @@
 //! (scratch is per thread).
 
 mod gpu;
+mod lowered;
+
+pub(crate) use lowered::Lowered;
 
 use rayon::prelude::*;
 

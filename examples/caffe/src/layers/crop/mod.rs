@@ -3,8 +3,9 @@
 //! their upsampled scores with the image this way). Backward writes the
 //! top gradient into its window of a zeroed bottom gradient; the second
 //! bottom only gives the shape and gets a zero gradient. It owns the
-//! index arithmetic only; it has no GPU code (a GPU run computes it on the
-//! CPU, staged).
+//! index arithmetic only; it has GPU code (`gpu`).
+
+mod gpu;
 
 use crate::layers::layer::{axis_index, count, Backward, Forward, Layer, Reads, Shape};
 
@@ -73,6 +74,19 @@ impl Crop {
 }
 
 impl Layer for Crop {
+    /// On the GPU unless more than six cut axes remain (the kernels' window).
+    fn on_gpu(&self) -> bool {
+        self.window().is_some()
+    }
+
+    fn forward_gpu(&self, gpu: &crate::gpu::Gpu, f: &crate::layers::GpuForward<'_>) -> crate::Result<()> {
+        self.forward_on(gpu, f)
+    }
+
+    fn backward_gpu(&self, gpu: &crate::gpu::Gpu, b: &crate::layers::GpuBackward<'_>) -> crate::Result<()> {
+        self.backward_on(gpu, b)
+    }
+
     fn type_name(&self) -> &'static str {
         "Crop"
     }

@@ -5,8 +5,10 @@
 //! kw), so Caffe's weight files load unchanged. Backward is a convolution
 //! of the top gradient: im2col, then W·col for the bottom gradient and
 //! x·colᵀ for the weights. Images run in parallel, weight gradients summed
-//! in image order (the same bits every run). It owns this math only; it has
-//! no GPU code (a GPU run computes it on the CPU, staged).
+//! in image order (the same bits every run). It owns this math only; its
+//! GPU code (`gpu`) is Convolution's with the roles swapped.
+
+mod gpu;
 
 use rayon::prelude::*;
 
@@ -86,6 +88,8 @@ impl Deconv {
 const IMAGES_PER_TASK: usize = 4;
 
 impl Layer for Deconv {
+    crate::layers::gpu_methods!();
+
     fn type_name(&self) -> &'static str {
         "Deconvolution"
     }

@@ -4,7 +4,9 @@
 //! the top gradient into the picked rows; the indexes get a zero gradient
 //! (Caffe refuses to propagate to them). An index outside the table is a
 //! bad input and stops the run, naming it. It owns this lookup only; it
-//! has no GPU code (a GPU run computes it on the CPU, staged).
+//! has GPU code (`gpu`).
+
+mod gpu;
 
 use crate::layers::layer::{count, Backward, Forward, Layer, ParamBlob, Reads, Shape};
 use crate::proto::standard_conf::EmbedConf;
@@ -35,6 +37,8 @@ impl Embed {
 }
 
 impl Layer for Embed {
+    crate::layers::gpu_methods!();
+
     fn type_name(&self) -> &'static str {
         "Embed"
     }

@@ -1,7 +1,9 @@
 //! Caffe's `EuclideanLoss`: `‖a − b‖² / 2N` over two bottoms of one count
 //! (N the first axis), with gradients `±(a − b)/N` times the loss weight to
-//! both. It has no GPU code (a GPU run computes it on the CPU, staged). It
+//! both. It has GPU code (`gpu`). It
 //! owns this formula only.
+
+mod gpu;
 
 use crate::layers::layer::{count, Backward, Forward, Layer, Reads, Shape};
 
@@ -21,6 +23,8 @@ impl EuclideanLoss {
 }
 
 impl Layer for EuclideanLoss {
+    crate::layers::gpu_methods!();
+
     fn type_name(&self) -> &'static str {
         "EuclideanLoss"
     }

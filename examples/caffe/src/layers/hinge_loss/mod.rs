@@ -1,8 +1,9 @@
 //! Caffe's `HingeLoss` (one-vs-all): scores N × K and labels N. With
 //! t = −1 for the label's score and +1 for the others, the loss is
 //! Σ max(0, 1 + t·x) / N (L1) or Σ max(0, 1 + t·x)² / N (L2); the gradient
-//! goes to the scores only. It owns this formula only; it has no GPU code
-//! (a GPU run computes it on the CPU, staged).
+//! goes to the scores only. It owns this formula only; it has GPU code (`gpu`).
+
+mod gpu;
 
 use crate::layers::layer::{count, Backward, Forward, Layer, Reads, Shape};
 use crate::proto::standard_conf::HingeNorm;
@@ -30,9 +31,26 @@ impl HingeLoss {
         let t = if labels[i] as usize == j { -1.0 } else { 1.0 };
         ((1.0 + t * x[i * self.dim + j]).max(0.0), t)
     }
+
+    /// The loss of every score's hinge (item by item, class by class), summed in f64.
+    fn loss(&self, margins: impl Iterator<Item = f32>) -> f32 {
+        let sum: f64 = margins
+            .map(|m| {
+                let m = f64::from(m);
+                if self.norm == HingeNorm::L1 {
+                    m
+                } else {
+                    m * m
+                }
+            })
+            .sum();
+        (sum / self.num as f64) as f32
+    }
 }
 
 impl Layer for HingeLoss {
+    crate::layers::gpu_methods!();
+
     fn type_name(&self) -> &'static str {
         "HingeLoss"
     }
@@ -51,14 +69,8 @@ impl Layer for HingeLoss {
 
     fn forward(&self, f: Forward<'_, '_>) {
         let (x, labels) = (f.bottoms[0], f.bottoms[1]);
-        let mut sum = 0.0f64;
-        for i in 0..self.num {
-            for j in 0..self.dim {
-                let m = f64::from(self.margin(x, labels, i, j).0);
-                sum += if self.norm == HingeNorm::L1 { m } else { m * m };
-            }
-        }
-        f.tops[0][0] = (sum / self.num as f64) as f32;
+        let margins = (0..self.num).flat_map(|i| (0..self.dim).map(move |j| (i, j)));
+        f.tops[0][0] = self.loss(margins.map(|(i, j)| self.margin(x, labels, i, j).0));
     }
 
     fn backward(&self, b: Backward<'_, '_>) {

@@ -5,8 +5,9 @@
 //! loss is −Σ_positions Σ_k H[label, k] · log max(p_k, FLT_MIN) over the
 //! normaliser (the positions, the batch, or 1), and the scores' gradient
 //! p_k · Σ_j H[label, j] − H[label, k] times the loss weight over it.
-//! Labels and H get no gradient. It owns this formula only; it has no GPU
-//! code (a GPU run computes it on the CPU, staged).
+//! Labels and H get no gradient. It owns this formula only; it has GPU code (`gpu`).
+
+mod gpu;
 
 use crate::layers::layer::{axis_index, count, Backward, Forward, Layer, Reads, Shape};
 use crate::proto::layer_spec::LossNorm;
@@ -84,6 +85,8 @@ impl InfogainLoss {
 }
 
 impl Layer for InfogainLoss {
+    crate::layers::gpu_methods!();
+
     fn type_name(&self) -> &'static str {
         "InfogainLoss"
     }

@@ -1,8 +1,9 @@
 //! Caffe's `MultinomialLogisticLoss`: probabilities N × K (a Softmax's
 //! output) and labels N; the loss is −Σ log max(p\[label\], 1e-20) / N and
 //! the gradient −1 / max(p\[label\], 1e-20) / N at each label's probability,
-//! 0 elsewhere; the labels get none. It owns this formula only; it has no
-//! GPU code (a GPU run computes it on the CPU, staged).
+//! 0 elsewhere; the labels get none. It owns this formula only; it has GPU code (`gpu`).
+
+mod gpu;
 
 use crate::layers::layer::{count, Backward, Forward, Layer, Reads, Shape};
 
@@ -31,9 +32,17 @@ impl MultinomialLogisticLoss {
         assert!(l < self.dim, "MultinomialLogisticLoss: label {} is not below the {} classes", labels[i], self.dim);
         i * self.dim + l
     }
+
+    /// The loss of the items' floored probabilities at their labels, summed in f64.
+    fn loss(&self, picked: impl Iterator<Item = f32>) -> f32 {
+        let loss: f64 = picked.map(|p| -f64::from(p.ln())).sum();
+        (loss / self.num as f64) as f32
+    }
 }
 
 impl Layer for MultinomialLogisticLoss {
+    crate::layers::gpu_methods!();
+
     fn type_name(&self) -> &'static str {
         "MultinomialLogisticLoss"
     }
@@ -52,8 +61,7 @@ impl Layer for MultinomialLogisticLoss {
 
     fn forward(&self, f: Forward<'_, '_>) {
         let (p, labels) = (f.bottoms[0], f.bottoms[1]);
-        let loss: f64 = (0..self.num).map(|i| -f64::from(p[self.at(labels, i)].max(LOG_THRESHOLD).ln())).sum();
-        f.tops[0][0] = (loss / self.num as f64) as f32;
+        f.tops[0][0] = self.loss((0..self.num).map(|i| p[self.at(labels, i)].max(LOG_THRESHOLD)));
     }
 
     fn backward(&self, b: Backward<'_, '_>) {

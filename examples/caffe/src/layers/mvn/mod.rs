@@ -2,8 +2,9 @@
 //! mean is removed and, with `normalize_variance`, the result divided by
 //! σ + eps. Its mean and σ + eps are kept for backward, which is Caffe's:
 //! `(dy − mean(dy) − y · mean(dy · y)) / (σ + eps)` (without the variance:
-//! `dy − mean(dy)`). It owns this math only; it has no GPU code (a GPU run
-//! computes it on the CPU, staged).
+//! `dy − mean(dy)`). It owns this math only; it has GPU code (`gpu`).
+
+mod gpu;
 
 use crate::layers::layer::{count, Backward, Forward, Layer, Reads, Shape};
 use crate::proto::standard_conf::MvnConf;
@@ -29,6 +30,8 @@ impl Mvn {
 }
 
 impl Layer for Mvn {
+    crate::layers::gpu_methods!();
+
     fn type_name(&self) -> &'static str {
         "MVN"
     }

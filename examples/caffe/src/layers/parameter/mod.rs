@@ -1,6 +1,8 @@
 //! Caffe's `Parameter`: a learned blob of a given shape as the layer's one
 //! top (no bottom); its gradient is the top's. It owns nothing else; it
-//! has no GPU code (a GPU run computes it on the CPU, staged).
+//! has GPU code (`gpu`).
+
+mod gpu;
 
 use crate::layers::layer::{count, Backward, Forward, Layer, ParamBlob, Reads, Shape};
 use crate::proto::layer_conf::Filler;
@@ -20,6 +22,8 @@ impl Parameter {
 }
 
 impl Layer for Parameter {
+    crate::layers::gpu_methods!();
+
     fn type_name(&self) -> &'static str {
         "Parameter"
     }

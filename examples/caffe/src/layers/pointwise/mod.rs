@@ -3,8 +3,10 @@
 //! Threshold (1 where `x > t`, else 0; its gradient is zero wherever it is
 //! defined, so it passes none back, where Caffe's is unimplemented). They
 //! run out of place only: in place the input would be gone by backward.
-//! They have no GPU code (a GPU run computes them on the CPU, staged). It
+//! They have GPU code (`gpu`). It
 //! owns these formulas only.
+
+mod gpu;
 
 use rayon::prelude::*;
 
@@ -64,6 +66,8 @@ fn slope(f: NeuronFn, x: f32) -> f32 {
 }
 
 impl Layer for Pointwise {
+    crate::layers::gpu_methods!();
+
     fn type_name(&self) -> &'static str {
         match self.f {
             NeuronFn::AbsVal => "AbsVal",

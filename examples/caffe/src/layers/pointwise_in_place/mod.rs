@@ -2,8 +2,9 @@
 //! place as Caffe's nets write them: Exp (`y = base^(shift + scale·x)`,
 //! `dx = dy · y · scale · ln base`) and ELU (`y = x` for `x > 0`, else
 //! `alpha (e^x − 1)`; `dx = dy` where `y > 0`, else `dy · (y + alpha)`,
-//! which needs alpha >= 0). They have no GPU code (a GPU run computes them
-//! on the CPU, staged). It owns these formulas only.
+//! which needs alpha >= 0). They have GPU code (`gpu`). It owns these formulas only.
+
+mod gpu;
 
 use rayon::prelude::*;
 
@@ -37,6 +38,8 @@ impl PointwiseInPlace {
 }
 
 impl Layer for PointwiseInPlace {
+    crate::layers::gpu_methods!();
+
     fn type_name(&self) -> &'static str {
         match self.f {
             NeuronFn::Exp { .. } => "Exp",

@@ -2,7 +2,9 @@
 //! SUM, ASUM (Σ|x|), SUMSQ (Σx²) or MEAN, times `coeff`; the top keeps the
 //! axes before `axis` (none: a scalar). Backward spreads each top gradient
 //! over its values (times 1, sign(x), 2x or 1/n). It owns this math only;
-//! it has no GPU code (a GPU run computes it on the CPU, staged).
+//! it has GPU code (`gpu`).
+
+mod gpu;
 
 use crate::layers::layer::{axis_index, count, Backward, Forward, Layer, Reads, Shape};
 use crate::proto::standard_conf::{ReductionConf, ReductionOp};
@@ -32,6 +34,8 @@ fn sign(x: f32) -> f32 {
 }
 
 impl Layer for Reduction {
+    crate::layers::gpu_methods!();
+
     fn type_name(&self) -> &'static str {
         "Reduction"
     }

@@ -2,14 +2,17 @@
 //! targets `t` in [0, 1] (second bottom, same count), computed stably as
 //! Caffe does, divided as `loss_param` says (the batch by default); the
 //! gradient `(σ(x) − t)` times the loss weight over the same divisor goes
-//! to `x` only. It has no GPU code (a GPU run computes it on the CPU,
-//! staged). It owns this formula only.
+//! to `x` only. It has GPU code (`gpu`). It owns this formula only.
+
+mod gpu;
 
 use crate::layers::layer::{count, Backward, Forward, Layer, Reads, Shape};
 use crate::proto::layer_spec::LossNorm;
 
 pub struct SigmoidCrossEntropyLoss {
     len: usize,
+    /// The first axis: items (at least 1).
+    items: usize,
     divisor: f32,
 }
 
@@ -24,11 +27,13 @@ impl SigmoidCrossEntropyLoss {
             LossNorm::Count => count(x),
             LossNorm::None => 1,
         };
-        Ok(SigmoidCrossEntropyLoss { len: count(x), divisor: divisor.max(1) as f32 })
+        Ok(SigmoidCrossEntropyLoss { len: count(x), items: x[0].max(1), divisor: divisor.max(1) as f32 })
     }
 }
 
 impl Layer for SigmoidCrossEntropyLoss {
+    crate::layers::gpu_methods!();
+
     fn type_name(&self) -> &'static str {
         "SigmoidCrossEntropyLoss"
     }

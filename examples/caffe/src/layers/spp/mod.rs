@@ -3,7 +3,9 @@
 //! split as Caffe's `GetPoolingParam`), each level flattened and the levels
 //! concatenated per item; one level is the pooled blob itself. It runs the
 //! pooling layer per level and owns only the pyramid's geometry and the
-//! gathering; it has no GPU code (a GPU run computes it on the CPU, staged).
+//! gathering; it has GPU code (`gpu`).
+
+mod gpu;
 
 use crate::layers::layer::{count, Backward, Forward, Layer, Reads, Shape};
 use crate::layers::pool::Pool;
@@ -64,6 +66,8 @@ impl Spp {
 }
 
 impl Layer for Spp {
+    crate::layers::gpu_methods!();
+
     fn type_name(&self) -> &'static str {
         "SPP"
     }

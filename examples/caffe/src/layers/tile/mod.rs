@@ -1,7 +1,8 @@
 //! Caffe's `Tile`: `tiles` copies of the bottom's block from `axis` on,
 //! side by side along that axis; backward sums the copies' gradients. It
-//! owns the copying only; it has no GPU code (a GPU run computes it on the
-//! CPU, staged).
+//! owns the copying only; it has GPU code (`gpu`).
+
+mod gpu;
 
 use crate::layers::layer::{axis_index, count, Backward, Forward, Layer, Reads, Shape};
 
@@ -28,6 +29,8 @@ impl Tile {
 }
 
 impl Layer for Tile {
+    crate::layers::gpu_methods!();
+
     fn type_name(&self) -> &'static str {
         "Tile"
     }
