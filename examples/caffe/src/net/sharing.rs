@@ -11,8 +11,20 @@
 use std::collections::HashMap;
 
 use crate::error::{Error, Result};
-use crate::net::NetLayer;
-use crate::proto::net::ParamShare;
+use crate::proto::net::{ParamShare, ParamSpec};
+
+/// What sharing needs of a built layer; `specs` are settled in place and
+/// `shares` set for a sharing layer.
+pub(crate) struct View {
+    pub name: String,
+    pub type_name: &'static str,
+    pub line: usize,
+    pub shapes: Vec<Vec<usize>>,
+    pub specs: Vec<ParamSpec>,
+    /// Its parameters are running statistics (BatchNorm's), not learned.
+    pub statistics: bool,
+    pub shares: Option<usize>,
+}
 
 /// Where a named blob lives: its owner layer, the blob's index there, and
 /// which of its multipliers some `param` block wrote.
@@ -26,11 +38,7 @@ struct Owned {
 /// Marks each sharing layer of `layers` with its owner (`shares`) and
 /// settles the owners' multipliers; `names[i]` are layer i's `param`
 /// blocks' sharing names. Errors name the file's line and both layers.
-pub(crate) fn resolve(
-    layers: &mut [NetLayer],
-    names: &[Vec<Option<ParamShare>>],
-    file: &std::path::Path,
-) -> Result<()> {
+pub(crate) fn resolve(layers: &mut [View], names: &[Vec<Option<ParamShare>>], file: &std::path::Path) -> Result<()> {
     let err = |line: usize, msg: String| Error::Prototxt { file: file.to_path_buf(), line, msg };
     let mut owned: HashMap<String, Owned> = HashMap::new();
     for i in 0..layers.len() {
@@ -42,7 +50,7 @@ pub(crate) fn resolve(
         let mut fresh = Vec::new();
         for (k, share) in named.iter().enumerate() {
             let Some(share) = share else { continue };
-            if k >= layers[i].params.len() {
+            if k >= layers[i].shapes.len() {
                 // More `param` blocks than blobs is reported by the wiring.
                 continue;
             }
@@ -68,7 +76,7 @@ pub(crate) fn resolve(
         if let Some((_, share)) = fresh.first() {
             return Err(err(share.line, whole_layer(&layers[i].name, &share.name, &layers[o].name)));
         }
-        if named.len() < layers[i].params.len() || named.iter().any(Option::is_none) {
+        if named.len() < layers[i].shapes.len() || named.iter().any(Option::is_none) {
             return Err(err(
                 layers[i].line,
                 format!(
@@ -76,12 +84,12 @@ pub(crate) fn resolve(
                      give every blob a `param {{ name }}` (the names of `{}`'s blobs, in order)",
                     layers[i].name,
                     layers[o].name,
-                    layers[i].params.len(),
+                    layers[i].shapes.len(),
                     layers[o].name
                 ),
             ));
         }
-        if layers[i].compute.as_ref().is_some_and(|c| c.param_grad_is_update()) {
+        if layers[i].statistics {
             return Err(err(
                 layers[i].line,
                 format!(
@@ -105,17 +113,11 @@ fn whole_layer(layer: &str, blob: &str, owner: &str) -> String {
 }
 
 /// Caffe's shape check: equal shapes, or equal counts when permissive.
-fn check_shape(
-    layers: &[NetLayer],
-    o: &Owned,
-    i: usize,
-    k: usize,
-    share: &ParamShare,
-) -> std::result::Result<(), String> {
-    let Some(theirs) = layers[o.layer].params.get(o.blob) else { return Ok(()) };
-    let ours = &layers[i].params[k];
+fn check_shape(layers: &[View], o: &Owned, i: usize, k: usize, share: &ParamShare) -> std::result::Result<(), String> {
+    let Some(theirs) = layers[o.layer].shapes.get(o.blob) else { return Ok(()) };
+    let ours = &layers[i].shapes[k];
     let count = |s: &[usize]| s.iter().product::<usize>();
-    let fits = if share.permissive { count(&theirs.shape) == count(&ours.shape) } else { theirs.shape == ours.shape };
+    let fits = if share.permissive { count(theirs) == count(ours) } else { theirs == ours };
     if fits {
         return Ok(());
     }
@@ -126,8 +128,8 @@ fn check_shape(
         layers[o.layer].name,
         layers[i].name,
         if share.permissive { "count" } else { "shape" },
-        theirs.shape,
-        ours.shape,
+        theirs,
+        ours,
         if share.permissive { "" } else { " (`share_mode: PERMISSIVE` checks counts only)" }
     ))
 }
@@ -135,7 +137,7 @@ fn check_shape(
 /// A multiplier written by the sharer: the owner's if the owner (or an
 /// earlier sharer) wrote it too and they agree, else it becomes the blob's.
 fn settle_multipliers(
-    layers: &mut [NetLayer],
+    layers: &mut [View],
     owned: &mut HashMap<String, Owned>,
     i: usize,
     o: usize,

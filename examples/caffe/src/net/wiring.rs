@@ -211,18 +211,19 @@ impl Net {
                     (Some(l), None, shapes)
                 }
                 (LayerKind::Data(conf), None) => {
-                    if !bottoms.is_empty() || pl.tops.len() != 2 {
+                    // Caffe's data layers output the label only when given a second top.
+                    if !bottoms.is_empty() || !(1..=2).contains(&pl.tops.len()) {
                         return Err(at(
                             param,
                             lp.line,
-                            format!("Data layer `{name}` needs no bottom and two tops (data, label)"),
+                            format!("Data layer `{name}` needs no bottom and one or two tops (data, and the label)"),
                         ));
                     }
                     let set = cache.get(conf).map_err(|e| at(param, lp.line, format!("layer `{name}`: {e}")))?;
                     let transform = transform(conf).map_err(|e| at(param, lp.line, format!("layer `{name}`: {e}")))?;
                     let (c, h, w) =
                         set.image_shape(&transform).map_err(|e| at(param, lp.line, format!("layer `{name}`: {e}")))?;
-                    let shapes = vec![vec![conf.batch_size, c, h, w], vec![conf.batch_size]];
+                    let shapes = [vec![conf.batch_size, c, h, w], vec![conf.batch_size]][..pl.tops.len()].to_vec();
                     match batch {
                         None => batch = Some(conf.batch_size),
                         Some(b) if b != conf.batch_size => {
@@ -358,7 +359,22 @@ impl Net {
             });
             share_names.push(if pl.split.is_some() { Vec::new() } else { lp.shares.clone() });
         }
-        sharing::resolve(&mut layers, &share_names, &param.file)?;
+        let mut views: Vec<sharing::View> = layers
+            .iter()
+            .map(|l| sharing::View {
+                name: l.name.clone(),
+                type_name: l.type_name,
+                line: l.line,
+                shapes: l.params.iter().map(|p| p.shape.clone()).collect(),
+                specs: l.specs.clone(),
+                statistics: l.compute.as_ref().is_some_and(|c| c.param_grad_is_update()),
+                shares: None,
+            })
+            .collect();
+        sharing::resolve(&mut views, &share_names, &param.file)?;
+        for (l, v) in layers.iter_mut().zip(views) {
+            (l.specs, l.shares) = (v.specs, v.shares);
+        }
         weights_by_name(param, &layers)?;
         let Some(batch) = batch.or(input_batch) else {
             return Err(at(
@@ -493,7 +509,8 @@ impl Net {
         let Some((dl, src)) = data else { return Ok(()) };
         let classes = src.set.classes();
         // The label blob and the copies Split layers make of it.
-        let mut labels = vec![dl.tops[1]];
+        let Some(&label) = dl.tops.get(1) else { return Ok(()) };
+        let mut labels = vec![label];
         for l in self.layers.iter().filter(|l| l.type_name == "Split") {
             if labels.contains(&l.bottoms[0]) {
                 labels.extend(&l.tops);

@@ -656,11 +656,13 @@ impl<'a> PsWorker<'a> {
                     if let Some(src) = &l.data {
                         let idx = self.cursors[li].as_mut().map(|c| c.take(net.batch)).unwrap_or_default();
                         let mut data: &mut [f32] = &mut [];
-                        let mut label: &mut [f32] = &mut [];
+                        // Without a label top the labels are read and dropped, as Caffe's.
+                        let mut dropped = vec![0.0; if l.tops.len() < 2 { net.batch } else { 0 }];
+                        let mut label: &mut [f32] = &mut dropped;
                         for (b, s) in io.data_out {
                             if b == l.tops[0] {
                                 data = s;
-                            } else if b == l.tops[1] {
+                            } else if l.tops.get(1) == Some(&b) {
                                 label = s;
                             }
                         }
@@ -822,10 +824,9 @@ fn accumulates(rule: &Rule, params: &ParamLayout) -> bool {
 /// Of the layers using `lp`'s parameters and running backward, the one
 /// backward reaches first (the highest) and last (the lowest).
 fn backward_users(net: &Net, lp: &crate::net::params::LayerParams) -> (usize, usize) {
-    let mut users = lp.users.iter().copied().filter(|&u| net.layers[u].backward);
-    let first = users.next().unwrap_or(lp.layer);
-    let last = users.last().unwrap_or(first);
-    (last.max(first), first.min(last))
+    let users = lp.users.iter().copied().filter(|&u| net.layers[u].backward);
+    let lowest = users.clone().min().unwrap_or(lp.layer);
+    (users.max().unwrap_or(lp.layer), lowest)
 }
 
 /// Whether a layer's parameters are running statistics that no solver
