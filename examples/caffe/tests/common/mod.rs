@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+pub mod substitute;
+
 use std::path::{Path, PathBuf};
 
 use caffe_geeps::data::DataCache;
