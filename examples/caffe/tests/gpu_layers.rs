@@ -387,6 +387,7 @@ fn every_solver_steps_on_the_gpu_as_on_the_host() {
     // 700 + 301 values: several blocks, a partial last one.
     let lp = LayerParams {
         layer: 0,
+        users: vec![0],
         name: "ip".into(),
         type_name: "InnerProduct",
         blobs: vec![blob(0, 700, 1.0, 1.0), blob(700, 301, 2.0, 0.0)],

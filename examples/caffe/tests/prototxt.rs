@@ -291,22 +291,34 @@ fn every_problem_of_a_net_is_reported_in_one_run() {
 }
 
 #[test]
-fn a_duplicate_layer_name_names_both_lines() {
+fn duplicate_layer_names_follow_caffe() {
     let layer = |name: &str, phase: &str| {
         format!("layer {{\n  name: \"{name}\"\n  type: \"ReLU\"\n  bottom: \"a\"\n  top: \"a\"\n{phase}}}\n")
     };
+    // Caffe lets layers share a name (its MNIST autoencoder names two losses `loss`).
     let src = format!("{}{}", layer("r", ""), layer("r", ""));
-    let (line, msg) = net_err(&src);
-    assert_eq!(line, 7);
-    assert!(msg.contains("layer name `r` is used twice") && msg.contains("lines 1 and 7"), "{msg}");
-    // One per phase, as Caffe's LeNet names both its Data layers `mnist`.
-    let train = "  include { phase: TRAIN }\n";
-    let test = "  include { phase: TEST }\n";
-    let src = format!("{}{}", layer("r", train), layer("r", test));
     NetParam::parse(&src, Path::new("ok.prototxt")).unwrap();
-    let src = format!("{}{}", layer("r", train), layer("r", ""));
-    let (_, msg) = net_err(&src);
-    assert!(msg.contains("in the TRAIN net (lines 1 and 8)"), "{msg}");
+    // Weights are matched by layer name: two parameter layers may not share one.
+    let dir = common::scratch("duplicate-names");
+    let conv = |top: &str| {
+        format!(
+            "layer {{ name: \"c\" type: \"Convolution\" bottom: \"data\" top: \"{top}\" \
+             convolution_param {{ num_output: 2 kernel_size: 1 }} }}\n"
+        )
+    };
+    let net = format!(
+        "layer {{ name: \"data\" type: \"Input\" top: \"data\" input_param {{ shape {{ dim: 1 dim: 1 dim: 4 dim: 4 }} }} }}\n{}{}",
+        conv("x"),
+        conv("y")
+    );
+    let path = dir.join("net.prototxt");
+    std::fs::write(&path, net).unwrap();
+    let param = NetParam::load(&path).unwrap();
+    let e = caffe_geeps::net::Net::build(&param, caffe_geeps::proto::net::Phase::Train, &Default::default())
+        .err()
+        .expect("two parameter layers named `c`")
+        .to_string();
+    assert!(e.contains("net.prototxt:3:") && e.contains("two layers named `c` hold parameters (lines 2 and 3)"), "{e}");
 }
 
 #[test]

@@ -16,7 +16,10 @@ impl Gpu {
         let (_, oh, ow) = t.output_shape(c, h, w).map_err(Error::config)?;
         let num = batch.placements.len();
         holds(data, num * c * oh * ow, "Data layer top")?;
-        self.upload(&batch.labels, label)?;
+        // A Data layer without a label top reads its labels and drops them.
+        if !label.is_empty() {
+            self.upload(&batch.labels, label)?;
+        }
         let (mean_kind, mean): (u32, Vec<f32>) = match &t.mean {
             Mean::None => (0, Vec::new()),
             Mean::Image { values, .. } => (1, values.clone()),

@@ -1,5 +1,5 @@
 //! Initial parameter values, as Caffe's fillers draw them (constant,
-//! uniform, gaussian, xavier, msra with their variance norms, bilinear). It owns the
+//! uniform, gaussian (dense or `sparse`), xavier, msra with their variance norms, bilinear). It owns the
 //! formulas; it must never decide which blob gets which filler.
 
 use rand::Rng;
@@ -38,6 +38,21 @@ pub fn fill(filler: &Filler, shape: &[usize], rng: &mut impl Rng) -> Vec<f32> {
         Filler::Constant(v) => vec![v; count],
         Filler::Uniform { min, max } => (0..count).map(|_| uniform(rng, min, max)).collect(),
         Filler::Gaussian { mean, std } => (0..count).map(|_| mean + std * normal(rng)).collect(),
+        Filler::SparseGaussian { mean, std, sparse } => {
+            // Caffe's: the gaussian draw, then a Bernoulli mask keeping each
+            // value with probability sparse / num_outputs (shape[0]).
+            let keep = sparse as f64 / shape.first().copied().unwrap_or(1).max(1) as f64;
+            (0..count)
+                .map(|_| {
+                    let v = mean + std * normal(rng);
+                    if rng.gen_bool(keep.min(1.0)) {
+                        v
+                    } else {
+                        0.0
+                    }
+                })
+                .collect()
+        }
         Filler::Xavier(norm) => {
             let a = (3.0 / norm_n(norm, shape)).sqrt();
             (0..count).map(|_| uniform(rng, -a, a)).collect()
@@ -113,5 +128,14 @@ mod tests {
         for (i, v) in w.iter().enumerate() {
             assert!((v - t[i % 3] * t[i / 3]).abs() < 1e-6, "{i}: {v}");
         }
+    }
+
+    #[test]
+    fn sparse_gaussian_keeps_sparse_over_outputs() {
+        let mut rng = StdRng::seed_from_u64(2);
+        // 100 outputs, sparse 15: each value kept with probability 0.15.
+        let w = fill(&Filler::SparseGaussian { mean: 0.0, std: 1.0, sparse: 15 }, &[100, 400], &mut rng);
+        let kept = w.iter().filter(|v| **v != 0.0).count() as f32 / w.len() as f32;
+        assert!((kept - 0.15).abs() < 0.01, "{kept}");
     }
 }

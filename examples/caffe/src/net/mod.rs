@@ -11,6 +11,7 @@ mod layer_call;
 pub mod memory;
 pub mod params;
 pub mod plain;
+mod sharing;
 mod wiring;
 
 pub use layer_call::{backward_layer, forward_layer, Io};

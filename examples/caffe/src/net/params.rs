@@ -28,6 +28,9 @@ pub struct BlobSlot {
 #[derive(Debug, Clone, PartialEq)]
 pub struct LayerParams {
     pub layer: usize,
+    /// Every layer that reads and trains these parameters: `layer` first,
+    /// then the layers sharing them by `param { name }`, in net order.
+    pub users: Vec<usize>,
     pub name: String,
     pub type_name: &'static str,
     pub blobs: Vec<BlobSlot>,
@@ -44,7 +47,7 @@ impl ParamLayout {
     pub fn of(net: &Net) -> ParamLayout {
         let mut layers = Vec::new();
         for (i, l) in net.layers.iter().enumerate() {
-            if l.params.is_empty() {
+            if l.params.is_empty() || l.shares.is_some() {
                 continue;
             }
             let mut offset = 0;
@@ -59,14 +62,29 @@ impl ParamLayout {
                     slot
                 })
                 .collect();
-            layers.push(LayerParams { layer: i, name: l.name.clone(), type_name: l.type_name, blobs, len: offset });
+            let mut users = vec![i];
+            users.extend((i + 1..net.layers.len()).filter(|&j| net.layers[j].shares == Some(i)));
+            layers.push(LayerParams {
+                layer: i,
+                users,
+                name: l.name.clone(),
+                type_name: l.type_name,
+                blobs,
+                len: offset,
+            });
         }
         ParamLayout { layers }
     }
 
-    /// Position in `layers` of the parameter layer at net index `layer`.
+    /// Position in `layers` of the parameters that the layer at net index
+    /// `layer` uses (its own, or those it shares).
     pub fn index_of_layer(&self, layer: usize) -> Option<usize> {
-        self.layers.iter().position(|p| p.layer == layer)
+        self.layers.iter().position(|p| p.users.contains(&layer))
+    }
+
+    /// Whether some layer shares another's parameters.
+    pub fn has_sharing(&self) -> bool {
+        self.layers.iter().any(|p| p.users.len() > 1)
     }
 
     /// Total floats.
@@ -180,9 +198,20 @@ impl ParamLayout {
     /// Per layer of `other` (a net sharing these parameters by layer name,
     /// like the test net), the index into this layout, checked for shape.
     pub fn share_with(&self, other: &Net) -> Result<Vec<Option<usize>>> {
-        other
-            .layers
-            .iter()
+        let mut map: Vec<Option<usize>> = Vec::with_capacity(other.layers.len());
+        for l in &other.layers {
+            // A sharing layer uses its owner's (an earlier layer's) parameters.
+            let found = match l.shares {
+                Some(owner) => Ok(map[owner]),
+                None => self.own_index(l, other),
+            }?;
+            map.push(found);
+        }
+        Ok(map)
+    }
+
+    fn own_index(&self, l: &crate::net::NetLayer, other: &Net) -> Result<Option<usize>> {
+        std::iter::once(l)
             .map(|l| {
                 if l.params.is_empty() {
                     return Ok(None);
@@ -205,7 +234,8 @@ impl ParamLayout {
                 }
                 Ok(Some(i))
             })
-            .collect()
+            .next()
+            .unwrap_or(Ok(None))
     }
 }
 

@@ -52,8 +52,12 @@ impl<'n> Plain<'n> {
         let l = &net.layers[li];
         if let Some(src) = &l.data {
             let idx = self.cursors[li].as_mut().map(|c| c.take(net.batch)).unwrap_or_default();
-            let [d, lab] = [l.tops[0], l.tops[1]];
-            let mut label = std::mem::take(&mut self.data[lab]);
+            let d = l.tops[0];
+            // Without a label top the labels are read and dropped, as Caffe's.
+            let mut label = match l.tops.get(1) {
+                Some(&lab) => std::mem::take(&mut self.data[lab]),
+                None => vec![0.0; net.batch],
+            };
             let filled = src.set.fill(
                 &idx,
                 &src.transform,
@@ -63,7 +67,9 @@ impl<'n> Plain<'n> {
                 &mut self.data[d],
                 &mut label,
             );
-            self.data[lab] = label;
+            if let Some(&lab) = l.tops.get(1) {
+                self.data[lab] = label;
+            }
             return filled;
         }
         let mut outs: Vec<(usize, Vec<f32>)> =

@@ -14,6 +14,7 @@ use crate::layers::split::Split;
 use crate::layers::{self, count, Layer, ParamBlob, Shape};
 use crate::net::infogain_source;
 use crate::net::insert_splits;
+use crate::net::sharing;
 use crate::proto::net::{DataConf, LayerKind, LayerParam, NetParam, ParamSpec, Phase};
 use crate::proto::net_state::NetState;
 use crate::proto::solver::resolve;
@@ -54,6 +55,8 @@ pub struct NetLayer {
     pub in_place: bool,
     pub params: Vec<ParamBlob>,
     pub specs: Vec<ParamSpec>,
+    /// The earlier layer whose parameters this one shares (`param { name }`).
+    pub shares: Option<usize>,
     pub param_len: usize,
     pub aux_len: usize,
     /// Runs backward (needs it and contributes to a loss).
@@ -88,6 +91,26 @@ pub struct Net {
     pub batch: usize,
     /// Blobs no layer consumes: what the net reports (loss, accuracy).
     pub outputs: Vec<usize>,
+}
+
+/// Caffe lets layers share a name; weights are matched by layer name, so
+/// two layers holding parameters of their own may not.
+fn weights_by_name(param: &NetParam, layers: &[NetLayer]) -> Result<()> {
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for l in layers.iter().filter(|l| !l.params.is_empty() && l.shares.is_none()) {
+        if let Some(first) = seen.insert(&l.name, l.line) {
+            return Err(at(
+                param,
+                l.line,
+                format!(
+                    "two layers named `{}` hold parameters (lines {first} and {}); weights are matched by layer \
+                     name: give each its own name",
+                    l.name, l.line
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn at(param: &NetParam, line: usize, msg: impl Into<String>) -> Error {
@@ -148,6 +171,8 @@ impl Net {
         let mut blobs: Vec<Blob> = Vec::new();
         let mut by_name: HashMap<String, usize> = HashMap::new();
         let mut layers: Vec<NetLayer> = Vec::new();
+        // Per layer: its `param` blocks' sharing names.
+        let mut share_names = Vec::new();
         let mut batch = None;
         // A net without Data layers: the first axis of its Input (or DummyData) layer's first top.
         let mut input_batch = None;
@@ -186,18 +211,19 @@ impl Net {
                     (Some(l), None, shapes)
                 }
                 (LayerKind::Data(conf), None) => {
-                    if !bottoms.is_empty() || pl.tops.len() != 2 {
+                    // Caffe's data layers output the label only when given a second top.
+                    if !bottoms.is_empty() || !(1..=2).contains(&pl.tops.len()) {
                         return Err(at(
                             param,
                             lp.line,
-                            format!("Data layer `{name}` needs no bottom and two tops (data, label)"),
+                            format!("Data layer `{name}` needs no bottom and one or two tops (data, and the label)"),
                         ));
                     }
                     let set = cache.get(conf).map_err(|e| at(param, lp.line, format!("layer `{name}`: {e}")))?;
                     let transform = transform(conf).map_err(|e| at(param, lp.line, format!("layer `{name}`: {e}")))?;
                     let (c, h, w) =
                         set.image_shape(&transform).map_err(|e| at(param, lp.line, format!("layer `{name}`: {e}")))?;
-                    let shapes = vec![vec![conf.batch_size, c, h, w], vec![conf.batch_size]];
+                    let shapes = [vec![conf.batch_size, c, h, w], vec![conf.batch_size]][..pl.tops.len()].to_vec();
                     match batch {
                         None => batch = Some(conf.batch_size),
                         Some(b) if b != conf.batch_size => {
@@ -316,6 +342,7 @@ impl Net {
                 in_place,
                 params,
                 specs,
+                shares: None,
                 param_len,
                 aux_len,
                 backward: false,
@@ -330,7 +357,25 @@ impl Net {
                 bwd_diff_out: Vec::new(),
                 line: lp.line,
             });
+            share_names.push(if pl.split.is_some() { Vec::new() } else { lp.shares.clone() });
         }
+        let mut views: Vec<sharing::View> = layers
+            .iter()
+            .map(|l| sharing::View {
+                name: l.name.clone(),
+                type_name: l.type_name,
+                line: l.line,
+                shapes: l.params.iter().map(|p| p.shape.clone()).collect(),
+                specs: l.specs.clone(),
+                statistics: l.compute.as_ref().is_some_and(|c| c.param_grad_is_update()),
+                shares: None,
+            })
+            .collect();
+        sharing::resolve(&mut views, &share_names, &param.file)?;
+        for (l, v) in layers.iter_mut().zip(views) {
+            (l.specs, l.shares) = (v.specs, v.shares);
+        }
+        weights_by_name(param, &layers)?;
         let Some(batch) = batch.or(input_batch) else {
             return Err(at(
                 param,
@@ -464,7 +509,8 @@ impl Net {
         let Some((dl, src)) = data else { return Ok(()) };
         let classes = src.set.classes();
         // The label blob and the copies Split layers make of it.
-        let mut labels = vec![dl.tops[1]];
+        let Some(&label) = dl.tops.get(1) else { return Ok(()) };
+        let mut labels = vec![label];
         for l in self.layers.iter().filter(|l| l.type_name == "Split") {
             if labels.contains(&l.bottoms[0]) {
                 labels.extend(&l.tops);

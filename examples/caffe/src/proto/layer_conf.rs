@@ -17,6 +17,13 @@ pub enum Filler {
         mean: f32,
         std: f32,
     },
+    /// Caffe's gaussian with `sparse: s`: each value kept with probability
+    /// s / shape[0] (the outputs), the others zero.
+    SparseGaussian {
+        mean: f32,
+        std: f32,
+        sparse: u32,
+    },
     /// Uniform in ±sqrt(3 / n), n from `norm`.
     Xavier(VarianceNorm),
     /// Gaussian with std sqrt(2 / n), n from `norm`.
@@ -44,6 +51,20 @@ impl Default for ParamSpec {
     fn default() -> Self {
         ParamSpec { lr_mult: 1.0, decay_mult: 1.0 }
     }
+}
+
+/// `param { name share_mode }` of one parameter blob: the name layers
+/// share it by (Caffe's weight sharing), and which multipliers the block
+/// wrote (a sharer's must agree with the owner's, as Caffe checks).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParamShare {
+    pub name: String,
+    /// `share_mode: PERMISSIVE`: only the counts must agree, not the shapes.
+    pub permissive: bool,
+    pub lr_set: bool,
+    pub decay_set: bool,
+    /// The line of the `param` block.
+    pub line: usize,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -19,7 +19,8 @@ use crate::proto::text;
 
 // The parsed net's types, where callers look for them.
 pub use crate::proto::layer_conf::{
-    ConvConf, DataConf, Filler, InnerProductConf, Normalization, ParamSpec, PoolConf, PoolMethod, VarianceNorm,
+    ConvConf, DataConf, Filler, InnerProductConf, Normalization, ParamShare, ParamSpec, PoolConf, PoolMethod,
+    VarianceNorm,
 };
 pub use crate::proto::layer_spec::LayerSpec;
 pub use crate::proto::net_param::{LayerKind, LayerParam, NetParam, PhaseRules, LAYER_TYPES};
@@ -140,34 +141,8 @@ impl NetParam {
         if msg.layer.is_empty() && msg.input.is_empty() {
             p.push(loc.line(), "the net has no `layer`");
         }
-        duplicate_names(&layers, &mut p);
         p.finish()?;
         Ok(NetParam { name: msg.name().to_string(), layers, file: path.to_path_buf() })
-    }
-}
-
-/// Two layers of one phase with one name: both lines.
-fn duplicate_names(layers: &[LayerParam], p: &mut Problems) {
-    let mut reported = std::collections::HashSet::new();
-    for phase in [Phase::Train, Phase::Test] {
-        let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-        for l in layers.iter().filter(|l| l.phases.admits(phase) && !l.name.is_empty()) {
-            match seen.get(l.name.as_str()) {
-                Some(&first) if reported.insert((first, l.line)) => p.push(
-                    l.line,
-                    format!(
-                        "layer name `{}` is used twice in the {} net (lines {first} and {}); give each layer its own name",
-                        l.name,
-                        phase.name(),
-                        l.line
-                    ),
-                ),
-                Some(_) => {}
-                None => {
-                    seen.insert(&l.name, l.line);
-                }
-            }
-        }
     }
 }
 
@@ -181,15 +156,31 @@ fn layer(lp: &caffe::LayerParameter, loc: &Loc<'_>, base_dir: &Path, p: &mut Pro
         return None;
     };
     let mut params = Vec::new();
+    let mut shares = Vec::new();
     for (i, ps) in lp.param.iter().enumerate() {
         let pl = loc.nth("param", i);
-        if ps.name.is_some() || ps.share_mode.is_some() {
-            let field = if ps.name.is_some() { "name" } else { "share_mode" };
-            p.push(
-                pl.of(field),
-                format!("`param {{ {field} }}` (sharing parameters between layers) is not supported; remove it"),
-            );
-        }
+        let share = match ps.name.as_deref() {
+            Some("") => {
+                p.push(pl.of("name"), "`param { name }` is empty; give the shared blob a name or remove `name`");
+                None
+            }
+            Some(n) => Some(ParamShare {
+                name: n.to_string(),
+                permissive: ps.share_mode() == caffe::param_spec::DimCheckMode::Permissive,
+                lr_set: ps.lr_mult.is_some(),
+                decay_set: ps.decay_mult.is_some(),
+                line: pl.line(),
+            }),
+            None if ps.share_mode.is_some() => {
+                p.push(
+                    pl.of("share_mode"),
+                    "`share_mode` applies to a named `param` (one shared by name); add `name` or remove it",
+                );
+                None
+            }
+            None => None,
+        };
+        shares.push(share);
         params.push(ParamSpec { lr_mult: ps.lr_mult(), decay_mult: ps.decay_mult() });
     }
     for (field, set) in [("propagate_down", !lp.propagate_down.is_empty()), ("blobs", !lp.blobs.is_empty())] {
@@ -248,6 +239,7 @@ fn layer(lp: &caffe::LayerParameter, loc: &Loc<'_>, base_dir: &Path, p: &mut Pro
         bottoms: lp.bottom.clone(),
         tops: lp.top.clone(),
         params,
+        shares,
         loss_weight: lp.loss_weight.clone(),
         phases,
         line,

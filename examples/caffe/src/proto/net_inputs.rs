@@ -76,6 +76,7 @@ pub fn upgrade(msg: &caffe::NetParameter, loc: &Loc<'_>, p: &mut Problems) -> Op
         bottoms: Vec::new(),
         tops: names.clone(),
         params: Vec::new(),
+        shares: Vec::new(),
         loss_weight: Vec::new(),
         phases: PhaseRules::default(),
         line,

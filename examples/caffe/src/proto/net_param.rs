@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use crate::proto::layer_conf::{ConvConf, DataConf, InnerProductConf, Normalization, ParamSpec, PoolConf};
+use crate::proto::layer_conf::{ConvConf, DataConf, InnerProductConf, Normalization, ParamShare, ParamSpec, PoolConf};
 use crate::proto::layer_spec::LayerSpec;
 use crate::proto::net_state::{admits, NetState, Phase, StateRule};
 
@@ -131,6 +131,8 @@ pub struct LayerParam {
     pub bottoms: Vec<String>,
     pub tops: Vec<String>,
     pub params: Vec<ParamSpec>,
+    /// Per `param` block: its sharing name, when it has one.
+    pub shares: Vec<Option<ParamShare>>,
     /// Per top; empty means Caffe's default (1 for a loss layer's top, 0 otherwise).
     pub loss_weight: Vec<f32>,
     pub phases: PhaseRules,

@@ -60,8 +60,12 @@ pub(crate) fn filler(
         filler_parameter::VarianceNorm::FanOut => VarianceNorm::FanOut,
         filler_parameter::VarianceNorm::Average => VarianceNorm::Average,
     };
-    if f.sparse() != -1 {
-        p.push(fl.of("sparse"), "sparse fillers are not supported; remove `sparse`");
+    let sparse = f.sparse();
+    if sparse < -1 || (sparse != -1 && f.r#type() != "gaussian") {
+        p.push(
+            fl.of("sparse"),
+            format!("`sparse: {sparse}` applies only to a gaussian filler, and must be >= 0 there (Caffe's rule); remove it"),
+        );
     }
     let (min, max, mean, std) = (f.min(), f.max(), f.mean(), f.std());
     let filler = match f.r#type() {
@@ -71,6 +75,7 @@ pub(crate) fn filler(
             p.push(fl.line(), format!("uniform filler has min {min} > max {max}"));
             return None;
         }
+        "gaussian" if std >= 0.0 && sparse >= 0 => Filler::SparseGaussian { mean, std, sparse: sparse as u32 },
         "gaussian" if std >= 0.0 => Filler::Gaussian { mean, std },
         "gaussian" => {
             p.push(fl.of("std"), "gaussian filler needs std >= 0");

@@ -66,6 +66,10 @@ pub struct PsWorker<'a> {
     /// layers were not asked to stay on the CPU).
     gpu: Option<Gpu>,
     rule: Rule,
+    /// Backward adds each gradient into the history rows and an update pass
+    /// steps every layer: the solver needs the whole gradient first, or a
+    /// parameter is shared by several layers whose gradients must meet.
+    accumulate: bool,
     control: ControlCalls,
 }
 
@@ -135,7 +139,8 @@ impl<'a> PsWorker<'a> {
         transport: Arc<dyn Transport>,
     ) -> Result<PsWorker<'a>> {
         // The solver's histories, then (when it accumulates) the gradient sum.
-        let copies = rule.history_slots() + usize::from(rule.accumulates());
+        let accumulate = accumulates(&rule, params);
+        let copies = rule.history_slots() + usize::from(accumulate);
         let budget = crate::ps::budget::for_worker(net, params, opts, copies)?;
         let config = Config::default()
             .with_row_width(opts.row_width)
@@ -174,7 +179,8 @@ impl<'a> PsWorker<'a> {
             .collect::<Result<_>>()?;
         let slack = Slack::Bounded(opts.slack);
         let control = ControlCalls::record(&ps, &layout, slack)?;
-        let mut w = PsWorker { ps, net, params, layout, passes: Vec::new(), cursors, view, gpu, rule, control };
+        let mut w =
+            PsWorker { ps, net, params, layout, passes: Vec::new(), cursors, view, gpu, rule, accumulate, control };
         let iter_size = rule.iter_size.max(1) as usize;
         let total = opts.batches_per_clock * iter_size;
         for pass in 0..total {
@@ -255,7 +261,7 @@ impl<'a> PsWorker<'a> {
     /// accumulates); `clock` on the last mini-batch of a clock.
     fn record_pass(&self, slack: Slack, first: bool, last: bool, clock: bool) -> Result<Pass> {
         let net = self.net;
-        let accumulate = self.rule.accumulates();
+        let accumulate = self.accumulate;
         let mut pass = Pass { first, last, ..Pass::default() };
         for (li, l) in net.layers.iter().enumerate() {
             let p = self.params.index_of_layer(li);
@@ -319,9 +325,10 @@ impl<'a> PsWorker<'a> {
         }
         if accumulate && last {
             for p in (0..self.params.layers.len()).rev() {
-                let l = &net.layers[self.params.layers[p].layer];
+                let lp = &self.params.layers[p];
+                let l = &net.layers[lp.layer];
                 let mut c = Calls::default();
-                if l.backward && !is_statistics(l) {
+                if lp.users.iter().any(|&u| net.layers[u].backward) && !is_statistics(l) {
                     let keys = &self.layout.param_keys[p];
                     let (r, u) = (self.ps.virtual_read(keys, slack)?, self.ps.virtual_pre_update(keys)?);
                     c.history = self.access(vec![Slot::History(p)], true, true)?;
@@ -509,7 +516,7 @@ impl<'a> PsWorker<'a> {
     /// or any solver stepping as each gradient is known (not one that
     /// accumulates the whole iteration's gradient first).
     fn solver_on_gpu(&self, l: &crate::net::NetLayer, _calls: &Pass) -> bool {
-        l.param_len == 0 || is_statistics(l) || !self.rule.accumulates()
+        l.param_len == 0 || is_statistics(l) || !self.accumulate
     }
 
     /// A Data layer's batch on the GPU: uploaded as stored and transformed
@@ -605,7 +612,7 @@ impl<'a> PsWorker<'a> {
     /// otherwise each layer steps as its gradient is known.
     fn mini_batch(&mut self, index: usize, step: Step, seed: u64, sum_squares: &mut f64) -> Result<Vec<f32>> {
         let (ps, net, params) = (&self.ps, self.net, self.params);
-        let (hv, rule) = (&self.view, &self.rule);
+        let (hv, rule, accumulate) = (&self.view, &self.rule, self.accumulate);
         let calls = &self.passes[index];
         let mut outputs = vec![0.0; net.outputs.len()];
         let open = |a: &Option<Access>| open(ps, a);
@@ -649,11 +656,13 @@ impl<'a> PsWorker<'a> {
                     if let Some(src) = &l.data {
                         let idx = self.cursors[li].as_mut().map(|c| c.take(net.batch)).unwrap_or_default();
                         let mut data: &mut [f32] = &mut [];
-                        let mut label: &mut [f32] = &mut [];
+                        // Without a label top the labels are read and dropped, as Caffe's.
+                        let mut dropped = vec![0.0; if l.tops.len() < 2 { net.batch } else { 0 }];
+                        let mut label: &mut [f32] = &mut dropped;
                         for (b, s) in io.data_out {
                             if b == l.tops[0] {
                                 data = s;
-                            } else if b == l.tops[1] {
+                            } else if l.tops.get(1) == Some(&b) {
                                 label = s;
                             }
                         }
@@ -756,14 +765,16 @@ impl<'a> PsWorker<'a> {
                         } else if let (Some(p), Some(h)) = (params.index_of_layer(li), history_view.as_mut()) {
                             let lp = &params.layers[p];
                             let states = rule.history_slots() * lp.len;
-                            if rule.accumulates() {
+                            if accumulate {
                                 let sum = &mut h[states..states + lp.len];
-                                if calls.first {
+                                // The first of the blob's users that backward reaches starts the sum.
+                                let (first_user, last_user) = backward_users(net, lp);
+                                if calls.first && li == first_user {
                                     sum.copy_from_slice(grad);
                                 } else {
                                     sum.iter_mut().zip(grad.iter()).for_each(|(s, g)| *s += g);
                                 }
-                                if calls.last && rule.clip_gradients.is_some() {
+                                if calls.last && li == last_user && rule.clip_gradients.is_some() {
                                     *sum_squares += sumsq(lp, sum);
                                 }
                             } else {
@@ -802,6 +813,20 @@ impl<'a> PsWorker<'a> {
         }
         Ok(outputs)
     }
+}
+
+/// Whether backward adds gradients into the history rows before one update
+/// pass: the solver needs the whole gradient, or parameters are shared.
+fn accumulates(rule: &Rule, params: &ParamLayout) -> bool {
+    rule.accumulates() || params.has_sharing()
+}
+
+/// Of the layers using `lp`'s parameters and running backward, the one
+/// backward reaches first (the highest) and last (the lowest).
+fn backward_users(net: &Net, lp: &crate::net::params::LayerParams) -> (usize, usize) {
+    let users = lp.users.iter().copied().filter(|&u| net.layers[u].backward);
+    let lowest = users.clone().min().unwrap_or(lp.layer);
+    (users.max().unwrap_or(lp.layer), lowest)
 }
 
 /// Whether a layer's parameters are running statistics that no solver

@@ -61,6 +61,7 @@ mod tests {
             |offset, lr_mult| BlobSlot { shape: vec![2], offset, len: 2, spec: ParamSpec { lr_mult, decay_mult: 1.0 } };
         let lp = LayerParams {
             layer: 0,
+            users: vec![0],
             name: "c".into(),
             type_name: "Convolution",
             blobs: vec![blob(0, 1.0), blob(2, 0.0)],

@@ -140,6 +140,7 @@ mod tests {
         };
         LayerParams {
             layer: 0,
+            users: vec![0],
             name: "ip".into(),
             type_name: "InnerProduct",
             blobs: vec![blob(0, 2, 1.0, 1.0), blob(2, 1, 2.0, 0.0)],

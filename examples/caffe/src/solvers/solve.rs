@@ -241,7 +241,7 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
         &train_net,
         &layout,
         &opts.ps,
-        rule.history_slots() + usize::from(rule.accumulates()),
+        rule.history_slots() + usize::from(rule.accumulates() || layout.has_sharing()),
     )?;
     let job = JobId::current(&layout, solver);
     let restarted = opts.resume_on_restart

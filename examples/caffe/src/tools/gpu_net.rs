@@ -69,11 +69,12 @@ impl<'g, 'n> GpuNet<'g, 'n> {
         let seed = layer_seed(seed, li);
         if let Some(src) = &l.data {
             let idx = self.cursors[li].as_mut().map(|c| c.take(net.batch)).unwrap_or_default();
-            let (mut data, mut label) =
-                (vec![0.0; net.blobs[l.tops[0]].count()], vec![0.0; net.blobs[l.tops[1]].count()]);
+            let (mut data, mut label) = (vec![0.0; net.blobs[l.tops[0]].count()], vec![0.0; net.batch]);
             src.set.fill(&idx, &src.transform, train, seed, src.label_limit.get(), &mut data, &mut label)?;
             self.gpu.upload(&data, self.data[l.tops[0]].slice())?;
-            self.gpu.upload(&label, self.data[l.tops[1]].slice())?;
+            if let Some(&lab) = l.tops.get(1) {
+                self.gpu.upload(&label, self.data[lab].slice())?;
+            }
             return self.gpu.sync();
         }
         let outs: Vec<usize> = l.fwd_out.iter().chain(&l.fwd_inout).copied().collect();

@@ -63,7 +63,9 @@ impl<'g, 'n> Runner<'g, 'n> {
 pub fn per_layer(net: &Net, layout: &crate::net::params::ParamLayout, values: Vec<Vec<f32>>) -> Vec<Vec<f32>> {
     let mut out = vec![Vec::new(); net.layers.len()];
     for (lp, v) in layout.layers.iter().zip(values) {
-        out[lp.layer] = v;
+        for &u in &lp.users {
+            out[u] = v.clone();
+        }
     }
     out
 }

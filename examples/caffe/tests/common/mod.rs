@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+pub mod substitute;
+
 use std::path::{Path, PathBuf};
 
 use caffe_geeps::data::DataCache;
@@ -42,15 +44,20 @@ pub fn reference(solver: &SolverParam) -> (Vec<Vec<f32>>, Vec<f32>) {
             let mut grads: Vec<Vec<f32>> = vec![Vec::new(); net.layers.len()];
             let mut views: Vec<&[f32]> = vec![&[]; net.layers.len()];
             for (lp, v) in layout.layers.iter().zip(&params) {
-                views[lp.layer] = v;
-                grads[lp.layer] = vec![0.0; lp.len];
+                for &u in &lp.users {
+                    views[u] = v;
+                    grads[u] = vec![0.0; lp.len];
+                }
             }
             let seed = iteration_seed(seed, 0, iter * solver.iter_size + k);
             let out = plain.forward(&views, true, seed).unwrap();
             plain.backward(&views, &mut grads);
             loss += out[loss_at] / solver.iter_size as f32;
+            // A parameter shared by several layers gets the sum of their gradients.
             for (lp, sum) in layout.layers.iter().zip(&mut sums) {
-                sum.iter_mut().zip(&grads[lp.layer]).for_each(|(s, g)| *s += g);
+                for &u in &lp.users {
+                    sum.iter_mut().zip(&grads[u]).for_each(|(s, g)| *s += g);
+                }
             }
         }
         losses.push(loss);

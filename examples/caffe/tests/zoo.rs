@@ -1,0 +1,113 @@
+//! The public model zoo (`models/zoo/`, each file as its repository
+//! publishes it, see the SOURCES.md beside it) runs: each train file
+//! trains three iterations of one worker at a small batch on random data
+//! of the size it was published for (only sources, mean files, batch sizes
+//! and the solver's schedule rewritten, `common::substitute`), with finite
+//! losses and every parameter layer moved; `time` runs on the deploy
+//! files. The nets too heavy for a test run (ResNet, VGG, DenseNet) are
+//! `#[ignore]`d here and run by `scripts/zoo-check`.
+
+mod common;
+
+use std::path::PathBuf;
+
+use caffe_geeps::cli::cluster::Cluster;
+use caffe_geeps::data::DataCache;
+use caffe_geeps::net::params::ParamLayout;
+use caffe_geeps::proto::solver::SolverParam;
+use caffe_geeps::solvers::solve::{build_nets, train, TrainOptions};
+use common::substitute::{self, Images, CIFAR10, IMAGENET, MNIST, MNIST_PAIRS};
+
+fn zoo(file: &str) -> PathBuf {
+    common::models().join("zoo").join(file)
+}
+
+/// Trains `net` (a zoo file) three iterations at `batch` on random
+/// `images`, with the zoo's `solver` file when it has one.
+fn trains(net: &str, solver: Option<&str>, images: Images, batch: usize) {
+    let read = |f: &str| std::fs::read_to_string(zoo(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+    let dir = common::scratch(&format!("zoo-{}", net.replace('/', "-")));
+    let solver_text = solver.map(read);
+    let path = substitute::prepare(&read(net), solver_text.as_deref(), &dir, images, batch, 3);
+    let solver = SolverParam::load(&path).unwrap_or_else(|e| panic!("{net}: {e}"));
+    let (built, _) = build_nets(&solver, &DataCache::default()).unwrap_or_else(|e| panic!("{net}: {e}"));
+    let layout = ParamLayout::of(&built);
+    let initial = layout.initial(&built, solver.random_seed.unwrap());
+    let report = train(&solver, &TrainOptions::default(), &Cluster::in_process(1).unwrap())
+        .unwrap_or_else(|e| panic!("{net}: {e}"));
+    assert_eq!(report.losses.len(), 3, "{net}: one loss per iteration");
+    assert!(report.losses.iter().all(|l| l.is_finite()), "{net}: losses {:?}", report.losses);
+    assert!(report.test.iter().all(|(_, v)| v.is_finite()), "{net}: test outputs {:?}", report.test);
+    for (lp, (end, start)) in layout.layers.iter().zip(report.final_params.iter().zip(&initial)) {
+        assert!(end.iter().all(|v| v.is_finite()), "{net}: layer `{}` has non-finite weights", lp.name);
+        let learns = lp.blobs.iter().any(|b| b.spec.lr_mult != 0.0);
+        assert!(!learns || end != start, "{net}: layer `{}`'s weights did not change", lp.name);
+    }
+    println!("{net}: losses {:?} in {:.1} s", report.losses, report.wall.as_secs_f64());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `caffe-geeps time` on a zoo deploy file, one iteration: every layer timed.
+fn times(deploy: &str) {
+    let model = zoo(deploy);
+    let out = common::caffe_ok(&["time", "-model", &model.to_string_lossy(), "-iterations", "1"]);
+    assert!(out.contains("*** Benchmark ends ***"), "{deploy}: {out}");
+    let average = out.lines().find(|l| l.starts_with("Average Forward-Backward:")).unwrap_or_default();
+    println!("{deploy}: {average}");
+}
+
+#[test]
+fn cifar10_quick_trains() {
+    trains("cifar10/cifar10_quick_train_test.prototxt", Some("cifar10/cifar10_quick_solver.prototxt"), CIFAR10, 4);
+}
+
+#[test]
+fn cifar10_full_trains() {
+    trains("cifar10/cifar10_full_train_test.prototxt", None, CIFAR10, 4);
+}
+
+#[test]
+fn mnist_autoencoder_trains() {
+    trains(
+        "mnist_autoencoder/mnist_autoencoder.prototxt",
+        Some("mnist_autoencoder/mnist_autoencoder_solver.prototxt"),
+        MNIST,
+        4,
+    );
+}
+
+#[test]
+fn mnist_siamese_trains_with_shared_weights() {
+    trains(
+        "mnist_siamese/mnist_siamese_train_test.prototxt",
+        Some("mnist_siamese/mnist_siamese_solver.prototxt"),
+        MNIST_PAIRS,
+        4,
+    );
+}
+
+#[test]
+fn squeezenet_trains() {
+    trains("squeezenet_v1.1/train_val.prototxt", None, IMAGENET, 2);
+}
+
+#[test]
+fn lenet_and_alexnet_deploy_files_time() {
+    times("lenet/lenet.prototxt");
+    times("bvlc_alexnet/deploy.prototxt");
+}
+
+/// Every zoo file the tests name is there, as its SOURCES.md lists it.
+#[test]
+fn every_zoo_file_is_listed_in_its_sources() {
+    let root = common::models().join("zoo");
+    for dir in std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()) {
+        let sources = std::fs::read_to_string(dir.join("SOURCES.md"))
+            .unwrap_or_else(|_| panic!("{} has no SOURCES.md", dir.display()));
+        for f in std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()) {
+            if f.ends_with(".prototxt") {
+                assert!(sources.contains(&format!("`{f}`")), "{}: `{f}` is not in SOURCES.md", dir.display());
+            }
+        }
+    }
+}
