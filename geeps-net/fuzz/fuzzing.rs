@@ -409,6 +409,7 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         row_width: 2,
         tables: table_decls(&tables),
         host: String::new(),
+        stripes: 1,
     };
     let update = |worker: u32, partition: u32, clock: u64, deltas: Option<&[u8]>| {
         let u = UpdateHeader {
@@ -442,7 +443,7 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
             has_deltas: true,
             encoding: Encoding::Bf16.into(),
         }),
-        Body::Publish(PublishHeader { table: 0, partition: 1, age: 2, included: vec![2, 3] }),
+        Body::Publish(PublishHeader { table: 0, partition: 1, age: 2, included: vec![2, 3], ..Default::default() }),
         Body::Leave(Leave { rank: 1 }),
         Body::Failure(crate::wire::Failure {
             kind: FailureKind::PeerLost.into(),
