@@ -120,8 +120,9 @@ fn googlenet_deploy_file_times() {
 }
 
 #[test]
-fn resnet50_deploy_file_times() {
+fn resnet50_and_resnet101_deploy_files_time() {
     times_at("resnet_50/ResNet-50-deploy.prototxt", 1);
+    times_at("resnet_101/ResNet-101-deploy.prototxt", 1);
 }
 
 #[test]
