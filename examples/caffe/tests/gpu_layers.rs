@@ -18,7 +18,9 @@ use caffe_geeps::layers::power::PowerConf;
 use caffe_geeps::layers::scale::ScaleConf;
 use caffe_geeps::layers::spec::{BatchNormSpec, LayerSpec};
 use caffe_geeps::layers::split::Split;
-use caffe_geeps::proto::net::{ConvConf, Filler, InnerProductConf, LayerKind, Normalization, PoolConf, PoolMethod};
+use caffe_geeps::proto::net::{
+    ConvConf, Filler, InnerProductConf, LayerKind, Normalization, PoolConf, PoolMethod, PoolRound,
+};
 use gpu_compare::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -86,14 +88,15 @@ fn pooling_matches_the_cpu() {
     let Some(gpu) = gpu("pooling_matches_the_cpu") else { return };
     let mut rng = StdRng::seed_from_u64(3);
     for method in [PoolMethod::Max, PoolMethod::Ave] {
-        for (kernel, stride, pad, shape) in [
-            ((2, 2), (2, 2), (0, 0), vec![3, 5, 12, 12]),
-            ((3, 3), (2, 2), (1, 1), vec![2, 3, 7, 6]),
-            ((3, 2), (1, 2), (0, 1), vec![1, 4, 9, 11]),
+        for (kernel, stride, pad, shape, round) in [
+            ((2, 2), (2, 2), (0, 0), vec![3, 5, 12, 12], PoolRound::Ceil),
+            ((3, 3), (2, 2), (1, 1), vec![2, 3, 7, 6], PoolRound::Ceil),
+            ((3, 2), (1, 2), (0, 1), vec![1, 4, 9, 11], PoolRound::Ceil),
+            ((3, 3), (2, 2), (1, 1), vec![2, 3, 8, 7], PoolRound::Floor),
         ] {
-            let conf = PoolConf { method, kernel, stride, pad, global: false };
+            let conf = PoolConf { method, kernel, stride, pad, global: false, round };
             let case = build(LayerKind::Pooling(conf), std::slice::from_ref(&shape), true, &mut rng);
-            compare(&gpu, &format!("{method:?} pooling {kernel:?}/{stride:?} pad {pad:?} {shape:?}"), case);
+            compare(&gpu, &format!("{method:?} pooling {kernel:?}/{stride:?} pad {pad:?} {round:?} {shape:?}"), case);
         }
     }
 }

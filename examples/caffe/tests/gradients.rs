@@ -18,7 +18,9 @@ use caffe_geeps::layers::softmax::Softmax;
 use caffe_geeps::layers::spec::{LayerSpec, LossNorm, NeuronFn};
 use caffe_geeps::layers::split::Split;
 use caffe_geeps::layers::{self, count, Forward, Layer};
-use caffe_geeps::proto::net::{ConvConf, Filler, InnerProductConf, LayerKind, Normalization, PoolConf, PoolMethod};
+use caffe_geeps::proto::net::{
+    ConvConf, Filler, InnerProductConf, LayerKind, Normalization, PoolConf, PoolMethod, PoolRound,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -47,10 +49,13 @@ fn convolution() {
 #[test]
 fn pooling() {
     for method in [PoolMethod::Max, PoolMethod::Ave] {
-        let conf = PoolConf { method, kernel: (2, 2), stride: (2, 2), pad: (0, 0), global: false };
-        check(LayerKind::Pooling(conf), &[vec![2, 3, 6, 6]], None);
-        let overlapping = PoolConf { method, kernel: (3, 3), stride: (2, 2), pad: (1, 1), global: false };
-        check(LayerKind::Pooling(overlapping), &[vec![1, 2, 7, 6]], None);
+        let conf =
+            PoolConf { method, kernel: (2, 2), stride: (2, 2), pad: (0, 0), global: false, round: PoolRound::Ceil };
+        check(LayerKind::Pooling(conf.clone()), &[vec![2, 3, 6, 6]], None);
+        let overlapping = PoolConf { kernel: (3, 3), stride: (2, 2), pad: (1, 1), ..conf };
+        check(LayerKind::Pooling(overlapping.clone()), &[vec![1, 2, 7, 6]], None);
+        let floor = PoolConf { round: PoolRound::Floor, ..overlapping };
+        check(LayerKind::Pooling(floor), &[vec![1, 2, 8, 7]], None);
     }
 }
 

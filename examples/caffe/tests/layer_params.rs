@@ -12,7 +12,7 @@ use caffe_geeps::layers::lrn::{LrnConf, NormRegion};
 use caffe_geeps::layers::power::PowerConf;
 use caffe_geeps::layers::scale::ScaleConf;
 use caffe_geeps::layers::spec::{BatchNormSpec, LayerSpec};
-use caffe_geeps::proto::net::{Filler, LayerKind, NetParam, LAYER_TYPES};
+use caffe_geeps::proto::net::{Filler, LayerKind, NetParam, PoolRound, LAYER_TYPES};
 use common::net_err;
 
 /// The settings of the one layer `src` declares.
@@ -53,6 +53,23 @@ fn defaults_are_caffes() {
             assert!(!e.to_string().contains("unknown layer type"), "{ty}: {e}");
         }
     }
+}
+
+/// `round_mode` is honoured: rounding up by default (Caffe's), down when
+/// written `FLOOR` (DenseNet's first pooling).
+#[test]
+fn pooling_round_mode_is_read() {
+    let round = |extra: &str| {
+        let src =
+            format!("layer {{ name: \"p\" type: \"Pooling\" pooling_param {{ kernel_size: 3 stride: 2 {extra} }} }}");
+        match read(&src) {
+            LayerKind::Pooling(c) => c.round,
+            other => panic!("read as {other:?}"),
+        }
+    };
+    assert_eq!(round(""), PoolRound::Ceil);
+    assert_eq!(round("round_mode: CEIL"), PoolRound::Ceil);
+    assert_eq!(round("round_mode: FLOOR"), PoolRound::Floor);
 }
 
 #[test]

@@ -4,8 +4,10 @@
 //! of the size it was published for (only sources, mean files, batch sizes
 //! and the solver's schedule rewritten, `common::substitute`), with finite
 //! losses and every parameter layer moved; `time` runs on the deploy
-//! files. The nets too heavy for a test run (ResNet, VGG, DenseNet) are
-//! `#[ignore]`d here and run by `scripts/zoo-check`.
+//! files, those published at a large batch (GoogLeNet's 10) at a small one
+//! (`common::substitute::deploy_at_batch`). Every net here runs in seconds
+//! in release; one too heavy for a test run would be `#[ignore]`d here and
+//! run by `scripts/zoo-check`, which runs this whole file.
 
 mod common;
 
@@ -49,11 +51,26 @@ fn trains(net: &str, solver: Option<&str>, images: Images, batch: usize) {
 
 /// `caffe-geeps time` on a zoo deploy file, one iteration: every layer timed.
 fn times(deploy: &str) {
-    let model = zoo(deploy);
+    time_model(deploy, &zoo(deploy));
+}
+
+/// [`times`] at `batch`: the deploy file's first input batch rewritten
+/// (`common::substitute::deploy_at_batch`), nothing else.
+fn times_at(deploy: &str, batch: usize) {
+    let text = std::fs::read_to_string(zoo(deploy)).unwrap_or_else(|e| panic!("{deploy}: {e}"));
+    let dir = common::scratch(&format!("zoo-time-{}", deploy.replace('/', "-")));
+    let model = dir.join("deploy.prototxt");
+    std::fs::write(&model, substitute::deploy_at_batch(&text, batch)).expect("write the deploy file");
+    time_model(&format!("{deploy} (batch {batch})"), &model);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn time_model(what: &str, model: &std::path::Path) {
+    let started = std::time::Instant::now();
     let out = common::caffe_ok(&["time", "-model", &model.to_string_lossy(), "-iterations", "1"]);
-    assert!(out.contains("*** Benchmark ends ***"), "{deploy}: {out}");
+    assert!(out.contains("*** Benchmark ends ***"), "{what}: {out}");
     let average = out.lines().find(|l| l.starts_with("Average Forward-Backward:")).unwrap_or_default();
-    println!("{deploy}: {average}");
+    println!("{what}: {average} ({:.1} s in all)", started.elapsed().as_secs_f64());
 }
 
 #[test]
@@ -95,6 +112,46 @@ fn squeezenet_trains() {
 fn lenet_and_alexnet_deploy_files_time() {
     times("lenet/lenet.prototxt");
     times("bvlc_alexnet/deploy.prototxt");
+}
+
+#[test]
+fn googlenet_deploy_file_times() {
+    times_at("bvlc_googlenet/deploy.prototxt", 2);
+}
+
+#[test]
+fn resnet50_and_resnet101_deploy_files_time() {
+    times_at("resnet_50/ResNet-50-deploy.prototxt", 1);
+    times_at("resnet_101/ResNet-101-deploy.prototxt", 1);
+}
+
+#[test]
+fn mobilenet_v1_and_v2_deploy_files_time() {
+    times_at("mobilenet/mobilenet_deploy.prototxt", 2);
+    times_at("mobilenet/mobilenet_v2_deploy.prototxt", 2);
+}
+
+#[test]
+fn densenet121_deploy_file_times() {
+    times_at("densenet_121/DenseNet_121.prototxt", 1);
+}
+
+/// Only the first input's batch changes, in the legacy `input_dim` and
+/// `input_shape` forms both; the rest of the file (its last newline or
+/// its lack of one included) stays as published.
+#[test]
+fn deploy_batch_substitution_rewrites_only_the_first_input_batch() {
+    for (file, published, rewritten) in [
+        ("resnet_50/ResNet-50-deploy.prototxt", "input_dim: 1", "input_dim: 2"),
+        ("bvlc_googlenet/deploy.prototxt", "  dim: 10", "  dim: 2"),
+        ("mobilenet/mobilenet_v2_deploy.prototxt", "input_dim: 1", "input_dim: 2"),
+    ] {
+        let text = std::fs::read_to_string(zoo(file)).unwrap();
+        let out = substitute::deploy_at_batch(&text, 2);
+        let changed: Vec<_> = text.lines().zip(out.lines()).filter(|(a, b)| a != b).collect();
+        assert_eq!(changed, [(published, rewritten)], "{file}");
+        assert_eq!(out.len(), text.len() - published.len() + rewritten.len(), "{file}: nothing else changed");
+    }
 }
 
 /// Every zoo file the tests name is there, as its SOURCES.md lists it.

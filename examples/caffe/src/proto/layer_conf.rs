@@ -120,6 +120,15 @@ pub enum PoolMethod {
     Ave,
 }
 
+/// `round_mode`: how the pooled size rounds `(in + 2·pad − kernel) / stride`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolRound {
+    /// Up (Caffe's default): a last, clipped window covers the remainder.
+    Ceil,
+    /// Down: only whole windows (DenseNet's first pooling).
+    Floor,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct PoolConf {
     pub method: PoolMethod,
@@ -127,6 +136,7 @@ pub struct PoolConf {
     pub stride: (usize, usize),
     pub pad: (usize, usize),
     pub global: bool,
+    pub round: PoolRound,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -9,7 +9,7 @@ use std::path::Path;
 use crate::proto::caffe::{self, eltwise_parameter, loss_parameter, lrn_parameter, pooling_parameter};
 use crate::proto::layer_conf::{
     DataConf, EltwiseOp, Filler, ImageListConf, InnerProductConf, LrnConf, NormRegion, Normalization, PoolConf,
-    PoolMethod, PowerConf, ScaleConf,
+    PoolMethod, PoolRound, PowerConf, ScaleConf,
 };
 use crate::proto::layer_spec::{BatchNormSpec, LayerSpec, LossNorm, NeuronFn};
 use crate::proto::locate::Loc;
@@ -551,9 +551,10 @@ fn pool(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<P
             return None;
         }
     };
-    if pp.round_mode() == pooling_parameter::RoundMode::Floor {
-        p.push(pl.of("round_mode"), "round_mode: FLOOR is not supported; caffe-geeps pools as CEIL (Caffe's default)");
-    }
+    let round = match pp.round_mode() {
+        pooling_parameter::RoundMode::Ceil => PoolRound::Ceil,
+        pooling_parameter::RoundMode::Floor => PoolRound::Floor,
+    };
     let global = pp.global_pooling();
     let one = |v: Option<u32>| v.map(|v| vec![v]).unwrap_or_default();
     let kernel = dims2(
@@ -572,7 +573,7 @@ fn pool(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<P
     if pad.0 >= kernel.0 || pad.1 >= kernel.1 {
         p.push(pl.line(), "pad must be smaller than the kernel");
     }
-    Some(PoolConf { method, kernel, stride, pad, global })
+    Some(PoolConf { method, kernel, stride, pad, global, round })
 }
 
 fn inner_product(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<InnerProductConf> {

@@ -20,7 +20,7 @@ use crate::proto::text;
 // The parsed net's types, where callers look for them.
 pub use crate::proto::layer_conf::{
     ConvConf, DataConf, Filler, InnerProductConf, Normalization, ParamShare, ParamSpec, PoolConf, PoolMethod,
-    VarianceNorm,
+    PoolRound, VarianceNorm,
 };
 pub use crate::proto::layer_spec::LayerSpec;
 pub use crate::proto::net_param::{LayerKind, LayerParam, NetParam, PhaseRules, LAYER_TYPES};

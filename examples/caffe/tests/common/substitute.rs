@@ -4,8 +4,9 @@
 //! `mean_file:` that LMDB's mean image, every `batch_size:` a small batch;
 //! a published solver keeps its update settings and has its schedule,
 //! paths and mode rewritten (`max_iter`, `test_iter`, `test_interval`,
-//! `display`, `snapshot_prefix`, `solver_mode`). It owns these rewrites; it
-//! never edits a layer or a field beyond them.
+//! `display`, `snapshot_prefix`, `solver_mode`); a deploy file gets a small
+//! batch for its first input. It owns these rewrites; it never edits a
+//! layer or a field beyond them.
 
 use std::path::{Path, PathBuf};
 
@@ -63,6 +64,33 @@ pub fn rewrite_all(src: &str, field: &str, value: &str) -> String {
         })
         .collect();
     if !src.ends_with('\n') {
+        out.pop();
+    }
+    out
+}
+
+/// `deploy` (a published deploy file's text) at batch `batch`: the first
+/// `input_dim:` or `dim:` line, the batch of its first input (net-level
+/// `input_dim` or `input_shape`, or an Input layer's `shape`), gets `batch`
+/// (its indentation kept); every other line is left as published.
+pub fn deploy_at_batch(deploy: &str, batch: usize) -> String {
+    let mut done = false;
+    let mut out: String = deploy
+        .lines()
+        .map(|line| {
+            let body = line.trim_start();
+            let indent = &line[..line.len() - body.len()];
+            match ["input_dim:", "dim:"].iter().find(|k| body.starts_with(*k)) {
+                Some(key) if !done => {
+                    done = true;
+                    format!("{indent}{key} {batch}\n")
+                }
+                _ => format!("{line}\n"),
+            }
+        })
+        .collect();
+    assert!(done, "the deploy file declares no input shape");
+    if !deploy.ends_with('\n') {
         out.pop();
     }
     out

@@ -1,5 +1,6 @@
-//! Max and average pooling with Caffe's output-size rule (rounding up, the
-//! last window starting inside the padded image) and Caffe's average divisor
+//! Max and average pooling with Caffe's output-size rule (rounding up, or
+//! down for `round_mode: FLOOR`; the last window starting inside the padded
+//! image) and Caffe's average divisor
 //! (the window clipped to the padded image). Planes run in parallel. It owns
 //! the pooling math; the max mask is its backward state.
 
@@ -8,7 +9,7 @@ mod gpu;
 use rayon::prelude::*;
 
 use crate::layers::layer::{Backward, Forward, Layer, Reads, Shape};
-use crate::proto::net::{PoolConf, PoolMethod};
+use crate::proto::net::{PoolConf, PoolMethod, PoolRound};
 
 pub struct Pool {
     method: PoolMethod,
@@ -39,10 +40,15 @@ fn windows(input: usize, out: usize, k: usize, stride: usize, pad: usize) -> Vec
         .collect()
 }
 
-/// Caffe's pooled size: ceil((in + 2·pad − k) / stride) + 1, minus one if
-/// the last window would start in the padding.
-fn pooled(input: usize, k: usize, stride: usize, pad: usize) -> usize {
-    let mut out = (input + 2 * pad - k).div_ceil(stride) + 1;
+/// Caffe's pooled size: (in + 2·pad − k) / stride rounded as `round` says
+/// (up by default), + 1, minus one if the last window would start in the
+/// padding.
+fn pooled(input: usize, k: usize, stride: usize, pad: usize, round: PoolRound) -> usize {
+    let span = input + 2 * pad - k;
+    let mut out = match round {
+        PoolRound::Ceil => span.div_ceil(stride),
+        PoolRound::Floor => span / stride,
+    } + 1;
     if pad > 0 && (out - 1) * stride >= input + pad {
         out -= 1;
     }
@@ -59,8 +65,8 @@ impl Pool {
         if height + 2 * pad.0 < kernel.0 || width + 2 * pad.1 < kernel.1 {
             return Err(format!("kernel {}x{} is larger than the padded {height}x{width} input", kernel.0, kernel.1));
         }
-        let out_h = pooled(height, kernel.0, stride.0, pad.0);
-        let out_w = pooled(width, kernel.1, stride.1, pad.1);
+        let out_h = pooled(height, kernel.0, stride.0, pad.0, conf.round);
+        let out_w = pooled(width, kernel.1, stride.1, pad.1, conf.round);
         let rows = windows(height, out_h, kernel.0, stride.0, pad.0);
         let cols = windows(width, out_w, kernel.1, stride.1, pad.1);
         // Rounding up can leave a last window past the image; Caffe would pool nothing there.
@@ -189,21 +195,37 @@ impl Layer for Pool {
 #[cfg(test)]
 mod tests {
     use super::pooled;
+    use crate::proto::net::{PoolConf, PoolMethod, PoolRound};
 
     #[test]
     fn caffe_output_sizes() {
-        assert_eq!(pooled(24, 2, 2, 0), 12);
-        assert_eq!(pooled(8, 2, 2, 0), 4);
+        let ceil = PoolRound::Ceil;
+        assert_eq!(pooled(24, 2, 2, 0, ceil), 12);
+        assert_eq!(pooled(8, 2, 2, 0, ceil), 4);
         // Caffe rounds up: a 3x3/2 window over 6 gives 3 outputs (last window clipped).
-        assert_eq!(pooled(6, 3, 2, 0), 3);
-        assert_eq!(pooled(5, 3, 2, 1), 3);
+        assert_eq!(pooled(6, 3, 2, 0, ceil), 3);
+        assert_eq!(pooled(5, 3, 2, 1, ceil), 3);
+        // DenseNet's pool1 (3x3/2, pad 1) over 112: 57 rounding up, 56 with FLOOR.
+        assert_eq!(pooled(112, 3, 2, 1, ceil), 57);
+        assert_eq!(pooled(112, 3, 2, 1, PoolRound::Floor), 56);
+        assert_eq!(pooled(6, 3, 2, 0, PoolRound::Floor), 2);
+        assert_eq!(pooled(24, 2, 2, 0, PoolRound::Floor), 12);
     }
 
     #[test]
     fn windows_outside_the_input_are_refused() {
-        use crate::proto::net::{PoolConf, PoolMethod};
-        let conf = PoolConf { method: PoolMethod::Max, kernel: (1, 1), stride: (3, 3), pad: (0, 0), global: false };
+        let conf = PoolConf {
+            method: PoolMethod::Max,
+            kernel: (1, 1),
+            stride: (3, 3),
+            pad: (0, 0),
+            global: false,
+            round: PoolRound::Ceil,
+        };
         assert!(super::Pool::new(&conf, &vec![1, 1, 5, 5]).is_err());
+        // Rounding down drops the window that would start past the input.
+        let floor = PoolConf { round: PoolRound::Floor, ..conf.clone() };
+        assert!(super::Pool::new(&floor, &vec![1, 1, 5, 5]).is_ok());
         let ok = PoolConf { kernel: (2, 2), stride: (3, 3), ..conf };
         assert!(super::Pool::new(&ok, &vec![1, 1, 5, 5]).is_ok());
     }

@@ -9,7 +9,7 @@ mod gpu;
 
 use crate::layers::layer::{count, Backward, Forward, Layer, Reads, Shape};
 use crate::layers::pool::Pool;
-use crate::proto::layer_conf::PoolConf;
+use crate::proto::layer_conf::{PoolConf, PoolRound};
 use crate::proto::standard_conf::SppConf;
 
 pub struct Spp {
@@ -45,7 +45,14 @@ impl Spp {
                      lower pyramid_height to {l}"
                 ));
             }
-            let pc = PoolConf { method: conf.method, kernel: (kh, kw), stride: (kh, kw), pad: (ph, pw), global: false };
+            let pc = PoolConf {
+                method: conf.method,
+                kernel: (kh, kw),
+                stride: (kh, kw),
+                pad: (ph, pw),
+                global: false,
+                round: PoolRound::Ceil,
+            };
             let pool = Pool::new(&pc, bottom).map_err(|e| format!("pyramid level {l}: {e}"))?;
             per_item.push(count(&pool.top_shapes()[0]) / num.max(1));
             levels.push(pool);
