@@ -7,7 +7,7 @@
 # (safe Rust, and a third of the build time); long runs use AddressSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds="${GEEPS_FUZZ_SECONDS:-15}"
+seconds="${GEEPS_FUZZ_SECONDS:-10}"
 
 cargo clippy -p geeps-net --all-targets --features fuzzing -- -D warnings
 # The entry points run every seed once, and the checked-in seeds are current.

@@ -18,7 +18,7 @@ pub enum Filler {
         std: f32,
     },
     /// Caffe's gaussian with `sparse: s`: each value kept with probability
-    /// s / shape[0] (the outputs), the others zero.
+    /// s / `shape[0]` (the outputs), the others zero.
     SparseGaussian {
         mean: f32,
         std: f32,
