@@ -68,11 +68,11 @@ impl SentRows {
             *held = floats_of(rows).collect();
             return Encoded::Base;
         }
-        let mut out = Vec::with_capacity(2 * n);
-        for (v, h) in floats_of(rows).zip(held.iter_mut()) {
+        let mut out = vec![0u8; 2 * n];
+        for ((v, h), o) in floats_of(rows).zip(held.iter_mut()).zip(out.chunks_exact_mut(2)) {
             let q = to_bf16(v - *h);
             *h += widen(q);
-            out.extend_from_slice(&q.to_le_bytes());
+            o.copy_from_slice(&q.to_le_bytes());
         }
         Encoded::Change(Bytes::from(out))
     }

@@ -15,7 +15,7 @@ use crate::proto::layer_spec::{BatchNormSpec, LayerSpec, LossNorm, NeuronFn};
 use crate::proto::locate::Loc;
 use crate::proto::net_param::LayerKind;
 use crate::proto::problems::Problems;
-use crate::proto::shared_params::{conv, dims2, filler};
+use crate::proto::shared_params::{conv, dims2, filler, loss_norm};
 use crate::proto::standard_params;
 
 /// The settings of a layer of type `type_name` (one `TYPE_PARAMS` lists);
@@ -356,22 +356,7 @@ fn exp_log(type_name: &str, lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut P
 
 /// SigmoidCrossEntropyLoss: divided by the batch unless loss_param says otherwise (Caffe 1.0).
 fn sigmoid_cross_entropy(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) -> Option<LayerSpec> {
-    let mut norm = LossNorm::Batch;
-    if let Some(l) = &lp.loss_param {
-        if l.normalization.is_some() {
-            norm = match l.normalization() {
-                loss_parameter::NormalizationMode::Full | loss_parameter::NormalizationMode::Valid => LossNorm::Count,
-                loss_parameter::NormalizationMode::BatchSize => LossNorm::Batch,
-                loss_parameter::NormalizationMode::None => LossNorm::None,
-            };
-        } else if l.normalize == Some(true) {
-            norm = LossNorm::Count;
-        }
-        if l.ignore_label.is_some() {
-            p.push(loc.at("loss_param").of("ignore_label"), "ignore_label is not supported; remove it");
-        }
-    }
-    Some(LayerSpec::SigmoidCrossEntropyLoss(norm))
+    Some(LayerSpec::SigmoidCrossEntropyLoss(loss_norm(lp, LossNorm::Batch, loc, p)))
 }
 
 fn data(lp: &caffe::LayerParameter, loc: &Loc<'_>, base_dir: &Path, p: &mut Problems) -> Option<DataConf> {

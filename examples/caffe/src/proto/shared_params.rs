@@ -3,8 +3,9 @@
 //! Convolution and Deconvolution share). Every bad value is recorded at its
 //! line with what to write instead; it must never check shapes or read files.
 
-use crate::proto::caffe::{self, filler_parameter};
+use crate::proto::caffe::{self, filler_parameter, loss_parameter};
 use crate::proto::layer_conf::{ConvConf, Filler, VarianceNorm};
+use crate::proto::layer_spec::LossNorm;
 use crate::proto::locate::Loc;
 use crate::proto::problems::Problems;
 
@@ -144,4 +145,27 @@ pub(crate) fn conv(lp: &caffe::LayerParameter, loc: &Loc<'_>, p: &mut Problems) 
         weight_filler: weight_filler?,
         bias_filler: bias_filler?,
     })
+}
+
+/// A loss layer's normalisation from its `loss_param`, Caffe 1.0's rules:
+/// `normalization` when given (FULL and VALID agree without an
+/// `ignore_label`, which is refused), else the old `normalize` (true: by
+/// the count, false: by the batch), else the layer's own `default`.
+pub(crate) fn loss_norm(lp: &caffe::LayerParameter, default: LossNorm, loc: &Loc<'_>, p: &mut Problems) -> LossNorm {
+    let Some(l) = &lp.loss_param else { return default };
+    if l.ignore_label.is_some() {
+        p.push(loc.at("loss_param").of("ignore_label"), "ignore_label is not supported; remove it");
+    }
+    if l.normalization.is_some() {
+        return match l.normalization() {
+            loss_parameter::NormalizationMode::Full | loss_parameter::NormalizationMode::Valid => LossNorm::Count,
+            loss_parameter::NormalizationMode::BatchSize => LossNorm::Batch,
+            loss_parameter::NormalizationMode::None => LossNorm::None,
+        };
+    }
+    match l.normalize {
+        Some(true) => LossNorm::Count,
+        Some(false) => LossNorm::Batch,
+        None => default,
+    }
 }

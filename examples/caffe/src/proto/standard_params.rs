@@ -9,12 +9,12 @@
 
 use std::path::Path;
 
-use crate::proto::caffe::{self, hinge_loss_parameter, loss_parameter, reduction_parameter, spp_parameter};
+use crate::proto::caffe::{self, hinge_loss_parameter, reduction_parameter, spp_parameter};
 use crate::proto::layer_conf::{ConvSpec, Filler, PoolMethod};
 use crate::proto::layer_spec::{LayerSpec, LossNorm};
 use crate::proto::locate::Loc;
 use crate::proto::problems::Problems;
-use crate::proto::shared_params::{conv, filler};
+use crate::proto::shared_params::{conv, filler, loss_norm};
 use crate::proto::standard_conf::{
     ArgMaxConf, BiasConf, ContrastiveConf, EmbedConf, HingeNorm, InfogainConf, MvnConf, ReductionConf, ReductionOp,
     SppConf,
@@ -282,21 +282,7 @@ fn batch_divided_loss(type_name: &str, lp: &caffe::LayerParameter, loc: &Loc<'_>
 /// file unless H is the third bottom.
 fn infogain(lp: &caffe::LayerParameter, loc: &Loc<'_>, base_dir: &Path, p: &mut Problems) -> Option<LayerSpec> {
     let ip = lp.infogain_loss_param.clone().unwrap_or_default();
-    let mut norm = LossNorm::Count;
-    if let Some(l) = &lp.loss_param {
-        if l.normalization.is_some() {
-            norm = match l.normalization() {
-                loss_parameter::NormalizationMode::Full | loss_parameter::NormalizationMode::Valid => LossNorm::Count,
-                loss_parameter::NormalizationMode::BatchSize => LossNorm::Batch,
-                loss_parameter::NormalizationMode::None => LossNorm::None,
-            };
-        } else if l.normalize == Some(false) {
-            norm = LossNorm::Batch;
-        }
-        if l.ignore_label.is_some() {
-            p.push(loc.at("loss_param").of("ignore_label"), "ignore_label is not supported; remove it");
-        }
-    }
+    let norm = loss_norm(lp, LossNorm::Count, loc, p);
     let bottoms = lp.bottom.len();
     match (bottoms, &ip.source) {
         (3, Some(_)) => p.push(
