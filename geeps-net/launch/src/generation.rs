@@ -2,8 +2,9 @@
 //! loopback, or rank 0's on the first host), N rank processes started with
 //! the cluster's environment (here, or on their hosts through the
 //! remote-exec agent, see `remote.rs`), their output relayed, and the way the
-//! generation ends — every rank succeeded, one failed (the others are then
-//! stopped: SIGTERM, SIGKILL after a grace period; the failure is put on the
+//! generation ends — every rank succeeded, one failed (the others then have
+//! a second to hear why from it and exit by themselves, then SIGTERM, then
+//! SIGKILL after a grace period; the failure is put on the
 //! rank the ranks' own reports name, see `blame.rs`), or the launcher was
 //! signalled (forwarded to every rank). It returns only once every rank of
 //! the generation has exited, so a restart never overlaps the old ranks. It
@@ -20,6 +21,10 @@ use crate::blame::{blame, rank_name};
 use crate::hosts::{Host, Placement};
 use crate::process_group::{relay, RankControl};
 use crate::remote;
+
+/// How long the other ranks have, after one fails, to hear why from it and
+/// exit by themselves (saying which rank failed and why) before SIGTERM.
+const STOP_NOTICE: Duration = Duration::from_secs(1);
 
 /// How long ranks stopped after another's failure have before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -138,7 +143,8 @@ impl Generation<'_> {
         let mut finished = 0;
         let mut interrupted: Option<u8> = None;
         let mut failure: Option<(usize, String, u8)> = None;
-        let mut escalation = None;
+        // The next signal for the ranks still running, and when it is due.
+        let mut escalation: Option<(libc::c_int, std::pin::Pin<Box<tokio::time::Sleep>>)> = None;
         while finished < world {
             tokio::select! {
                 Some((rank, status)) = done_rx.recv() => {
@@ -157,20 +163,21 @@ impl Generation<'_> {
                         rank_name(rank, ranks.get(rank).map(RankControl::label), &[])
                     );
                     failure = Some((rank, what, code));
-                    for r in &ranks {
-                        r.signal(libc::SIGTERM);
-                    }
-                    escalation = Some(Box::pin(tokio::time::sleep(STOP_GRACE)));
+                    escalation = Some((libc::SIGTERM, Box::pin(tokio::time::sleep(STOP_NOTICE))));
                 }
                 _ = async {
                     match escalation.as_mut() {
-                        Some(grace) => grace.await,
+                        Some((_, due)) => due.await,
                         None => std::future::pending().await,
                     }
                 } => {
-                    escalation = None;
-                    for r in &ranks {
-                        r.signal(libc::SIGKILL);
+                    if let Some((sig, _)) = escalation.take() {
+                        for r in &ranks {
+                            r.signal(sig);
+                        }
+                        if sig == libc::SIGTERM {
+                            escalation = Some((libc::SIGKILL, Box::pin(tokio::time::sleep(STOP_GRACE))));
+                        }
                     }
                 }
                 received = async {
