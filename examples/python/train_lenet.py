@@ -83,7 +83,7 @@ def train(args, backend: str, rank: int, world: int, data) -> dict:
     model = LeNet()
     base = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     if backend == "geeps":
-        opt = gt.DistributedOptimizer(base, model.named_parameters(), slack=args.slack)
+        opt = gt.DistributedOptimizer(base, model.named_parameters(), slack=args.slack, compensate=args.compensate)
         gt.broadcast_parameters(opt, root_rank=0)
         net = model
     else:
@@ -114,7 +114,11 @@ def train(args, backend: str, rank: int, world: int, data) -> dict:
     if backend == "geeps":
         stats = opt.geeps_stats()
         if rank == 0:
-            print(f"[geeps] slack {args.slack}: stall {stats['stall_fraction'] * 100:.1f}% of wall time in geeps calls", flush=True)
+            print(
+                f"[geeps] slack {args.slack}: stall {stats['stall_fraction'] * 100:.1f}% of wall time in geeps calls, "
+                f"{opt.compensated_steps} of {steps * args.epochs} stale reads filled with rank 0's own steps",
+                flush=True,
+            )
         opt.shutdown()
     return result
 
@@ -139,6 +143,12 @@ def main() -> int:
     p.add_argument("--lr", type=float, default=0.02)
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--slack", type=int, default=0, help="geeps staleness bound in clocks (0 = BSP)")
+    p.add_argument(
+        "--compensate",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="fill a stale read's missing clocks with the worker's own steps (DistributedOptimizer's compensate)",
+    )
     p.add_argument("--train-images", type=int, default=10_000)
     p.add_argument("--threads", type=int, default=1, help="torch threads per process")
     p.add_argument("--seed", type=int, default=1)

@@ -197,6 +197,16 @@ impl Buffer {
         self.views.load(Ordering::Acquire)
     }
 
+    /// For a read buffer, the clock its rows were read at: every worker's
+    /// updates of the clocks below it are in them (with read-my-writes,
+    /// this worker's own are all in). `None` for other buffers.
+    #[getter]
+    fn data_age(&self, py: Python<'_>) -> PyResult<Option<u64>> {
+        self.check_held()?;
+        let (ps, ticket) = (self.ps.clone(), self.raw.ticket);
+        blocking(py, move || ps.data_age(ticket))
+    }
+
     /// The address of the rows in device memory (a GPU address on a CUDA device).
     #[getter]
     fn data_ptr(&self) -> PyResult<u64> {

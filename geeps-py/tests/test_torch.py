@@ -298,3 +298,68 @@ def test_threads_of_a_local_cluster_train_under_ssp_and_async(torch, slack):
         t.join(120)
     assert not errors, errors
     assert all(np.isfinite(results[r]).all() for r in range(2))
+
+
+@pytest.mark.parametrize("compensate", [True, False])
+def test_a_stale_read_is_filled_with_the_own_step_locally_and_never_in_the_table(torch, compensate):
+    import threading
+
+    import geeps.torch as gt
+
+    cluster, lr = geeps.LocalCluster(2), 0.1
+    ahead_done, errors, out = threading.Event(), [], {}
+
+    def gradient(m, rank):
+        g = torch.Generator().manual_seed(100 + rank)
+        xs, ys = torch.randn(8, 16, generator=g), torch.randint(0, 3, (8,), generator=g)
+        m.zero_grad()
+        torch.nn.functional.cross_entropy(m(xs), ys).backward()
+        return [p.grad.clone() for p in m.parameters()]
+
+    start = model(torch, seed=0)
+    g = [gradient(model(torch, seed=0), r) for r in range(2)]
+
+    def flat(m):
+        return torch.cat([p.detach().reshape(-1) for p in m.parameters()])
+
+    def worker(rank):
+        try:
+            m = model(torch, seed=rank)  # rank 0's start wins at construction
+            opt = gt.DistributedOptimizer(
+                torch.optim.SGD(m.parameters(), lr=lr),
+                m.named_parameters(),
+                slack=1,
+                cluster=cluster,
+                rank=rank,
+                compensate=compensate,
+            )
+            if rank == 1:
+                ahead_done.wait(60)  # rank 0 steps first, one clock ahead
+            gradient(m, rank)
+            opt.step()
+            if rank == 0:
+                out["ahead"], out["compensated"] = flat(m), opt.compensated_steps
+                ahead_done.set()
+            opt.broadcast_parameters(0)  # a BSP read of the table
+            out[rank] = flat(m)
+            opt.shutdown()
+        except Exception as e:  # reported below
+            errors.append(e)
+            ahead_done.set()
+
+    threads = [threading.Thread(target=worker, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    with torch.no_grad():
+        own = flat(start) - lr * torch.cat([p.reshape(-1) for p in g[0]])
+        mean = flat(start) - lr * torch.cat([(a + b).reshape(-1) / 2 for a, b in zip(*g)])
+        half = flat(start) - lr * torch.cat([p.reshape(-1) / 2 for p in g[0]])
+    # Rank 0 read before rank 1 stepped: it lacked rank 1's clock.
+    assert out["compensated"] == (1 if compensate else 0)
+    np.testing.assert_allclose(out["ahead"].numpy(), (own if compensate else half).numpy(), rtol=1e-5, atol=1e-6)
+    # The table got the two real steps and nothing else.
+    for rank in range(2):
+        np.testing.assert_allclose(out[rank].numpy(), mean.numpy(), rtol=1e-5, atol=1e-6)

@@ -27,7 +27,9 @@ _TABLE = "geeps.torch.parameters"
 class _GeepsOptimizer:
     """Methods mixed into a subclass of the wrapped optimizer's class."""
 
-    def __init__(self, params, named_parameters, slack, cluster, rank, row_width, device_memory, device, restore):
+    def __init__(
+        self, params, named_parameters, slack, cluster, rank, row_width, device_memory, device, restore, compensate
+    ):
         super(self.__class__, self).__init__(params)
         named = list(named_parameters) if named_parameters is not None else None
         self._geeps_sync = ParameterSync(
@@ -39,6 +41,7 @@ class _GeepsOptimizer:
             device_memory=device_memory,
             device=device,
             table=_TABLE,
+            compensate=compensate,
         )
         self.restored_steps: Optional[int] = None
         if restore is None:
@@ -67,6 +70,12 @@ class _GeepsOptimizer:
     def slack(self) -> Optional[int]:
         """The staleness bound of the reads (None: asynchronous)."""
         return self._geeps_sync.slack
+
+    @property
+    def compensated_steps(self) -> int:
+        """Steps whose stale read was filled in with this worker's own
+        steps (see ``compensate``)."""
+        return self._geeps_sync.compensated
 
     def geeps_stats(self) -> dict:
         """geeps' counters (stall fraction, bytes moved, calls)."""
@@ -127,6 +136,7 @@ def DistributedOptimizer(
     device_memory: int = 256 << 20,
     device: str = "host",
     restore: Optional[str] = None,
+    compensate: bool = True,
 ):
     """Wraps ``optimizer`` (any ``torch.optim`` optimizer) for data-parallel
     training through geeps.
@@ -145,6 +155,13 @@ def DistributedOptimizer(
     :meth:`checkpoint`, possibly by another number of workers: worker r
     takes the optimizer state of saved worker ``r % saved_workers``, and
     ``restored_steps`` says how many steps it had taken).
+
+    ``compensate`` (SSP only): when a step's read lacks the other workers'
+    last k clocks, this worker's own steps of those clocks stand in for
+    theirs in its local parameters (scaled to their share), so gradients
+    are taken near where the table is going; the table itself only ever
+    gets the workers' real steps. Stale reads otherwise act as extra
+    momentum, which diverges with momentum 0.9 at slack 1.
     """
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise geeps.ArgumentError(f"optimizer must be a torch.optim.Optimizer, not {type(optimizer).__name__}")
@@ -155,7 +172,16 @@ def DistributedOptimizer(
     methods = {k: v for k, v in _GeepsOptimizer.__dict__.items() if k not in ("__dict__", "__weakref__")}
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,), methods)
     wrapped = cls(
-        optimizer.param_groups, named_parameters, slack, cluster, rank, row_width, device_memory, device, restore
+        optimizer.param_groups,
+        named_parameters,
+        slack,
+        cluster,
+        rank,
+        row_width,
+        device_memory,
+        device,
+        restore,
+        bool(compensate),
     )
     if optimizer.state and restore is None:
         wrapped.load_state_dict(optimizer.state_dict())

@@ -3,12 +3,17 @@
 The parameters become views of one flat float32 tensor (padded to whole
 rows), so a step's change is one subtraction and the read-back one copy.
 One recorded iteration: pre_update, update, table_clock, read, post_read.
-It moves parameters only; which optimizer computes the change is the
-caller's business.
+Under SSP a read may lack the other workers' last clocks; with
+``compensate``, each missing clock is filled with this worker's own step of
+that clock (scaled to the others' share) in the local parameters only, so
+gradients are taken near where the table is going, and the table still gets
+nothing but real updates. It moves parameters only; which optimizer
+computes the change is the caller's business.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Optional
 
 import torch
@@ -23,7 +28,7 @@ class ParameterSync:
     """Keeps ``params`` in geeps table ``table``: :meth:`broadcast` or
     :meth:`restore` first, then :meth:`exchange` after every local step."""
 
-    def __init__(self, params, *, slack, cluster, rank, row_width, device_memory, device, table):
+    def __init__(self, params, *, slack, cluster, rank, row_width, device_memory, device, table, compensate=True):
         if not params:
             raise geeps.ArgumentError("no parameters to keep in geeps")
         for p in params:
@@ -43,6 +48,11 @@ class ParameterSync:
         rows = -(-total // row_width)
         self.params = params
         self.slack = slack
+        # This worker's own full steps of its last `slack` clocks, newest first:
+        # what stands in for the others' steps a stale read lacks.
+        depth = slack if compensate and isinstance(slack, int) and slack > 0 else 0
+        self.own_steps: deque = deque(maxlen=depth)
+        self.compensated = 0
         self.steps = 0
         self.flat = torch.zeros(rows * row_width, dtype=torch.float32, device=place)
         with torch.no_grad():
@@ -86,8 +96,27 @@ class ParameterSync:
         self.flat.copy_(rows)
         settle(rows)
         del rows
+        missing = self._missing_clocks(buf)
         buf.post()
+        if missing and self.own_steps:
+            # The others' steps this read lacks, estimated by this worker's
+            # own (steps are alike under momentum), in the local copy only:
+            # `old` takes them too, so the next change pushed is this
+            # worker's own step and nothing else.
+            others = (self.ps.num_workers - 1) / self.ps.num_workers
+            for own in list(self.own_steps)[:missing]:
+                self.flat.add_(own, alpha=others)
+            self.compensated += 1
         self.old.copy_(self.flat)
+
+    def _missing_clocks(self, buf) -> int:
+        """How many of the others' latest clocks the read lacks."""
+        if self.own_steps.maxlen == 0:
+            return 0
+        age = buf.data_age
+        if age is None:
+            return 0
+        return max(0, self.ps.current_table_clock(self.table) - age)
 
     def exchange(self) -> None:
         """Pushes the change since the last exchange (divided by the number
@@ -97,6 +126,8 @@ class ParameterSync:
 
         def change(delta):
             self._difference(delta)
+            if self.own_steps.maxlen:
+                self.own_steps.appendleft(delta.to(self.flat.device, copy=True))
             if world > 1:
                 delta.mul_(1.0 / world)
 
