@@ -123,7 +123,14 @@ fn transport(p: &mut Problems, f: &TransportFigure) {
 
 fn sync(p: &mut Problems, f: &SyncFigure) {
     meta(p, "sync", &f.meta);
-    for workers in WORLDS {
+    // The worlds the figure was asked for (`--sync-ranks`), or the default ones.
+    let mut worlds: Vec<usize> = f.rows.iter().map(|r| r.workers).collect();
+    worlds.sort_unstable();
+    worlds.dedup();
+    if worlds.is_empty() {
+        worlds = WORLDS.to_vec();
+    }
+    for workers in worlds {
         for system in [ENGINE, RING] {
             let found = f.rows.iter().any(|r| r.workers == workers && r.system == system);
             p.require(found, || format!("sync: no {system} row at {workers} ranks"));

@@ -3,15 +3,26 @@
 //! and over shared memory), run through the Python scripts in
 //! `scripts/bench/` (compiled in). Each runs only when installed
 //! (`scripts/bench-baselines.sh` sets them up); otherwise it is skipped with
-//! a message saying why. It owns those child processes and kills them on
-//! overrun; it never interprets their timings.
+//! a message saying why. Across hosts (`GEEPS_BENCH_RANK_EXEC`) gloo's ranks
+//! start on their hosts as the engine's do and meet at this host's
+//! reachable address, on the interface `GLOO_SOCKET_IFNAME` names; mpirun
+//! starts its ranks on the hosts `GEEPS_BENCH_MPI_HOSTS` lists, through
+//! the agent and interfaces Open MPI's own `OMPI_MCA_*` variables name;
+//! shared memory does not cross hosts. It owns those child processes and
+//! kills them on overrun; it never interprets their timings.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::error::{BenchError, Result};
+use crate::ranks;
 use crate::sync_job::{ClockTimes, SyncJob};
+
+const INSTALL: &str = "; scripts/bench-baselines.sh installs it";
+
+/// Hosts of mpirun's ranks across hosts, comma-separated, rank r on the r-th.
+const MPI_HOSTS: &str = "GEEPS_BENCH_MPI_HOSTS";
 
 const GLOO: &str = include_str!("../../scripts/bench/sync_gloo.py");
 const MPI: &str = include_str!("../../scripts/bench/sync_mpi.py");
@@ -41,11 +52,22 @@ impl External {
             Command::new(python()).args(["-c", &format!("import {module}")]).output().is_ok_and(|o| o.status.success())
         };
         match self {
-            External::Gloo if !python("torch") => Err("PyTorch is not installed".into()),
-            External::MpiTcp | External::MpiShm if which("mpirun").is_none() => Err("mpirun is not installed".into()),
-            External::MpiTcp | External::MpiShm if !python("mpi4py, numpy") => {
-                Err("mpi4py (or numpy) is not installed".into())
+            External::Gloo if !python("torch") => Err(format!("PyTorch is not installed{INSTALL}")),
+            External::MpiTcp | External::MpiShm if which("mpirun").is_none() => {
+                Err(format!("mpirun is not installed{INSTALL}"))
             }
+            External::MpiTcp | External::MpiShm if !python("mpi4py, numpy") => {
+                Err(format!("mpi4py (or numpy) is not installed{INSTALL}"))
+            }
+            _ if !ranks::across_hosts() => Ok(()),
+            External::Gloo if std::env::var_os("GLOO_SOCKET_IFNAME").is_none() => Err(
+                "across hosts gloo needs GLOO_SOCKET_IFNAME, the hosts' interface (eth0 on a namespace cluster)".into(),
+            ),
+            External::MpiTcp if std::env::var_os(MPI_HOSTS).is_none() => Err(format!(
+                "across hosts mpirun needs {MPI_HOSTS}, its ranks' hosts (rank r on the r-th), and Open MPI's \
+                 OMPI_MCA_plm_rsh_agent and OMPI_MCA_btl_tcp_if_include where ssh and the default interface do not serve"
+            )),
+            External::MpiShm => Err("shared memory does not cross hosts".into()),
             _ => Ok(()),
         }
     }
@@ -61,12 +83,12 @@ impl External {
                 let port = free_port()?;
                 let children = (0..world)
                     .map(|rank| {
-                        Command::new(python())
+                        ranks::rank_command(rank, python())
                             .arg(&script)
                             .args(&args)
                             .env("RANK", rank.to_string())
                             .env("WORLD_SIZE", world.to_string())
-                            .env("MASTER_ADDR", "127.0.0.1")
+                            .env("MASTER_ADDR", ranks::reachable_host())
                             .env("MASTER_PORT", port.to_string())
                             .env("OMP_NUM_THREADS", "1")
                             .stdin(Stdio::null())
@@ -82,9 +104,23 @@ impl External {
                 let mut cmd = Command::new("mpirun");
                 // Root runs need the flag; as any other user it is harmless.
                 cmd.args(["--allow-run-as-root", "--oversubscribe", "-np", &world.to_string()])
-                    .args(["--mca", "pml", "ob1", "--mca", "btl", &btl])
-                    .args(["--mca", "btl_tcp_if_include", "lo"])
-                    .arg(python())
+                    .args(["--mca", "pml", "ob1", "--mca", "btl", &btl]);
+                match std::env::var(MPI_HOSTS) {
+                    Ok(hosts) if ranks::across_hosts() => {
+                        let hosts: Vec<&str> = hosts.split(',').map(str::trim).filter(|h| !h.is_empty()).collect();
+                        if hosts.len() < world {
+                            return Err(BenchError::msg(format!(
+                                "{MPI_HOSTS} lists {} hosts; {world} ranks need one each",
+                                hosts.len()
+                            )));
+                        }
+                        cmd.args(["-H", &hosts[..world].join(",")]);
+                    }
+                    _ => {
+                        cmd.args(["--mca", "btl_tcp_if_include", "lo"]);
+                    }
+                }
+                cmd.arg(python())
                     .arg(&script)
                     .args(&args)
                     .env("OMPI_ALLOW_RUN_AS_ROOT", "1")

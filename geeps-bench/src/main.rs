@@ -91,6 +91,10 @@ struct RunArgs {
     /// 4 MB with --quick).
     #[arg(long)]
     sync_mb: Option<f64>,
+    /// Numbers of ranks of the sync scenario, comma-separated (default 2,4;
+    /// across a namespace cluster, at most its hosts).
+    #[arg(long, value_delimiter = ',')]
+    sync_ranks: Option<Vec<usize>>,
     /// Compute per clock of the scaling projection in ms (default: GoogLeNet's
     /// mini-batch on the paper's GPU, 355 ms).
     #[arg(long)]
@@ -213,6 +217,12 @@ fn settings_of(args: &RunArgs) -> Result<Settings> {
             return Err(BenchError::msg(format!("--sync-mb {mb}: give a size of at least one 512-byte row")));
         }
         s.sync.bytes = (mb * 1e6) as usize;
+    }
+    if let Some(worlds) = &args.sync_ranks {
+        if worlds.is_empty() || worlds.iter().any(|&w| w < 2) {
+            return Err(BenchError::msg(format!("--sync-ranks {worlds:?}: give numbers of ranks of at least 2")));
+        }
+        s.sync_worlds = worlds.clone();
     }
     if let Some(repeats) = args.repeats {
         s.repeats = repeats;

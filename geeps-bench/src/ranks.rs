@@ -28,6 +28,26 @@ const TOKEN: &str = "GEEPS_BENCH_TOKEN";
 const RANK_EXEC: &str = "GEEPS_BENCH_RANK_EXEC";
 const RENDEZVOUS_HOST: &str = "GEEPS_BENCH_RENDEZVOUS_HOST";
 
+/// `program` as rank `rank` runs it: on its host through
+/// `GEEPS_BENCH_RANK_EXEC` when ranks run across hosts, else here.
+pub fn rank_command(rank: usize, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let exec = std::env::var(RANK_EXEC).unwrap_or_default();
+    let words: Vec<String> = exec.replace("{rank}", &rank.to_string()).split_whitespace().map(String::from).collect();
+    match words.split_first() {
+        Some((exec, args)) => {
+            let mut c = Command::new(exec);
+            c.args(args).arg(program);
+            c
+        }
+        None => Command::new(program),
+    }
+}
+
+/// The address of this host that the ranks reach (`GEEPS_BENCH_RENDEZVOUS_HOST`; loopback by default).
+pub fn reachable_host() -> String {
+    std::env::var(RENDEZVOUS_HOST).unwrap_or_else(|_| "127.0.0.1".into())
+}
+
 /// Whether ranks run on the hosts of a cluster (`GEEPS_BENCH_RANK_EXEC`)
 /// rather than as processes of this one.
 pub fn across_hosts() -> bool {
@@ -117,7 +137,7 @@ fn fresh_token() -> Result<String> {
 /// Serves one rendezvous of `world` ranks with `token` on a loopback port
 /// (or `GEEPS_BENCH_RENDEZVOUS_HOST`'s), in a thread.
 fn rendezvous(world: usize, token: String, timeout: Duration) -> Result<String> {
-    let host = std::env::var(RENDEZVOUS_HOST).unwrap_or_else(|_| "127.0.0.1".into());
+    let host = reachable_host();
     let listener = std::net::TcpListener::bind((host.as_str(), 0))
         .map_err(|e| BenchError::msg(format!("rendezvous on {host} ({RENDEZVOUS_HOST}): {e}")))?;
     let addr = listener.local_addr()?.to_string();
@@ -149,20 +169,9 @@ pub fn run<J: Serialize, R: DeserializeOwned>(role: &str, world: usize, job: &J,
     let server = rendezvous(world, token.clone(), limit)?;
     let exe = std::env::current_exe()?;
     let job = serde_json::to_string(job).map_err(|e| BenchError::msg(format!("job: {e}")))?;
-    let exec = std::env::var(RANK_EXEC).unwrap_or_default();
     let mut children: Vec<Option<Child>> = Vec::with_capacity(world);
     for rank in 0..world {
-        let words: Vec<String> =
-            exec.replace("{rank}", &rank.to_string()).split_whitespace().map(String::from).collect();
-        let mut command = match words.split_first() {
-            Some((program, args)) => {
-                let mut c = Command::new(program);
-                c.args(args).arg(&exe);
-                c
-            }
-            None => Command::new(&exe),
-        };
-        let spawned = command
+        let spawned = rank_command(rank, &exe)
             .env(TOKEN, &token)
             .env(ROLE, role)
             .env(RANK, rank.to_string())

@@ -33,6 +33,8 @@ pub struct Settings {
     pub exchange: ExchangeJob,
     /// The sync scenario (GoogLeNet's full-size table unless told otherwise).
     pub sync: SyncJob,
+    /// The sync scenario's numbers of ranks (2 and 4 unless told otherwise).
+    pub sync_worlds: Vec<usize>,
     pub adamlike_bytes: f64,
     pub googlenet_bytes: f64,
     pub warmup: usize,
@@ -66,6 +68,7 @@ impl Settings {
                 calibration: ExchangeJob { bytes: 2 << 20, rounds: 10 },
                 exchange: ExchangeJob { bytes: 2 << 20, rounds: 10 },
                 sync: SyncJob { bytes: 4 << 20, clocks: 3 },
+                sync_worlds: crate::sync::WORLDS.to_vec(),
                 adamlike_bytes: 1.0 / 256.0,
                 googlenet_bytes: 1.0 / 32.0,
                 warmup: 2,
@@ -88,6 +91,7 @@ impl Settings {
                 calibration: ExchangeJob { bytes: 8 << 20, rounds: 30 },
                 exchange: ExchangeJob { bytes: 8 << 20, rounds: 30 },
                 sync: SyncJob { bytes: profile::googlenet().param_bytes() as usize, clocks: 8 },
+                sync_worlds: crate::sync::WORLDS.to_vec(),
                 adamlike_bytes: 1.0 / 32.0,
                 googlenet_bytes: 1.0 / 4.0,
                 warmup: 3,

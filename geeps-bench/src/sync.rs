@@ -26,6 +26,7 @@ pub const ENGINE_BF16_BOTH: &str = "geeps engine, bf16 both ways";
 /// The engine with same-host connections through shared memory (`GEEPS_SHM=1`).
 pub const ENGINE_SHM: &str = "geeps engine, shared memory";
 pub const RING: &str = "ring all-reduce (raw TCP)";
+/// The sync figure's numbers of ranks unless told otherwise (`--sync-ranks`).
 pub const WORLDS: [usize; 2] = [2, 4];
 
 /// One run's figures: its median clock (slowest rank per clock) and TCP
@@ -50,16 +51,10 @@ pub fn run(s: &Settings, calibration: &Calibration) -> Result<SyncFigure> {
     let mut externals = Vec::new();
     let mut skipped = Vec::new();
     for x in External::ALL {
-        if ranks::across_hosts() {
-            let line = format!("{}: skipped (its ranks run on this host only, not across hosts)", x.label());
-            eprintln!("sync: {line}");
-            skipped.push(line);
-            continue;
-        }
         match x.available() {
             Ok(()) => externals.push(x),
             Err(why) => {
-                let line = format!("{}: skipped ({why}; scripts/bench-baselines.sh installs it)", x.label());
+                let line = format!("{}: skipped ({why})", x.label());
                 eprintln!("sync: {line}");
                 skipped.push(line);
             }
@@ -79,7 +74,7 @@ pub fn run(s: &Settings, calibration: &Calibration) -> Result<SyncFigure> {
         eprintln!("sync: {workers} ranks, {system}: {:.1} ms per clock", secs * 1e3);
     };
     for _ in 0..s.repeats {
-        for workers in WORLDS {
+        for &workers in &s.sync_worlds {
             record(ENGINE, workers, reduce(&ranks::run(engine_sync::ROLE, workers, job, s.limit)?));
             record(ENGINE_BF16, workers, reduce(&ranks::run(engine_sync::ROLE_BF16, workers, job, s.limit)?));
             let both = reduce(&ranks::run(engine_sync::ROLE_BF16_BOTH, workers, job, s.limit)?);
@@ -95,7 +90,7 @@ pub fn run(s: &Settings, calibration: &Calibration) -> Result<SyncFigure> {
         }
     }
     let mut rows = Vec::new();
-    for workers in WORLDS {
+    for &workers in &s.sync_worlds {
         let engine = samples.iter().find(|x| x.system == ENGINE && x.workers == workers).map(|x| median(&x.seconds));
         for x in samples.iter().filter(|x| x.workers == workers) {
             let ms = median(&x.seconds) * 1e3;
