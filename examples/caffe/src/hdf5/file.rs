@@ -1,4 +1,5 @@
-//! HDF5 files as caffe-geeps uses them: float datasets of any shape, int
+//! HDF5 files as caffe-geeps uses them: numeric datasets of any shape
+//! (read as f32; written as float, double or int), int
 //! and string scalars (as Caffe's `H5LT` helpers write them), groups by
 //! name. Every call into the library holds one process-wide lock (HDF5's
 //! usual build is not thread-safe) and every id it opens is closed on
@@ -144,15 +145,36 @@ impl H5File {
 
     /// Writes `data` as a float dataset of `shape` (its product is `data.len()`).
     pub fn write_floats(&self, group: &str, name: &str, shape: &[usize], data: &[f32]) -> Result<(), String> {
+        self.write_numbers(group, name, shape, data, self.api.H5T_NATIVE_FLOAT)
+    }
+
+    /// Writes `data` as a double dataset of `shape` (as numpy's float64 is stored).
+    pub fn write_doubles(&self, group: &str, name: &str, shape: &[usize], data: &[f64]) -> Result<(), String> {
+        self.write_numbers(group, name, shape, data, self.api.H5T_NATIVE_DOUBLE)
+    }
+
+    /// Writes `data` as an int dataset of `shape` (labels, as tools often store them).
+    pub fn write_ints(&self, group: &str, name: &str, shape: &[usize], data: &[i32]) -> Result<(), String> {
+        self.write_numbers(group, name, shape, data, self.api.H5T_NATIVE_INT)
+    }
+
+    /// `data` as a dataset of `shape` whose memory type `t` is `T`'s.
+    fn write_numbers<T: Copy>(
+        &self,
+        group: &str,
+        name: &str,
+        shape: &[usize],
+        data: &[T],
+        t: Hid,
+    ) -> Result<(), String> {
         if shape.iter().product::<usize>() != data.len() {
             return Err(format!("{group}/{name}: shape {shape:?} does not hold {} values", data.len()));
         }
         let dims: Vec<Hsize> = shape.iter().map(|&d| d as Hsize).collect();
         // SAFETY: `dims` holds `rank` sizes.
         let space = unsafe { (self.api.H5Screate_simple)(dims.len() as i32, dims.as_ptr(), std::ptr::null()) };
-        let d = self.create_dataset(group, name, self.api.H5T_NATIVE_FLOAT, space)?;
-        let t = self.api.H5T_NATIVE_FLOAT;
-        // SAFETY: `data` holds every element of the dataset's space.
+        let d = self.create_dataset(group, name, t, space)?;
+        // SAFETY: `data` holds every element of the dataset's space, each of the type `t` describes.
         let rc = unsafe { (self.api.H5Dwrite)(d.id, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.as_ptr() as *const c_void) };
         if rc < 0 {
             return Err(format!("{}: cannot write {group}/{name}", self.path.display()));

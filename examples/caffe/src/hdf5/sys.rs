@@ -37,6 +37,7 @@ macro_rules! api {
             _lib: libloading::Library,
             $(pub $name: unsafe extern "C" fn($($arg),*) -> $ret,)*
             pub H5T_NATIVE_FLOAT: Hid,
+            pub H5T_NATIVE_DOUBLE: Hid,
             pub H5T_NATIVE_INT: Hid,
             pub H5T_C_S1: Hid,
         }
@@ -49,7 +50,7 @@ macro_rules! api {
                 $(let $name = *lib
                     .get::<unsafe extern "C" fn($($arg),*) -> $ret>(concat!(stringify!($name), "\0").as_bytes())
                     .map_err(|e| format!("{}: {e}", stringify!($name)))?;)*
-                Ok(Api { _lib: lib, $($name,)* H5T_NATIVE_FLOAT: -1, H5T_NATIVE_INT: -1, H5T_C_S1: -1 })
+                Ok(Api { _lib: lib, $($name,)* H5T_NATIVE_FLOAT: -1, H5T_NATIVE_DOUBLE: -1, H5T_NATIVE_INT: -1, H5T_C_S1: -1 })
             }
         }
     };
@@ -71,6 +72,7 @@ fn init(mut api: Api) -> Result<Api, String> {
             Ok(**sym)
         };
         let (f, i, s) = (global("H5T_NATIVE_FLOAT_g")?, global("H5T_NATIVE_INT_g")?, global("H5T_C_S1_g")?);
+        api.H5T_NATIVE_DOUBLE = global("H5T_NATIVE_DOUBLE_g")?;
         api.H5T_NATIVE_FLOAT = f;
         api.H5T_NATIVE_INT = i;
         api.H5T_C_S1 = s;

@@ -19,7 +19,7 @@ use crate::proto::text;
 
 // The parsed net's types, where callers look for them.
 pub use crate::proto::layer_conf::{
-    ConvConf, DataConf, Filler, InnerProductConf, Normalization, ParamShare, ParamSpec, PoolConf, PoolMethod,
+    ConvConf, DataConf, Filler, Hdf5Conf, InnerProductConf, Normalization, ParamShare, ParamSpec, PoolConf, PoolMethod,
     PoolRound, VarianceNorm,
 };
 pub use crate::proto::layer_spec::LayerSpec;
@@ -32,6 +32,8 @@ const TYPE_PARAMS: &[(&str, &[&str])] = &[
     ("Data", &["data_param", "transform_param"]),
     ("Input", &["input_param"]),
     ("ImageData", &["image_data_param", "transform_param"]),
+    // Caffe's HDF5Data refuses transform_param too: its values are used as stored.
+    ("HDF5Data", &["hdf5_data_param"]),
     ("DummyData", &["dummy_data_param"]),
     ("MemoryData", &["memory_data_param", "transform_param"]),
     ("AbsVal", &[]),
@@ -81,6 +83,7 @@ fn set_params(lp: &caffe::LayerParameter) -> Vec<&'static str> {
         ("log_param", lp.log_param.is_some()),
         ("threshold_param", lp.threshold_param.is_some()),
         ("image_data_param", lp.image_data_param.is_some()),
+        ("hdf5_data_param", lp.hdf5_data_param.is_some()),
         ("memory_data_param", lp.memory_data_param.is_some()),
         ("eltwise_param", lp.eltwise_param.is_some()),
         ("flatten_param", lp.flatten_param.is_some()),
