@@ -132,6 +132,20 @@ fn bvlc_v1_nets_train_as_their_current_format_files() {
     }
 }
 
+/// BVLC's CIFAR-10 full solver (HDF5 snapshots, a fixed rate) runs as
+/// published but for the schedule and paths, with the V1 net it was
+/// published beside and with the current-format net, to the same weights.
+#[test]
+fn cifar10_full_solver_trains_the_v1_and_current_nets() {
+    if !caffe_geeps::hdf5::available_for("cifar10_full_solver_trains_the_v1_and_current_nets") {
+        return;
+    }
+    let solver = Some("cifar10/cifar10_full_solver.prototxt");
+    let upgraded = trains("bvlc_v1/cifar10_full_train_test.prototxt", solver, CIFAR10, 4);
+    let published = trains("cifar10/cifar10_full_train_test.prototxt", solver, CIFAR10, 4);
+    assert_eq!(upgraded, published);
+}
+
 #[test]
 fn lenet_and_alexnet_deploy_files_time() {
     times("lenet/lenet.prototxt");
