@@ -119,6 +119,13 @@ fn hdf5_data_reads_files_in_order_wraps_around_and_trains() {
     let a_rows = &epoch[first_of_a..first_of_a + 3];
     assert!(a_rows.iter().all(|&l| l < 3.0), "a.h5's rows are read together: {epoch:?}");
 
+    // A second top read as values (a regression target), not class indices, is not checked as a label.
+    let regression = net("")
+        .replace("num_output: 5", "num_output: 1")
+        .replace("type: \"SoftmaxWithLoss\"", "type: \"EuclideanLoss\"");
+    let got = batches(&dir, &regression, &["label"], 1);
+    assert_eq!(got[0][0], [0.0, 1.0, 2.0, 3.0]);
+
     // Tops of any shape: a third dataset of two values an item.
     let three = net("")
         .replace("top: \"label\"\n", "top: \"label\" top: \"extra\"\n")

@@ -134,6 +134,10 @@ fn transform(conf: &DataConf) -> Result<TransformConf> {
     Ok(TransformConf { scale: conf.scale, mirror: conf.mirror, crop_size: conf.crop_size, mean })
 }
 
+/// The layer types whose second bottom holds class indices.
+const CLASS_INDICES: [&str; 5] =
+    ["SoftmaxWithLoss", "Accuracy", "MultinomialLogisticLoss", "InfogainLoss", "HingeLoss"];
+
 /// Records a data layer's batch size: every data layer of a net has one.
 fn one_batch(batch: &mut Option<usize>, size: usize) -> std::result::Result<(), &'static str> {
     match *batch {
@@ -542,9 +546,11 @@ impl Net {
         self.blobs.iter().position(|b| b.name == name)
     }
 
-    /// The largest class count any loss or accuracy layer accepts, so labels
-    /// can be checked against it: before training where the data's labels
-    /// are known, else (an LMDB) by every batch.
+    /// The largest class count any layer reading its second bottom as
+    /// class indices accepts, so labels can be checked against it: before
+    /// training where the data's labels are known, else (an LMDB, HDF5
+    /// datasets) by every batch. A layer reading it as values (EuclideanLoss
+    /// or SigmoidCrossEntropyLoss targets) sets no limit.
     pub fn check_labels(&self) -> Result<()> {
         let data = self.layers.iter().find_map(|l| l.data.as_ref().map(|d| (l, d)));
         let Some((dl, src)) = data else { return Ok(()) };
@@ -557,7 +563,7 @@ impl Net {
                 labels.extend(&l.tops);
             }
         }
-        for l in self.layers.iter().filter(|l| l.type_name != "Split") {
+        for l in self.layers.iter().filter(|l| CLASS_INDICES.contains(&l.type_name)) {
             if l.bottoms.get(1).is_some_and(|b| labels.contains(b)) {
                 let scores = &self.blobs[l.bottoms[0]];
                 let c = scores.count() / self.batch;
