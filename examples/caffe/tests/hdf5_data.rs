@@ -240,3 +240,24 @@ fn bad_hdf5_sources_name_the_file_dataset_and_layer() {
     assert!(line == 1 && msg.contains("unknown layer type `HDF5Output`"), "{line}: {msg}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A file written while a child process starts (which then shares the open
+/// file) reads back at once: HDF5's own file locks, which the child would
+/// hold on, are off.
+#[test]
+fn a_file_written_while_a_child_starts_reads_back_at_once() {
+    if !caffe_geeps::hdf5::available_for("a_file_written_while_a_child_starts_reads_back_at_once") {
+        return;
+    }
+    let dir = common::scratch("hdf5-child");
+    let path = dir.join("x.h5");
+    let f = H5File::create(&path).unwrap();
+    f.write_floats("", "x", &[2], &[1.0, 2.0]).unwrap();
+    let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+    drop(f);
+    let back = H5File::open(&path).and_then(|f| f.read_floats("", "x"));
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(back.unwrap(), (vec![2], vec![1.0, 2.0]));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -56,8 +56,9 @@ impl H5File {
         let api = api()?;
         let guard = lock();
         let c = cname(&path.to_string_lossy())?;
-        // SAFETY: a NUL-terminated path and default property lists.
-        let id = unsafe { (api.H5Fcreate)(c.as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT) };
+        let fapl = access_list(api);
+        // SAFETY: a NUL-terminated path, the default creation list and an open access list.
+        let id = unsafe { (api.H5Fcreate)(c.as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id) };
         if id < 0 {
             return Err(format!("cannot create the HDF5 file {}", path.display()));
         }
@@ -72,8 +73,9 @@ impl H5File {
         }
         let guard = lock();
         let c = cname(&path.to_string_lossy())?;
-        // SAFETY: as above.
-        let id = unsafe { (api.H5Fopen)(c.as_ptr(), H5F_ACC_RDONLY, H5P_DEFAULT) };
+        let fapl = access_list(api);
+        // SAFETY: a NUL-terminated path and an open access list.
+        let id = unsafe { (api.H5Fopen)(c.as_ptr(), H5F_ACC_RDONLY, fapl.id) };
         if id < 0 {
             return Err(format!("{} is not an HDF5 file", path.display()));
         }
@@ -315,6 +317,31 @@ impl H5File {
         let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
         String::from_utf8(buf[..end].to_vec()).map_err(|_| format!("{}: {name} is not UTF-8", self.path.display()))
     }
+}
+
+/// The file access list every file is opened with: HDF5's file locking
+/// off where the library can turn it off (1.10.7 and later). Its locks
+/// (`flock`) belong to the open file, which a child process started while
+/// the file is open shares, so a file written here could not be read
+/// again until that child ended; caffe-geeps writes each file once,
+/// atomically, and never reads one while writing it. Without such a list
+/// the default is used.
+fn access_list(api: &'static Api) -> Owned<'static> {
+    // SAFETY: the class id is the library's own; a failed create returns a negative id, not used.
+    let id = unsafe { (api.H5Pcreate)(api.H5P_CLS_FILE_ACCESS) };
+    let unlocked = match api.H5Pset_file_locking {
+        // SAFETY: `id` is an open file access list.
+        Some(set) if id >= 0 => (unsafe { set(id, false, true) }) >= 0,
+        _ => false,
+    };
+    if unlocked {
+        return Owned { id, close: api.H5Pclose, _api: api };
+    }
+    if id >= 0 {
+        // SAFETY: opened just above, closed once.
+        unsafe { (api.H5Pclose)(id) };
+    }
+    Owned { id: H5P_DEFAULT, close: noop, _api: api }
 }
 
 /// The file's own id is closed with the file.

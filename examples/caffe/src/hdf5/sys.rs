@@ -40,6 +40,9 @@ macro_rules! api {
             pub H5T_NATIVE_DOUBLE: Hid,
             pub H5T_NATIVE_INT: Hid,
             pub H5T_C_S1: Hid,
+            pub H5P_CLS_FILE_ACCESS: Hid,
+            /// HDF5 1.10.7 and later; `None` before.
+            pub H5Pset_file_locking: Option<unsafe extern "C" fn(Hid, bool, bool) -> Herr>,
         }
 
         #[allow(non_snake_case)]
@@ -50,7 +53,8 @@ macro_rules! api {
                 $(let $name = *lib
                     .get::<unsafe extern "C" fn($($arg),*) -> $ret>(concat!(stringify!($name), "\0").as_bytes())
                     .map_err(|e| format!("{}: {e}", stringify!($name)))?;)*
-                Ok(Api { _lib: lib, $($name,)* H5T_NATIVE_FLOAT: -1, H5T_NATIVE_DOUBLE: -1, H5T_NATIVE_INT: -1, H5T_C_S1: -1 })
+                Ok(Api { _lib: lib, $($name,)* H5T_NATIVE_FLOAT: -1, H5T_NATIVE_DOUBLE: -1, H5T_NATIVE_INT: -1, H5T_C_S1: -1,
+                    H5P_CLS_FILE_ACCESS: -1, H5Pset_file_locking: None })
             }
         }
     };
@@ -73,6 +77,9 @@ fn init(mut api: Api) -> Result<Api, String> {
         };
         let (f, i, s) = (global("H5T_NATIVE_FLOAT_g")?, global("H5T_NATIVE_INT_g")?, global("H5T_C_S1_g")?);
         api.H5T_NATIVE_DOUBLE = global("H5T_NATIVE_DOUBLE_g")?;
+        api.H5P_CLS_FILE_ACCESS = global("H5P_CLS_FILE_ACCESS_ID_g")?;
+        api.H5Pset_file_locking =
+            api._lib.get::<unsafe extern "C" fn(Hid, bool, bool) -> Herr>(b"H5Pset_file_locking\0").ok().map(|f| *f);
         api.H5T_NATIVE_FLOAT = f;
         api.H5T_NATIVE_INT = i;
         api.H5T_C_S1 = s;
@@ -107,6 +114,8 @@ api! {
     H5Tget_size: fn(Hid) -> usize;
     H5Tget_class: fn(Hid) -> c_int;
     H5Tclose: fn(Hid) -> Herr;
+    H5Pcreate: fn(Hid) -> Hid;
+    H5Pclose: fn(Hid) -> Herr;
 }
 
 /// The library, loaded once; an error that says how to install it.
