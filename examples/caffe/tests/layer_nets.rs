@@ -87,10 +87,11 @@ fn a_mean_file_is_found_beside_the_net_and_checked_against_the_images() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The types tests/data_layers.rs and tests/cpu_only_layers.rs train instead.
-fn cpu_only_and_data_types() -> [&'static str; 26] {
+/// The types tests/data_layers.rs, tests/hdf5_data.rs and tests/cpu_only_layers.rs train instead.
+fn cpu_only_and_data_types() -> [&'static str; 27] {
     [
         "ImageData",
+        "HDF5Data",
         "DummyData",
         "AbsVal",
         "BNLL",

@@ -149,9 +149,10 @@ fn unknown_layer_types_and_fields_are_named_with_their_line() {
     assert_eq!(line, 4);
     assert!(msg.contains("STOCHASTIC") && msg.contains("MAX, AVE"), "{msg}");
 
-    let (line, msg) = net_err("layers {\n name: \"old\"\n type: CONVOLUTION\n}\n");
-    assert_eq!(line, 1);
-    assert!(msg.contains("V1"), "{msg}");
+    // V1 `layers` are upgraded (tests/v1_nets.rs); the V0 form inside them is refused.
+    let (line, msg) = net_err("layers {\n layer {\n  name: \"old\"\n }\n}\n");
+    assert_eq!(line, 2);
+    assert!(msg.contains("V0") && msg.contains("upgrade_net_proto_text"), "{msg}");
 
     let (_, msg) = net_err("layer {\n name: \"d\"\n type: \"Data\"\n data_param { batch_size: 4 }\n}\n");
     assert!(msg.contains("no `source`"), "{msg}");

@@ -25,10 +25,13 @@ fn zoo(file: &str) -> PathBuf {
 }
 
 /// Trains `net` (a zoo file) three iterations at `batch` on random
-/// `images`, with the zoo's `solver` file when it has one.
-fn trains(net: &str, solver: Option<&str>, images: Images, batch: usize) {
+/// `images`, with the zoo's `solver` file when it has one; the final weights.
+fn trains(net: &str, solver: Option<&str>, images: Images, batch: usize) -> Vec<Vec<f32>> {
     let read = |f: &str| std::fs::read_to_string(zoo(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
-    let dir = common::scratch(&format!("zoo-{}", net.replace('/', "-")));
+    // Tests run side by side and may train one file each: a directory per call.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = common::scratch(&format!("zoo-{}-{call}", net.replace('/', "-")));
     let solver_text = solver.map(read);
     let path = substitute::prepare(&read(net), solver_text.as_deref(), &dir, images, batch, 3);
     let solver = SolverParam::load(&path).unwrap_or_else(|e| panic!("{net}: {e}"));
@@ -47,6 +50,7 @@ fn trains(net: &str, solver: Option<&str>, images: Images, batch: usize) {
     }
     println!("{net}: losses {:?} in {:.1} s", report.losses, report.wall.as_secs_f64());
     let _ = std::fs::remove_dir_all(&dir);
+    report.final_params
 }
 
 /// `caffe-geeps time` on a zoo deploy file, one iteration: every layer timed.
@@ -75,17 +79,18 @@ fn time_model(what: &str, model: &std::path::Path) {
 
 #[test]
 fn cifar10_quick_trains() {
-    trains("cifar10/cifar10_quick_train_test.prototxt", Some("cifar10/cifar10_quick_solver.prototxt"), CIFAR10, 4);
+    let _ =
+        trains("cifar10/cifar10_quick_train_test.prototxt", Some("cifar10/cifar10_quick_solver.prototxt"), CIFAR10, 4);
 }
 
 #[test]
 fn cifar10_full_trains() {
-    trains("cifar10/cifar10_full_train_test.prototxt", None, CIFAR10, 4);
+    let _ = trains("cifar10/cifar10_full_train_test.prototxt", None, CIFAR10, 4);
 }
 
 #[test]
 fn mnist_autoencoder_trains() {
-    trains(
+    let _ = trains(
         "mnist_autoencoder/mnist_autoencoder.prototxt",
         Some("mnist_autoencoder/mnist_autoencoder_solver.prototxt"),
         MNIST,
@@ -95,7 +100,7 @@ fn mnist_autoencoder_trains() {
 
 #[test]
 fn mnist_siamese_trains_with_shared_weights() {
-    trains(
+    let _ = trains(
         "mnist_siamese/mnist_siamese_train_test.prototxt",
         Some("mnist_siamese/mnist_siamese_solver.prototxt"),
         MNIST_PAIRS,
@@ -105,7 +110,40 @@ fn mnist_siamese_trains_with_shared_weights() {
 
 #[test]
 fn squeezenet_trains() {
-    trains("squeezenet_v1.1/train_val.prototxt", None, IMAGENET, 2);
+    let _ = trains("squeezenet_v1.1/train_val.prototxt", None, IMAGENET, 2);
+}
+
+/// BVLC's V1-format files (`bvlc_v1/`, upgraded on load) train exactly
+/// as the current-format files of the same nets: the same weights, bit for
+/// bit, after three iterations from the same seed on the same data.
+#[test]
+fn bvlc_v1_nets_train_as_their_current_format_files() {
+    let siamese_solver = Some("mnist_siamese/mnist_siamese_solver.prototxt");
+    for (v1, current, solver, images) in [
+        ("cifar10_quick_train_test.prototxt", "cifar10", Some("cifar10/cifar10_quick_solver.prototxt"), CIFAR10),
+        ("cifar10_full_train_test.prototxt", "cifar10", None, CIFAR10),
+        ("mnist_siamese_train_test.prototxt", "mnist_siamese", siamese_solver, MNIST_PAIRS),
+    ] {
+        let upgraded = trains(&format!("bvlc_v1/{v1}"), solver, images, 4);
+        let published = trains(&format!("{current}/{v1}"), solver, images, 4);
+        let bits =
+            |w: &[Vec<f32>]| -> Vec<Vec<u32>> { w.iter().map(|l| l.iter().map(|v| v.to_bits()).collect()).collect() };
+        assert_eq!(bits(&upgraded), bits(&published), "{v1}: the V1 file's weights differ from the current file's");
+    }
+}
+
+/// BVLC's CIFAR-10 full solver (HDF5 snapshots, a fixed rate) runs as
+/// published but for the schedule and paths, with the V1 net it was
+/// published beside and with the current-format net, to the same weights.
+#[test]
+fn cifar10_full_solver_trains_the_v1_and_current_nets() {
+    if !caffe_geeps::hdf5::available_for("cifar10_full_solver_trains_the_v1_and_current_nets") {
+        return;
+    }
+    let solver = Some("cifar10/cifar10_full_solver.prototxt");
+    let upgraded = trains("bvlc_v1/cifar10_full_train_test.prototxt", solver, CIFAR10, 4);
+    let published = trains("cifar10/cifar10_full_train_test.prototxt", solver, CIFAR10, 4);
+    assert_eq!(upgraded, published);
 }
 
 #[test]

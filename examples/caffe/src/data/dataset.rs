@@ -1,6 +1,7 @@
 //! Training and test images for the `Data` layer: an LMDB of Datums (a
 //! directory), or IDX files (the MNIST and Fashion-MNIST format, gzipped or
-//! not) named by a path prefix; for `ImageData`, a list of image files; each worker's slice of them, and filling a
+//! not) named by a path prefix; for `ImageData`, a list of image files; for
+//! `HDF5Data`, a list of .h5 files; each worker's slice of them, and filling a
 //! batch through Caffe's transform. It owns which source a path is and
 //! which image comes next; it must never know about layers or geeps.
 
@@ -12,13 +13,14 @@ use std::sync::{Arc, Mutex};
 
 use flate2::read::GzDecoder;
 
+use super::hdf5_data::Hdf5Data;
 use super::image_list::ImageList;
 use super::label_limit::LabelLimit;
 use super::lmdb_data::LmdbData;
 use crate::data::pixel_source::PixelSource;
 use crate::data::transform::{Pixels, RawBatch, TransformConf};
 use crate::error::{Error, Result};
-use crate::proto::layer_conf::ImageListConf;
+use crate::proto::layer_conf::{Hdf5Conf, ImageListConf};
 use crate::proto::net::DataConf;
 
 /// Images (one channel, row-major bytes) with their labels.
@@ -91,6 +93,8 @@ pub enum Source {
     Lmdb(LmdbData),
     /// Image files named in a list (ImageData), decoded batch by batch.
     Images(ImageList),
+    /// Datasets of .h5 files named in a list (HDF5Data), held in memory.
+    Hdf5(Hdf5Data),
 }
 
 impl Source {
@@ -109,6 +113,7 @@ impl Source {
             Source::Idx(d) => d.len(),
             Source::Lmdb(d) => d.len(),
             Source::Images(d) => d.len(),
+            Source::Hdf5(d) => d.len(),
         }
     }
 
@@ -121,7 +126,7 @@ impl Source {
     pub fn classes(&self) -> Option<usize> {
         match self {
             Source::Idx(d) => Some(d.classes()),
-            Source::Lmdb(_) | Source::Images(_) => None,
+            Source::Lmdb(_) | Source::Images(_) | Source::Hdf5(_) => None,
         }
     }
 
@@ -131,6 +136,7 @@ impl Source {
             Source::Idx(d) => &d.source,
             Source::Lmdb(d) => d.reader.path(),
             Source::Images(d) => &d.list,
+            Source::Hdf5(d) => &d.list,
         }
     }
 
@@ -140,6 +146,7 @@ impl Source {
             Source::Idx(d) => t.output_shape(1, d.height, d.width).map_err(|e| Error::file(&d.source, e)),
             Source::Lmdb(d) => d.output_shape(t),
             Source::Images(d) => d.output_shape(t),
+            Source::Hdf5(d) => Err(no_images(d)),
         }
     }
 
@@ -156,6 +163,7 @@ impl Source {
         match self {
             Source::Lmdb(d) => d.raw_batch(indices, t, train, seed, limit),
             Source::Images(d) => d.raw_batch(indices, t, train, seed, limit),
+            Source::Hdf5(d) => Err(no_images(d)),
             Source::Idx(d) => {
                 self.image_shape(t)?;
                 let shape = (1, d.height, d.width);
@@ -188,6 +196,8 @@ impl Source {
         match self {
             Source::Lmdb(d) => d.fill(indices, t, train, seed, limit, data, label),
             Source::Images(d) => d.fill(indices, t, train, seed, limit, data, label),
+            // Used as stored: `t` is the identity (HDF5Data refuses transform_param).
+            Source::Hdf5(d) => d.fill(indices, limit, &mut [data, label]),
             Source::Idx(d) => {
                 let (c, h, w) = self.image_shape(t)?;
                 let per = c * h * w;
@@ -203,6 +213,11 @@ impl Source {
             }
         }
     }
+}
+
+/// An HDF5 source's tops are datasets of any shape, not images to transform.
+fn no_images(d: &Hdf5Data) -> Error {
+    Error::file(&d.list, "an HDF5Data source holds datasets, not images; its tops are filled as stored")
 }
 
 /// The file for `kind`, gzipped or not.
@@ -246,8 +261,8 @@ pub(crate) fn read_idx(path: &Path, rank: usize) -> Result<(Vec<usize>, Vec<u8>)
     Ok((dims, bytes))
 }
 
-/// A source's path, with how an ImageData layer reads it.
-type SourceKey = (PathBuf, Option<ImageListConf>);
+/// A source's path, with how an ImageData or HDF5Data layer reads it.
+type SourceKey = (PathBuf, Option<ImageListConf>, Option<Hdf5Conf>);
 
 /// Datasets already loaded by this process, shared by its workers.
 #[derive(Default, Clone)]
@@ -259,22 +274,27 @@ impl DataCache {
     /// The dataset a Data layer names, loaded once per process.
     pub fn get(&self, conf: &DataConf) -> Result<Arc<Source>> {
         let prefix = resolve_source(conf);
-        // An ImageData list is a file of its own; a Data source is an LMDB or IDX files.
+        // An ImageData or HDF5Data list is a file of its own; a Data source is an LMDB or IDX files.
+        if conf.hdf5.is_some() && !prefix.is_file() {
+            return Err(list_not_found(conf));
+        }
         if conf.images.is_none()
+            && conf.hdf5.is_none()
             && !prefix.is_dir()
             && find(&prefix, "labels-idx1-ubyte").is_err()
             && find(&prefix, "images-idx3-ubyte").is_err()
         {
             return Err(not_found(conf));
         }
-        let key = (prefix.clone(), conf.images.clone());
+        let key = (prefix.clone(), conf.images.clone(), conf.hdf5.clone());
         let mut loaded = self.loaded.lock().map_err(|_| Error::config("a worker panicked while loading data"))?;
         if let Some(d) = loaded.get(&key) {
             return Ok(d.clone());
         }
-        let d = Arc::new(match &conf.images {
-            Some(images) => Source::Images(ImageList::open(&prefix, images, &conf.base_dir)?),
-            None => Source::open(&prefix)?,
+        let d = Arc::new(match (&conf.images, &conf.hdf5) {
+            (Some(images), _) => Source::Images(ImageList::open(&prefix, images, &conf.base_dir)?),
+            (None, Some(h5)) => Source::Hdf5(Hdf5Data::open(&prefix, h5, &conf.base_dir)?),
+            (None, None) => Source::open(&prefix)?,
         });
         loaded.insert(key, d.clone());
         Ok(d)
@@ -298,11 +318,27 @@ fn not_found(conf: &DataConf) -> Error {
     )
 }
 
+/// An `hdf5_data_param.source` list found nowhere.
+fn list_not_found(conf: &DataConf) -> Error {
+    let direct = Path::new(&conf.source);
+    let mut places = vec![direct.display().to_string()];
+    if !direct.is_absolute() && conf.base_dir.join(direct) != direct {
+        places.push(conf.base_dir.join(direct).display().to_string());
+    }
+    Error::file(
+        direct,
+        format!(
+            "hdf5_data_param.source not found: looked for the list of .h5 files (one path a line) at {}",
+            places.join(" and at ")
+        ),
+    )
+}
+
 /// The source prefix against the current directory, else the net file's.
 pub fn resolve_source(conf: &DataConf) -> PathBuf {
     let direct = Path::new(&conf.source);
     let exists = |p: &Path| {
-        if conf.images.is_some() {
+        if conf.images.is_some() || conf.hdf5.is_some() {
             p.is_file()
         } else {
             p.is_dir() || find(p, "labels-idx1-ubyte").is_ok()

@@ -1,4 +1,5 @@
-//! HDF5 files as caffe-geeps uses them: float datasets of any shape, int
+//! HDF5 files as caffe-geeps uses them: numeric datasets of any shape
+//! (read as f32; written as float, double or int), int
 //! and string scalars (as Caffe's `H5LT` helpers write them), groups by
 //! name. Every call into the library holds one process-wide lock (HDF5's
 //! usual build is not thread-safe) and every id it opens is closed on
@@ -55,8 +56,9 @@ impl H5File {
         let api = api()?;
         let guard = lock();
         let c = cname(&path.to_string_lossy())?;
-        // SAFETY: a NUL-terminated path and default property lists.
-        let id = unsafe { (api.H5Fcreate)(c.as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT) };
+        let fapl = access_list(api);
+        // SAFETY: a NUL-terminated path, the default creation list and an open access list.
+        let id = unsafe { (api.H5Fcreate)(c.as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id) };
         if id < 0 {
             return Err(format!("cannot create the HDF5 file {}", path.display()));
         }
@@ -71,8 +73,9 @@ impl H5File {
         }
         let guard = lock();
         let c = cname(&path.to_string_lossy())?;
-        // SAFETY: as above.
-        let id = unsafe { (api.H5Fopen)(c.as_ptr(), H5F_ACC_RDONLY, H5P_DEFAULT) };
+        let fapl = access_list(api);
+        // SAFETY: a NUL-terminated path and an open access list.
+        let id = unsafe { (api.H5Fopen)(c.as_ptr(), H5F_ACC_RDONLY, fapl.id) };
         if id < 0 {
             return Err(format!("{} is not an HDF5 file", path.display()));
         }
@@ -144,15 +147,36 @@ impl H5File {
 
     /// Writes `data` as a float dataset of `shape` (its product is `data.len()`).
     pub fn write_floats(&self, group: &str, name: &str, shape: &[usize], data: &[f32]) -> Result<(), String> {
+        self.write_numbers(group, name, shape, data, self.api.H5T_NATIVE_FLOAT)
+    }
+
+    /// Writes `data` as a double dataset of `shape` (as numpy's float64 is stored).
+    pub fn write_doubles(&self, group: &str, name: &str, shape: &[usize], data: &[f64]) -> Result<(), String> {
+        self.write_numbers(group, name, shape, data, self.api.H5T_NATIVE_DOUBLE)
+    }
+
+    /// Writes `data` as an int dataset of `shape` (labels, as tools often store them).
+    pub fn write_ints(&self, group: &str, name: &str, shape: &[usize], data: &[i32]) -> Result<(), String> {
+        self.write_numbers(group, name, shape, data, self.api.H5T_NATIVE_INT)
+    }
+
+    /// `data` as a dataset of `shape` whose memory type `t` is `T`'s.
+    fn write_numbers<T: Copy>(
+        &self,
+        group: &str,
+        name: &str,
+        shape: &[usize],
+        data: &[T],
+        t: Hid,
+    ) -> Result<(), String> {
         if shape.iter().product::<usize>() != data.len() {
             return Err(format!("{group}/{name}: shape {shape:?} does not hold {} values", data.len()));
         }
         let dims: Vec<Hsize> = shape.iter().map(|&d| d as Hsize).collect();
         // SAFETY: `dims` holds `rank` sizes.
         let space = unsafe { (self.api.H5Screate_simple)(dims.len() as i32, dims.as_ptr(), std::ptr::null()) };
-        let d = self.create_dataset(group, name, self.api.H5T_NATIVE_FLOAT, space)?;
-        let t = self.api.H5T_NATIVE_FLOAT;
-        // SAFETY: `data` holds every element of the dataset's space.
+        let d = self.create_dataset(group, name, t, space)?;
+        // SAFETY: `data` holds every element of the dataset's space, each of the type `t` describes.
         let rc = unsafe { (self.api.H5Dwrite)(d.id, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.as_ptr() as *const c_void) };
         if rc < 0 {
             return Err(format!("{}: cannot write {group}/{name}", self.path.display()));
@@ -293,6 +317,31 @@ impl H5File {
         let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
         String::from_utf8(buf[..end].to_vec()).map_err(|_| format!("{}: {name} is not UTF-8", self.path.display()))
     }
+}
+
+/// The file access list every file is opened with: HDF5's file locking
+/// off where the library can turn it off (1.10.7 and later). Its locks
+/// (`flock`) belong to the open file, which a child process started while
+/// the file is open shares, so a file written here could not be read
+/// again until that child ended; caffe-geeps writes each file once,
+/// atomically, and never reads one while writing it. Without such a list
+/// the default is used.
+fn access_list(api: &'static Api) -> Owned<'static> {
+    // SAFETY: the class id is the library's own; a failed create returns a negative id, not used.
+    let id = unsafe { (api.H5Pcreate)(api.H5P_CLS_FILE_ACCESS) };
+    let unlocked = match api.H5Pset_file_locking {
+        // SAFETY: `id` is an open file access list.
+        Some(set) if id >= 0 => (unsafe { set(id, false, true) }) >= 0,
+        _ => false,
+    };
+    if unlocked {
+        return Owned { id, close: api.H5Pclose, _api: api };
+    }
+    if id >= 0 {
+        // SAFETY: opened just above, closed once.
+        unsafe { (api.H5Pclose)(id) };
+    }
+    Owned { id: H5P_DEFAULT, close: noop, _api: api }
 }
 
 /// The file's own id is closed with the file.

@@ -37,8 +37,12 @@ macro_rules! api {
             _lib: libloading::Library,
             $(pub $name: unsafe extern "C" fn($($arg),*) -> $ret,)*
             pub H5T_NATIVE_FLOAT: Hid,
+            pub H5T_NATIVE_DOUBLE: Hid,
             pub H5T_NATIVE_INT: Hid,
             pub H5T_C_S1: Hid,
+            pub H5P_CLS_FILE_ACCESS: Hid,
+            /// HDF5 1.10.7 and later; `None` before.
+            pub H5Pset_file_locking: Option<unsafe extern "C" fn(Hid, bool, bool) -> Herr>,
         }
 
         #[allow(non_snake_case)]
@@ -49,7 +53,8 @@ macro_rules! api {
                 $(let $name = *lib
                     .get::<unsafe extern "C" fn($($arg),*) -> $ret>(concat!(stringify!($name), "\0").as_bytes())
                     .map_err(|e| format!("{}: {e}", stringify!($name)))?;)*
-                Ok(Api { _lib: lib, $($name,)* H5T_NATIVE_FLOAT: -1, H5T_NATIVE_INT: -1, H5T_C_S1: -1 })
+                Ok(Api { _lib: lib, $($name,)* H5T_NATIVE_FLOAT: -1, H5T_NATIVE_DOUBLE: -1, H5T_NATIVE_INT: -1, H5T_C_S1: -1,
+                    H5P_CLS_FILE_ACCESS: -1, H5Pset_file_locking: None })
             }
         }
     };
@@ -71,6 +76,10 @@ fn init(mut api: Api) -> Result<Api, String> {
             Ok(**sym)
         };
         let (f, i, s) = (global("H5T_NATIVE_FLOAT_g")?, global("H5T_NATIVE_INT_g")?, global("H5T_C_S1_g")?);
+        api.H5T_NATIVE_DOUBLE = global("H5T_NATIVE_DOUBLE_g")?;
+        api.H5P_CLS_FILE_ACCESS = global("H5P_CLS_FILE_ACCESS_ID_g")?;
+        api.H5Pset_file_locking =
+            api._lib.get::<unsafe extern "C" fn(Hid, bool, bool) -> Herr>(b"H5Pset_file_locking\0").ok().map(|f| *f);
         api.H5T_NATIVE_FLOAT = f;
         api.H5T_NATIVE_INT = i;
         api.H5T_C_S1 = s;
@@ -105,6 +114,8 @@ api! {
     H5Tget_size: fn(Hid) -> usize;
     H5Tget_class: fn(Hid) -> c_int;
     H5Tclose: fn(Hid) -> Herr;
+    H5Pcreate: fn(Hid) -> Hid;
+    H5Pclose: fn(Hid) -> Herr;
 }
 
 /// The library, loaded once; an error that says how to install it.

@@ -2,9 +2,11 @@
 //! by blob name (`wiring`, with Caffe's automatic Split layers from
 //! `insert_splits`), the one calling convention of a layer (`layer_call`),
 //! its learnable parameters (`params`), running it on plain memory
-//! (`plain`) and refusing one that cannot fit (`memory`). This file only
+//! (`plain`), filling a data layer's tops (`data_feed`) and refusing one
+//! that cannot fit (`memory`). This file only
 //! declares the modules and re-exports; it must never define an item.
 
+pub mod data_feed;
 mod infogain_source;
 pub mod insert_splits;
 mod layer_call;

@@ -5,6 +5,7 @@
 
 use crate::data::Cursor;
 use crate::error::Result;
+use crate::net::data_feed::fill_tops;
 use crate::net::{backward_layer, forward_layer, Io, Net};
 
 pub struct Plain<'n> {
@@ -52,23 +53,11 @@ impl<'n> Plain<'n> {
         let l = &net.layers[li];
         if let Some(src) = &l.data {
             let idx = self.cursors[li].as_mut().map(|c| c.take(net.batch)).unwrap_or_default();
-            let d = l.tops[0];
-            // Without a label top the labels are read and dropped, as Caffe's.
-            let mut label = match l.tops.get(1) {
-                Some(&lab) => std::mem::take(&mut self.data[lab]),
-                None => vec![0.0; net.batch],
-            };
-            let filled = src.set.fill(
-                &idx,
-                &src.transform,
-                train,
-                layer_seed(seed, li),
-                src.label_limit.get(),
-                &mut self.data[d],
-                &mut label,
-            );
-            if let Some(&lab) = l.tops.get(1) {
-                self.data[lab] = label;
+            let mut taken: Vec<Vec<f32>> = l.tops.iter().map(|&t| std::mem::take(&mut self.data[t])).collect();
+            let mut tops: Vec<&mut [f32]> = taken.iter_mut().map(Vec::as_mut_slice).collect();
+            let filled = fill_tops(src, &idx, train, layer_seed(seed, li), &mut tops);
+            for (&t, v) in l.tops.iter().zip(taken) {
+                self.data[t] = v;
             }
             return filled;
         }

@@ -134,6 +134,20 @@ fn transform(conf: &DataConf) -> Result<TransformConf> {
     Ok(TransformConf { scale: conf.scale, mirror: conf.mirror, crop_size: conf.crop_size, mean })
 }
 
+/// The layer types whose second bottom holds class indices.
+const CLASS_INDICES: [&str; 5] =
+    ["SoftmaxWithLoss", "Accuracy", "MultinomialLogisticLoss", "InfogainLoss", "HingeLoss"];
+
+/// Records a data layer's batch size: every data layer of a net has one.
+fn one_batch(batch: &mut Option<usize>, size: usize) -> std::result::Result<(), &'static str> {
+    match *batch {
+        None => *batch = Some(size),
+        Some(b) if b != size => return Err("two Data layers of one phase with different batch sizes"),
+        Some(_) => {}
+    }
+    Ok(())
+}
+
 /// Layers that feed a net from outside it, without a dataset.
 fn feeds(type_name: &str) -> bool {
     matches!(type_name, "Input" | "DummyData")
@@ -176,6 +190,8 @@ impl Net {
         let mut batch = None;
         // A net without Data layers: the first axis of its Input (or DummyData) layer's first top.
         let mut input_batch = None;
+        // Blobs an HDF5Data layer reads from a file: where from, for errors of the layers that consume them.
+        let mut origins: HashMap<String, String> = HashMap::new();
         let admitted: Vec<&LayerParam> = param.layers.iter().filter(|l| l.phases.admits_state(state)).collect();
         let wiring: Vec<_> = admitted.iter().map(|l| (l.name.as_str(), &l.bottoms[..], &l.tops[..])).collect();
         for pl in insert_splits::insert(&wiring) {
@@ -204,11 +220,40 @@ impl Net {
             let bottom_shapes: Vec<Shape> = bottoms.iter().map(|&b| blobs[b].shape.clone()).collect();
             let (compute, data, top_shapes) = match (&lp.kind, pl.split) {
                 (_, Some(n)) => {
+                    if let Some(o) = pl.bottoms.first().and_then(|b| origins.get(b)).cloned() {
+                        for t in &pl.tops {
+                            origins.insert(t.clone(), o.clone());
+                        }
+                    }
                     let l: Box<dyn Layer> = Box::new(
                         Split::new(n, &bottom_shapes[0]).map_err(|e| at(param, lp.line, format!("`{name}`: {e}")))?,
                     );
                     let shapes = l.top_shapes();
                     (Some(l), None, shapes)
+                }
+                (LayerKind::Data(conf), None) if conf.hdf5.is_some() => {
+                    if !bottoms.is_empty() {
+                        return Err(at(param, lp.line, format!("HDF5Data layer `{name}` takes no bottom")));
+                    }
+                    let set = cache.get(conf).map_err(|e| at(param, lp.line, format!("layer `{name}`: {e}")))?;
+                    let Source::Hdf5(h5) = &*set else {
+                        return Err(at(
+                            param,
+                            lp.line,
+                            format!("layer `{name}`: its source is not a list of .h5 files"),
+                        ));
+                    };
+                    let shapes = h5.top_shapes(conf.batch_size);
+                    for (k, t) in pl.tops.iter().enumerate() {
+                        origins.insert(t.clone(), format!("HDF5Data layer `{name}`'s {}", h5.describe(k)));
+                    }
+                    one_batch(&mut batch, conf.batch_size).map_err(|e| at(param, lp.line, e))?;
+                    let transform = TransformConf::default();
+                    (
+                        None,
+                        Some(DataSource { conf: conf.clone(), set, transform, label_limit: OnceLock::new() }),
+                        shapes,
+                    )
                 }
                 (LayerKind::Data(conf), None) => {
                     // Caffe's data layers output the label only when given a second top.
@@ -224,13 +269,7 @@ impl Net {
                     let (c, h, w) =
                         set.image_shape(&transform).map_err(|e| at(param, lp.line, format!("layer `{name}`: {e}")))?;
                     let shapes = [vec![conf.batch_size, c, h, w], vec![conf.batch_size]][..pl.tops.len()].to_vec();
-                    match batch {
-                        None => batch = Some(conf.batch_size),
-                        Some(b) if b != conf.batch_size => {
-                            return Err(at(param, lp.line, "two Data layers of one phase with different batch sizes"))
-                        }
-                        Some(_) => {}
-                    }
+                    one_batch(&mut batch, conf.batch_size).map_err(|e| at(param, lp.line, e))?;
                     (
                         None,
                         Some(DataSource { conf: conf.clone(), set, transform, label_limit: OnceLock::new() }),
@@ -240,8 +279,14 @@ impl Net {
                 (kind, None) => {
                     let loaded = infogain_source::with_matrix(kind).map_err(|e| at(param, lp.line, e))?;
                     let kind = loaded.as_ref().unwrap_or(kind);
-                    let l = layers::build(kind, &bottom_shapes, phase == Phase::Train)
-                        .map_err(|e| at(param, lp.line, format!("{} layer `{name}`: {e}", kind.type_name())))?;
+                    let l = layers::build(kind, &bottom_shapes, phase == Phase::Train).map_err(|e| {
+                        let from: Vec<String> = pl
+                            .bottoms
+                            .iter()
+                            .filter_map(|b| origins.get(b).map(|o| format!("; bottom `{b}` is {o}")))
+                            .collect();
+                        at(param, lp.line, format!("{} layer `{name}`: {e}{}", kind.type_name(), from.concat()))
+                    })?;
                     let shapes = l.top_shapes();
                     if feeds(l.type_name()) && input_batch.is_none() {
                         input_batch = shapes.first().and_then(|s| s.first()).copied();
@@ -501,9 +546,11 @@ impl Net {
         self.blobs.iter().position(|b| b.name == name)
     }
 
-    /// The largest class count any loss or accuracy layer accepts, so labels
-    /// can be checked against it: before training where the data's labels
-    /// are known, else (an LMDB) by every batch.
+    /// The largest class count any layer reading its second bottom as
+    /// class indices accepts, so labels can be checked against it: before
+    /// training where the data's labels are known, else (an LMDB, HDF5
+    /// datasets) by every batch. A layer reading it as values (EuclideanLoss
+    /// or SigmoidCrossEntropyLoss targets) sets no limit.
     pub fn check_labels(&self) -> Result<()> {
         let data = self.layers.iter().find_map(|l| l.data.as_ref().map(|d| (l, d)));
         let Some((dl, src)) = data else { return Ok(()) };
@@ -516,7 +563,7 @@ impl Net {
                 labels.extend(&l.tops);
             }
         }
-        for l in self.layers.iter().filter(|l| l.type_name != "Split") {
+        for l in self.layers.iter().filter(|l| CLASS_INDICES.contains(&l.type_name)) {
             if l.bottoms.get(1).is_some_and(|b| labels.contains(b)) {
                 let scores = &self.blobs[l.bottoms[0]];
                 let c = scores.count() / self.batch;

@@ -7,6 +7,7 @@
 use prost::Message;
 
 use crate::proto::caffe::{BlobProto, BlobShape, LayerParameter, NetParameter};
+use crate::proto::v1_upgrade;
 
 /// One layer's parameter blobs.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,32 +70,53 @@ pub fn encode(net_name: &str, layers: &[LayerBlobs]) -> Vec<u8> {
     .encode_to_vec()
 }
 
-/// Field 2 of NetParameter: Caffe's old V1 layers, which caffe.proto leaves out.
+/// Field 2 of NetParameter (Caffe's V1 `layers`) and field 1 of a V1 layer
+/// (the V0 `layer` inside it), which caffe.proto leaves undeclared.
 const V1_LAYERS: u32 = 2;
+const V0_LAYER: u32 = 1;
 
-/// Whether a binary NetParameter has top-level field `number`.
-fn has_field(mut bytes: &[u8], number: u32) -> Result<bool, String> {
-    use prost::encoding::{decode_key, skip_field, DecodeContext};
+/// Whether a V1 layer of a binary NetParameter holds a V0 `layer`.
+fn has_v0_layer(mut bytes: &[u8]) -> Result<bool, String> {
+    use prost::encoding::{decode_key, decode_varint, skip_field, DecodeContext, WireType};
     while !bytes.is_empty() {
         let (tag, wire) = decode_key(&mut bytes).map_err(|e| e.to_string())?;
-        if tag == number {
-            return Ok(true);
+        if tag == V1_LAYERS && wire == WireType::LengthDelimited {
+            let len = decode_varint(&mut bytes).map_err(|e| e.to_string())? as usize;
+            let Some((mut inner, rest)) = (len <= bytes.len()).then(|| bytes.split_at(len)) else {
+                return Err("a V1 layer runs past the end of the file".into());
+            };
+            while !inner.is_empty() {
+                let (t, w) = decode_key(&mut inner).map_err(|e| e.to_string())?;
+                if t == V0_LAYER {
+                    return Ok(true);
+                }
+                skip_field(w, t, &mut inner, DecodeContext::default()).map_err(|e| e.to_string())?;
+            }
+            bytes = rest;
+            continue;
         }
         skip_field(wire, tag, &mut bytes, DecodeContext::default()).map_err(|e| e.to_string())?;
     }
     Ok(false)
 }
 
-/// Decodes a weights file into its layers that have blobs.
+/// Decodes a weights file into its layers that have blobs. A file in
+/// Caffe's V1 format has its layers' types upgraded as Caffe does.
 pub fn decode(bytes: &[u8]) -> Result<Vec<LayerBlobs>, String> {
     let net = NetParameter::decode(bytes).map_err(|e| e.to_string())?;
-    if net.layer.is_empty() && has_field(bytes, V1_LAYERS)? {
-        return Err("this weights file uses Caffe's old V1 layer format; upgrade it with Caffe's \
-                    upgrade_net_proto_binary"
-            .into());
+    if !net.layers.is_empty() {
+        if !net.layer.is_empty() {
+            return Err("this weights file holds both `layer` and Caffe's V1 `layers`; write it one way".into());
+        }
+        if has_v0_layer(bytes)? {
+            return Err("this weights file uses Caffe's V0 layer format, which caffe-geeps does not read; upgrade \
+                        it with Caffe's upgrade_net_proto_binary"
+                .into());
+        }
     }
+    let upgraded: Vec<LayerParameter> = net.layers.iter().map(v1_upgrade::upgrade).collect();
     let mut layers = Vec::new();
-    for l in net.layer.iter().filter(|l| !l.blobs.is_empty()) {
+    for l in net.layer.iter().chain(&upgraded).filter(|l| !l.blobs.is_empty()) {
         let blobs = l.blobs.iter().map(blob_values).collect::<Result<Vec<_>, _>>()?;
         layers.push(LayerBlobs { name: l.name().to_string(), type_name: l.r#type().to_string(), blobs });
     }
@@ -128,9 +150,41 @@ mod tests {
         let layers = vec![LayerBlobs { name: "a".into(), type_name: "B".into(), blobs: vec![(vec![4], vec![1.0; 4])] }];
         let bytes = encode("n", &layers);
         assert!(decode(&bytes[..bytes.len() - 3]).is_err());
-        // A V1 `layers` entry (field 2, length-delimited, empty).
-        let e = decode(&[0x12, 0x00]).unwrap_err();
-        assert!(e.contains("V1"), "{e}");
+        // A V1 `layers` entry holding a V0 `layer` (field 1, empty).
+        let e = decode(&[0x12, 0x02, 0x0a, 0x00]).unwrap_err();
+        assert!(e.contains("V0"), "{e}");
+    }
+
+    #[test]
+    fn v1_weights_are_upgraded() {
+        use crate::proto::caffe::v1_layer_parameter::LayerType;
+        use crate::proto::caffe::V1LayerParameter;
+        let v1 = |name: &str, t: LayerType, blobs: Vec<BlobProto>| V1LayerParameter {
+            name: Some(name.into()),
+            r#type: Some(t as i32),
+            blobs,
+            ..Default::default()
+        };
+        let net = NetParameter {
+            layers: vec![
+                v1(
+                    "conv1",
+                    LayerType::Convolution,
+                    vec![blob_proto(&[2, 1, 1, 1], &[1.0, 2.0]), blob_proto(&[2], &[0.5; 2])],
+                ),
+                v1("relu1", LayerType::Relu, vec![]),
+                v1("ip", LayerType::InnerProduct, vec![blob_proto(&[1, 2], &[3.0, 4.0])]),
+            ],
+            ..Default::default()
+        };
+        let got = decode(&net.encode_to_vec()).unwrap();
+        assert_eq!(
+            got.iter().map(|l| (l.name.as_str(), l.type_name.as_str())).collect::<Vec<_>>(),
+            [("conv1", "Convolution"), ("ip", "InnerProduct")]
+        );
+        assert_eq!(got[0].blobs, [(vec![2, 1, 1, 1], vec![1.0, 2.0]), (vec![2], vec![0.5; 2])]);
+        let mixed = NetParameter { layer: vec![LayerParameter::default()], ..net };
+        assert!(decode(&mixed.encode_to_vec()).unwrap_err().contains("both"));
     }
 
     #[test]

@@ -85,6 +85,16 @@ pub struct DataConf {
     pub base_dir: PathBuf,
     /// An ImageData layer's: `source` is a list of image files.
     pub images: Option<ImageListConf>,
+    /// An HDF5Data layer's: `source` is a list of .h5 files.
+    pub hdf5: Option<Hdf5Conf>,
+}
+
+/// How an HDF5Data layer reads its files (its `hdf5_data_param` and tops).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Hdf5Conf {
+    /// The dataset each top reads, in top order (the tops' names).
+    pub datasets: Vec<String>,
+    pub shuffle: bool,
 }
 
 /// How an ImageData layer reads its images (its `image_data_param`).

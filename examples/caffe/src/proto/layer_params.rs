@@ -8,8 +8,8 @@ use std::path::Path;
 
 use crate::proto::caffe::{self, eltwise_parameter, loss_parameter, lrn_parameter, pooling_parameter};
 use crate::proto::layer_conf::{
-    DataConf, EltwiseOp, Filler, ImageListConf, InnerProductConf, LrnConf, NormRegion, Normalization, PoolConf,
-    PoolMethod, PoolRound, PowerConf, ScaleConf,
+    DataConf, EltwiseOp, Filler, Hdf5Conf, ImageListConf, InnerProductConf, LrnConf, NormRegion, Normalization,
+    PoolConf, PoolMethod, PoolRound, PowerConf, ScaleConf,
 };
 use crate::proto::layer_spec::{BatchNormSpec, LayerSpec, LossNorm, NeuronFn};
 use crate::proto::locate::Loc;
@@ -93,6 +93,7 @@ pub(crate) fn kind(
         }
         "Input" => spec(input(lp, loc, p)),
         "ImageData" => image_data(lp, loc, base_dir, p).map(LayerKind::Data),
+        "HDF5Data" => hdf5_data(lp, loc, base_dir, p).map(LayerKind::Data),
         "DummyData" => spec(dummy_data(lp, loc, p)),
         "AbsVal" => Some(LayerKind::Spec(LayerSpec::Neuron(NeuronFn::AbsVal))),
         "BNLL" => Some(LayerKind::Spec(LayerSpec::Neuron(NeuronFn::Bnll))),
@@ -124,7 +125,7 @@ pub(crate) fn kind(
             p.push(
                 loc.of("type"),
                 "MemoryData is fed batches by Caffe's C++ or Python API, which caffe-geeps does not have; declare \
-                 the blobs with an Input layer (a deploy file), DummyData, or read them with Data or ImageData",
+                 the blobs with an Input layer (a deploy file), DummyData, or read them with Data, ImageData or HDF5Data",
             );
             None
         }
@@ -426,7 +427,34 @@ fn transform(
         mean_file: tp.mean_file.clone(),
         base_dir: base_dir.to_path_buf(),
         images: None,
+        hdf5: None,
     })
+}
+
+/// HDF5Data: a list file of .h5 files, each top a dataset of every file,
+/// used as stored (no transform, as Caffe's).
+fn hdf5_data(lp: &caffe::LayerParameter, loc: &Loc<'_>, base_dir: &Path, p: &mut Problems) -> Option<DataConf> {
+    let Some(hp) = &lp.hdf5_data_param else {
+        p.push(loc.line(), "an HDF5Data layer needs `hdf5_data_param { source: \"files.txt\" batch_size: N }`");
+        return None;
+    };
+    let hl = loc.at("hdf5_data_param");
+    let source = match hp.source.as_deref() {
+        Some(s) if !s.trim().is_empty() => Some(s.to_string()),
+        _ => {
+            p.push(hl.line(), "hdf5_data_param has no `source` (a list file of .h5 paths, one a line)");
+            None
+        }
+    };
+    let batch_size = hp.batch_size() as usize;
+    if batch_size == 0 {
+        p.push(hl.line(), "hdf5_data_param needs `batch_size` of at least 1");
+    }
+    if lp.top.is_empty() {
+        p.push(loc.line(), "an HDF5Data layer needs a `top` per dataset it reads (the top's name is the dataset's)");
+    }
+    let hdf5 = Hdf5Conf { datasets: lp.top.clone(), shuffle: hp.shuffle() };
+    transform(lp, loc, p, source?, batch_size, base_dir).map(|c| DataConf { hdf5: Some(hdf5), ..c })
 }
 
 /// ImageData: a list file of images, read as a Data layer reads an LMDB.

@@ -4,7 +4,8 @@
 //! write instead. It owns the net-level checks and which `*_param` each
 //! layer type may set; reading each type's settings (with Caffe's defaults)
 //! is `layer_params`'s. It must never check shapes or build anything
-//! (`net::wiring` does).
+//! (`net::wiring` does). A net in Caffe's V1 format (`layers`) is upgraded
+//! layer by layer (`v1_upgrade`) and then checked as any other.
 
 use std::path::Path;
 
@@ -16,10 +17,11 @@ use crate::proto::net_inputs;
 use crate::proto::problems::Problems;
 use crate::proto::standard_params;
 use crate::proto::text;
+use crate::proto::v1_upgrade;
 
 // The parsed net's types, where callers look for them.
 pub use crate::proto::layer_conf::{
-    ConvConf, DataConf, Filler, InnerProductConf, Normalization, ParamShare, ParamSpec, PoolConf, PoolMethod,
+    ConvConf, DataConf, Filler, Hdf5Conf, InnerProductConf, Normalization, ParamShare, ParamSpec, PoolConf, PoolMethod,
     PoolRound, VarianceNorm,
 };
 pub use crate::proto::layer_spec::LayerSpec;
@@ -32,6 +34,8 @@ const TYPE_PARAMS: &[(&str, &[&str])] = &[
     ("Data", &["data_param", "transform_param"]),
     ("Input", &["input_param"]),
     ("ImageData", &["image_data_param", "transform_param"]),
+    // Caffe's HDF5Data refuses transform_param too: its values are used as stored.
+    ("HDF5Data", &["hdf5_data_param"]),
     ("DummyData", &["dummy_data_param"]),
     ("MemoryData", &["memory_data_param", "transform_param"]),
     ("AbsVal", &[]),
@@ -81,6 +85,7 @@ fn set_params(lp: &caffe::LayerParameter) -> Vec<&'static str> {
         ("log_param", lp.log_param.is_some()),
         ("threshold_param", lp.threshold_param.is_some()),
         ("image_data_param", lp.image_data_param.is_some()),
+        ("hdf5_data_param", lp.hdf5_data_param.is_some()),
         ("memory_data_param", lp.memory_data_param.is_some()),
         ("eltwise_param", lp.eltwise_param.is_some()),
         ("flatten_param", lp.flatten_param.is_some()),
@@ -138,7 +143,32 @@ impl NetParam {
                 layers.push(l);
             }
         }
-        if msg.layer.is_empty() && msg.input.is_empty() {
+        // Caffe's V1 `layers`, upgraded as Caffe upgrades them; their fields keep their lines.
+        if !msg.layers.is_empty() && !msg.layer.is_empty() {
+            p.push(
+                loc.nth("layers", 0).line(),
+                "the net mixes V1 `layers` with `layer`; write every layer one way (Caffe ignores the `layer` ones)",
+            );
+        }
+        for (i, v1) in msg.layers.iter().enumerate() {
+            let at = loc.nth("layers", i);
+            if v1.r#type == Some(0) {
+                p.push(at.of("type"), format!("V1 layer `{}` has type NONE; give it its type", v1.name()));
+                continue;
+            }
+            if v1.blob_share_mode.len() > v1.param.len() {
+                p.push(
+                    at.nth("blob_share_mode", v1.param.len()).line(),
+                    "`blob_share_mode` applies to a blob that `param` names (one `param: \"name\"` per blob); \
+                     name the blob or remove it",
+                );
+                continue;
+            }
+            if let Some(l) = layer(&v1_upgrade::upgrade(v1), &at, &base_dir, &mut p) {
+                layers.push(l);
+            }
+        }
+        if msg.layer.is_empty() && msg.layers.is_empty() && msg.input.is_empty() {
             p.push(loc.line(), "the net has no `layer`");
         }
         p.finish()?;

@@ -38,6 +38,7 @@ impl LayerKind {
     pub fn type_name(&self) -> &'static str {
         match self {
             LayerKind::Data(c) if c.images.is_some() => "ImageData",
+            LayerKind::Data(c) if c.hdf5.is_some() => "HDF5Data",
             LayerKind::Data(_) => "Data",
             LayerKind::Convolution(_) => "Convolution",
             LayerKind::Pooling(_) => "Pooling",
@@ -54,9 +55,10 @@ impl LayerKind {
 }
 
 /// Every layer type a prototxt may name (the automatic Split aside).
-pub const LAYER_TYPES: [&str; 47] = [
+pub const LAYER_TYPES: [&str; 48] = [
     "Data",
     "ImageData",
+    "HDF5Data",
     "Input",
     "DummyData",
     "Convolution",

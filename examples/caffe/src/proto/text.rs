@@ -93,6 +93,15 @@ fn explain(text: &str, offset: Option<usize>, what: &str) -> (usize, String) {
     if let (Some(name), Some(message)) = (quoted(what, "field "), quoted(what, "for message ")) {
         return (line, unknown_field(name, message));
     }
+    // The one enum field named `type` is a V1 layer's (every other `type` is a string).
+    if field.as_deref() == Some("type") && what.starts_with("expected an enum value") {
+        return (
+            line,
+            "a V1 `layers` entry names its type without quotes (`type: CONVOLUTION`); or write it as \
+             `layer { type: \"Convolution\" ... }`"
+                .into(),
+        );
+    }
     if let (Some(value), Some(enum_name)) = (quoted(what, "value "), quoted(what, "for enum ")) {
         let allowed = super::pool()
             .get_enum_by_name(enum_name)
@@ -122,9 +131,9 @@ fn syntax(what: &str) -> String {
 /// "unknown field" with the closest field the message has, as a hint.
 fn unknown_field(name: &str, message: &str) -> String {
     let short_msg = short(message);
-    if short_msg == "NetParameter" && name == "layers" {
-        return "this net uses Caffe's old V1 `layers` format; convert it with Caffe's upgrade_net_proto_text \
-                (each `layers` becomes `layer`, with its type quoted)"
+    if short_msg == "V1LayerParameter" && name == "layer" {
+        return "this net uses Caffe's V0 format (`layers { layer { ... } }`), which caffe-geeps does not read; \
+                convert it with Caffe's upgrade_net_proto_text"
             .into();
     }
     let hint = super::pool()

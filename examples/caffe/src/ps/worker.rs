@@ -16,9 +16,10 @@ use std::sync::Arc;
 
 use geeps::{Config, Geeps, Handle, ReadBuffer, RowKey, Slack, Stats, TableId, Transport};
 
-use crate::data::Cursor;
+use crate::data::{Cursor, Source};
 use crate::error::{Error, Result};
 use crate::gpu::{DevSlice, Gpu};
+use crate::net::data_feed::fill_tops;
 use crate::net::params::ParamLayout;
 use crate::net::{backward_layer, forward_layer, Io, Net};
 use crate::ps::blob_access::{self, open, Access, Held};
@@ -543,6 +544,25 @@ impl<'a> PsWorker<'a> {
         gpu.sync()
     }
 
+    /// An HDF5Data layer's batch on the GPU: its tops filled on the host as
+    /// stored (no transform) and uploaded into the held top buffers.
+    fn stored_on_gpu(&self, gpu: &Gpu, li: usize, output: Option<&Held<'_>>, idx: &[usize]) -> Result<()> {
+        let l = &self.net.layers[li];
+        let Some(src) = &l.data else { return Ok(()) };
+        let mut host: Vec<Vec<f32>> = l.tops.iter().map(|&t| vec![0.0; self.net.blobs[t].count()]).collect();
+        let mut tops: Vec<&mut [f32]> = host.iter_mut().map(Vec::as_mut_slice).collect();
+        fill_tops(src, idx, true, 0, &mut tops)?;
+        if let Some(b) = output {
+            for (slot, s) in b.device() {
+                let top = l.tops.iter().position(|&t| matches!(slot, Slot::Data(x) if x == t));
+                if let Some(k) = top {
+                    gpu.upload(&host[k], s)?;
+                }
+            }
+        }
+        gpu.sync()
+    }
+
     /// Forward of layer `li` on the GPU over the held buffers (input,
     /// inout, output); the net outputs it writes go to `outputs`.
     #[allow(clippy::too_many_arguments)]
@@ -622,11 +642,15 @@ impl<'a> PsWorker<'a> {
             let input = open(&c.input)?;
             let mut inout = open(&c.inout)?;
             let mut output = open(&c.output)?;
-            if let (Some(_), Some(src)) = (self.gpu.as_ref(), &l.data) {
+            if let (Some(gpu), Some(src)) = (self.gpu.as_ref(), &l.data) {
                 let idx = self.cursors[li].as_mut().map(|c| c.take(net.batch)).unwrap_or_default();
                 let seed = crate::net::plain::layer_seed(seed, li);
-                let batch = src.set.raw_batch(&idx, &src.transform, true, seed, src.label_limit.get())?;
-                self.data_on_gpu(li, output.as_ref(), &batch)?;
+                if matches!(*src.set, Source::Hdf5(_)) {
+                    self.stored_on_gpu(gpu, li, output.as_ref(), &idx)?;
+                } else {
+                    let batch = src.set.raw_batch(&idx, &src.transform, true, seed, src.label_limit.get())?;
+                    self.data_on_gpu(li, output.as_ref(), &batch)?;
+                }
             } else if let Some(gpu) = self.gpu.as_ref().filter(|_| gpu_pass::runs_on_gpu(l)) {
                 let buffers = [input.as_ref(), inout.as_ref(), output.as_ref()];
                 let seed = crate::net::plain::layer_seed(seed, li);
@@ -655,19 +679,14 @@ impl<'a> PsWorker<'a> {
                     }
                     if let Some(src) = &l.data {
                         let idx = self.cursors[li].as_mut().map(|c| c.take(net.batch)).unwrap_or_default();
-                        let mut data: &mut [f32] = &mut [];
-                        // Without a label top the labels are read and dropped, as Caffe's.
-                        let mut dropped = vec![0.0; if l.tops.len() < 2 { net.batch } else { 0 }];
-                        let mut label: &mut [f32] = &mut dropped;
+                        let mut tops: Vec<&mut [f32]> = l.tops.iter().map(|_| Default::default()).collect();
                         for (b, s) in io.data_out {
-                            if b == l.tops[0] {
-                                data = s;
-                            } else if l.tops.get(1) == Some(&b) {
-                                label = s;
+                            if let Some(k) = l.tops.iter().position(|&t| t == b) {
+                                tops[k] = s;
                             }
                         }
                         let seed = crate::net::plain::layer_seed(seed, li);
-                        src.set.fill(&idx, &src.transform, true, seed, src.label_limit.get(), data, label)?;
+                        fill_tops(src, &idx, true, seed, &mut tops)?;
                     } else {
                         forward_layer(net, li, w, io, aux, true, crate::net::plain::layer_seed(seed, li));
                     }

@@ -8,6 +8,7 @@
 use crate::data::Cursor;
 use crate::error::Result;
 use crate::gpu::{DevSlice, DeviceVec, Gpu};
+use crate::net::data_feed::fill_tops;
 use crate::net::plain::layer_seed;
 use crate::net::{backward_layer, forward_layer, Io, Net};
 use crate::ps::gpu_pass::{self, DevIo};
@@ -69,11 +70,11 @@ impl<'g, 'n> GpuNet<'g, 'n> {
         let seed = layer_seed(seed, li);
         if let Some(src) = &l.data {
             let idx = self.cursors[li].as_mut().map(|c| c.take(net.batch)).unwrap_or_default();
-            let (mut data, mut label) = (vec![0.0; net.blobs[l.tops[0]].count()], vec![0.0; net.batch]);
-            src.set.fill(&idx, &src.transform, train, seed, src.label_limit.get(), &mut data, &mut label)?;
-            self.gpu.upload(&data, self.data[l.tops[0]].slice())?;
-            if let Some(&lab) = l.tops.get(1) {
-                self.gpu.upload(&label, self.data[lab].slice())?;
+            let mut host: Vec<Vec<f32>> = l.tops.iter().map(|&t| vec![0.0; net.blobs[t].count()]).collect();
+            let mut tops: Vec<&mut [f32]> = host.iter_mut().map(Vec::as_mut_slice).collect();
+            fill_tops(src, &idx, train, seed, &mut tops)?;
+            for (&t, v) in l.tops.iter().zip(&host) {
+                self.gpu.upload(v, self.data[t].slice())?;
             }
             return self.gpu.sync();
         }
