@@ -43,6 +43,7 @@ def test_recorded_iteration_runs_and_accumulates_updates():
     assert plan["budget"] == 1 << 20 and plan["tables"][0] == ("w", 4, 0)
     for it in range(3):
         with ps.read(r) as params:
+            assert params.data_age == it  # BSP: every clock below this one is in
             a = params.numpy()
             assert a.shape == (4, 4)
             np.testing.assert_array_equal(a, np.full((4, 4), 0.25 * it, np.float32))
@@ -53,8 +54,11 @@ def test_recorded_iteration_runs_and_accumulates_updates():
             m[0] = it + 1
             del m
         with ps.pre_update(g) as delta:
+            assert delta.data_age is None  # not a read
             delta.copy_from(np.full((4, 4), 0.25, np.float32))
         ps.table_clock(w)
+    with pytest.raises(geeps.BufferReleasedError):
+        params.data_age
     assert ps.current_table_clock(w) == 3
     stats = ps.stats()
     assert stats["calls"]["read"][0] == 3
