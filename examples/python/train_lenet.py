@@ -114,9 +114,14 @@ def train(args, backend: str, rank: int, world: int, data) -> dict:
     if backend == "geeps":
         stats = opt.geeps_stats()
         if rank == 0:
+            filled = (
+                f", {opt.compensated_steps} of {steps * args.epochs} reads lacked the others' last clock "
+                "(filled with own steps)"
+                if args.compensate and args.slack
+                else ""
+            )
             print(
-                f"[geeps] slack {args.slack}: stall {stats['stall_fraction'] * 100:.1f}% of wall time in geeps calls, "
-                f"{opt.compensated_steps} of {steps * args.epochs} stale reads filled with rank 0's own steps",
+                f"[geeps] slack {args.slack}: stall {stats['stall_fraction'] * 100:.1f}% of wall time in geeps calls{filled}",
                 flush=True,
             )
         opt.shutdown()
