@@ -90,7 +90,8 @@ pub fn run(s: &Settings, calibration: &Calibration) -> Result<SyncFigure> {
                 match x.run(workers, job, s.limit) {
                     Ok(ranks) => record(x.label(), workers, reduce(&ranks)),
                     Err(e) => {
-                        let line = format!("{}, {workers} ranks: one run failed ({e}); its row has the others", x.label());
+                        let line =
+                            format!("{}, {workers} ranks: one run failed ({e}); its row has the others", x.label());
                         eprintln!("sync: {line}");
                         skipped.push(line);
                     }
