@@ -12,6 +12,9 @@ use crate::sync_job::SyncJob;
 /// Worker processes of every multi-process figure, unless told otherwise.
 pub const WORKERS: usize = 4;
 
+/// The sync figure's numbers of ranks unless told otherwise (`--sync-ranks`).
+pub const SYNC_WORLDS: [usize; 2] = [2, 4];
+
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub quick: bool,
@@ -68,7 +71,7 @@ impl Settings {
                 calibration: ExchangeJob { bytes: 2 << 20, rounds: 10 },
                 exchange: ExchangeJob { bytes: 2 << 20, rounds: 10 },
                 sync: SyncJob { bytes: 4 << 20, clocks: 3 },
-                sync_worlds: crate::sync::WORLDS.to_vec(),
+                sync_worlds: SYNC_WORLDS.to_vec(),
                 adamlike_bytes: 1.0 / 256.0,
                 googlenet_bytes: 1.0 / 32.0,
                 warmup: 2,
@@ -91,7 +94,7 @@ impl Settings {
                 calibration: ExchangeJob { bytes: 8 << 20, rounds: 30 },
                 exchange: ExchangeJob { bytes: 8 << 20, rounds: 30 },
                 sync: SyncJob { bytes: profile::googlenet().param_bytes() as usize, clocks: 8 },
-                sync_worlds: crate::sync::WORLDS.to_vec(),
+                sync_worlds: SYNC_WORLDS.to_vec(),
                 adamlike_bytes: 1.0 / 32.0,
                 googlenet_bytes: 1.0 / 4.0,
                 warmup: 3,

@@ -26,8 +26,7 @@ pub const ENGINE_BF16_BOTH: &str = "geeps engine, bf16 both ways";
 /// The engine with same-host connections through shared memory (`GEEPS_SHM=1`).
 pub const ENGINE_SHM: &str = "geeps engine, shared memory";
 pub const RING: &str = "ring all-reduce (raw TCP)";
-/// The sync figure's numbers of ranks unless told otherwise (`--sync-ranks`).
-pub const WORLDS: [usize; 2] = [2, 4];
+pub use crate::settings::SYNC_WORLDS as WORLDS;
 
 /// One run's figures: its median clock (slowest rank per clock) and TCP
 /// bytes received per rank per clock, where counted.
