@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+pub mod deploy_to_train;
 pub mod substitute;
 
 use std::path::{Path, PathBuf};
