@@ -472,6 +472,8 @@ fn train_command(args: TrainArgs) -> caffe_geeps::Result<()> {
         resume_on_restart: true,
         sigint_effect,
         sighup_effect,
+        // The command line feeds no MemoryData layer: such a net is refused at its line.
+        data: caffe_geeps::data::DataCache::default(),
         existing: match (resume, overwrite) {
             (true, _) => ExistingSnapshots::Resume,
             (_, true) => ExistingSnapshots::Overwrite,

@@ -2,8 +2,9 @@
 //! reading a list of PNG, JPEG and BMP files this test writes (root_folder,
 //! new_height/new_width, is_color, shuffle), `DummyData` filling its tops
 //! (constant, uniform, gaussian), each training and timed through the
-//! command line; the bad lists and images named with their line; and
-//! `MemoryData` refused with the reason. With a CUDA device (the emulated
+//! command line; the bad lists and images named with their line; and a
+//! `MemoryData` layer without its settings refused at its line (fed
+//! arrays: `tests/memory_data.rs`). With a CUDA device (the emulated
 //! driver here) ImageData also trains with `-gpu 0`.
 
 mod common;
@@ -188,11 +189,19 @@ fn dummy_data_fills_its_tops_and_trains() {
 }
 
 #[test]
-fn memory_data_is_refused_with_the_reason() {
+fn memory_data_without_memory_data_param_is_refused_at_its_line() {
+    let (line, msg) =
+        common::net_err("name: \"m\"\nlayer { name: \"d\" type: \"MemoryData\" top: \"data\" top: \"label\" }\n");
+    assert_eq!(line, 2);
+    assert!(msg.contains("memory_data_param { batch_size channels height width }"), "{msg}");
     let (line, msg) = common::net_err(
         "name: \"m\"\nlayer { name: \"d\" type: \"MemoryData\" top: \"data\" top: \"label\"\n  memory_data_param { \
+         batch_size: 2 channels: 0 height: 2 width: 2 } }\n",
+    );
+    assert_eq!((line, msg.as_str()), (3, "memory_data_param needs `channels` of at least 1"));
+    let (line, msg) = common::net_err(
+        "name: \"m\"\nlayer { name: \"d\" type: \"MemoryData\" top: \"data\"\n  memory_data_param { \
          batch_size: 2 channels: 1 height: 2 width: 2 } }\n",
     );
-    assert_eq!(line, 2);
-    assert!(msg.contains("C++ or Python API") && msg.contains("Input layer"), "{msg}");
+    assert_eq!((line, msg.as_str()), (2, "a MemoryData layer has two tops: the data and the label"));
 }

@@ -27,8 +27,8 @@ fn a_net_of_every_layer_type_builds_and_trains() {
     let types: BTreeSet<&str> = net.layers.iter().chain(&test.layers).map(|l| l.type_name).collect();
     let mut want: BTreeSet<&str> = LAYER_TYPES.into_iter().collect();
     want.insert("Split");
-    // The other sources of a net (image files, fillers) have their own suite
-    // (tests/data_layers.rs), and so do the CPU-only layers (tests/cpu_only_layers.rs,
+    // The other sources of a net (image files, fillers, fed arrays) have their
+    // own suites (tests/data_layers.rs, tests/memory_data.rs), and so do the CPU-only layers (tests/cpu_only_layers.rs,
     // tests/standard_nets.rs).
     for other in cpu_only_and_data_types() {
         want.remove(other);
@@ -88,10 +88,11 @@ fn a_mean_file_is_found_beside_the_net_and_checked_against_the_images() {
 }
 
 /// The types tests/data_layers.rs, tests/hdf5_data.rs and tests/cpu_only_layers.rs train instead.
-fn cpu_only_and_data_types() -> [&'static str; 27] {
+fn cpu_only_and_data_types() -> [&'static str; 28] {
     [
         "ImageData",
         "HDF5Data",
+        "MemoryData",
         "DummyData",
         "AbsVal",
         "BNLL",

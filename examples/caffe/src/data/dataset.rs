@@ -17,6 +17,7 @@ use super::hdf5_data::Hdf5Data;
 use super::image_list::ImageList;
 use super::label_limit::LabelLimit;
 use super::lmdb_data::LmdbData;
+use super::memory_data::MemoryData;
 use crate::data::pixel_source::PixelSource;
 use crate::data::transform::{Pixels, RawBatch, TransformConf};
 use crate::error::{Error, Result};
@@ -95,6 +96,8 @@ pub enum Source {
     Images(ImageList),
     /// Datasets of .h5 files named in a list (HDF5Data), held in memory.
     Hdf5(Hdf5Data),
+    /// Arrays fed by the library's caller (MemoryData).
+    Memory(MemoryData),
 }
 
 impl Source {
@@ -114,6 +117,7 @@ impl Source {
             Source::Lmdb(d) => d.len(),
             Source::Images(d) => d.len(),
             Source::Hdf5(d) => d.len(),
+            Source::Memory(d) => d.len(),
         }
     }
 
@@ -126,7 +130,7 @@ impl Source {
     pub fn classes(&self) -> Option<usize> {
         match self {
             Source::Idx(d) => Some(d.classes()),
-            Source::Lmdb(_) | Source::Images(_) | Source::Hdf5(_) => None,
+            Source::Lmdb(_) | Source::Images(_) | Source::Hdf5(_) | Source::Memory(_) => None,
         }
     }
 
@@ -137,6 +141,7 @@ impl Source {
             Source::Lmdb(d) => d.reader.path(),
             Source::Images(d) => &d.list,
             Source::Hdf5(d) => &d.list,
+            Source::Memory(d) => &d.layer,
         }
     }
 
@@ -147,6 +152,11 @@ impl Source {
             Source::Lmdb(d) => d.output_shape(t),
             Source::Images(d) => d.output_shape(t),
             Source::Hdf5(d) => Err(no_images(d)),
+            Source::Memory(d) => {
+                let (c, h, w) = d.item;
+                t.output_shape(c, h, w)
+                    .map_err(|e| Error::config(format!("MemoryData layer `{}`: {e}", d.layer.display())))
+            }
         }
     }
 
@@ -164,6 +174,18 @@ impl Source {
             Source::Lmdb(d) => d.raw_batch(indices, t, train, seed, limit),
             Source::Images(d) => d.raw_batch(indices, t, train, seed, limit),
             Source::Hdf5(d) => Err(no_images(d)),
+            Source::Memory(d) => {
+                let (c, h, w) = d.item;
+                t.output_shape(c, h, w)
+                    .map_err(|e| Error::config(format!("MemoryData layer `{}`: {e}", d.layer.display())))?;
+                let mut rng: rand::rngs::StdRng = rand::SeedableRng::seed_from_u64(seed);
+                let mut batch = RawBatch::new(d.item, indices.len());
+                for &i in indices {
+                    let at = t.place(c, h, w, train, &mut rng);
+                    batch.push(Pixels::Floats(d.item(i)), at, d.labels[i]);
+                }
+                Ok(batch)
+            }
             Source::Idx(d) => {
                 self.image_shape(t)?;
                 let shape = (1, d.height, d.width);
@@ -198,6 +220,17 @@ impl Source {
             Source::Images(d) => d.fill(indices, t, train, seed, limit, data, label),
             // Used as stored: `t` is the identity (HDF5Data refuses transform_param).
             Source::Hdf5(d) => d.fill(indices, limit, &mut [data, label]),
+            Source::Memory(d) => {
+                let (c, h, w) = d.item;
+                let (oc, oh, ow) = self.image_shape(t)?;
+                let per = oc * oh * ow;
+                let mut rng: rand::rngs::StdRng = rand::SeedableRng::seed_from_u64(seed);
+                for (k, &i) in indices.iter().enumerate() {
+                    t.apply(Pixels::Floats(d.item(i)), c, h, w, train, &mut rng, &mut data[k * per..(k + 1) * per]);
+                    label[k] = d.labels[i];
+                }
+                Ok(())
+            }
             Source::Idx(d) => {
                 let (c, h, w) = self.image_shape(t)?;
                 let per = c * h * w;
@@ -264,15 +297,55 @@ pub(crate) fn read_idx(path: &Path, rank: usize) -> Result<(Vec<usize>, Vec<u8>)
 /// A source's path, with how an ImageData or HDF5Data layer reads it.
 type SourceKey = (PathBuf, Option<ImageListConf>, Option<Hdf5Conf>);
 
-/// Datasets already loaded by this process, shared by its workers.
+/// Datasets already loaded by this process, shared by its workers, and
+/// the arrays fed to MemoryData layers.
 #[derive(Default, Clone)]
 pub struct DataCache {
     loaded: Arc<Mutex<HashMap<SourceKey, Arc<Source>>>>,
+    /// Per MemoryData layer name: its data and labels, as fed.
+    fed: Arc<Mutex<HashMap<String, Arc<Fed>>>>,
 }
 
+/// A MemoryData layer's arrays as fed: data, labels.
+type Fed = (Vec<f32>, Vec<f32>);
+
+impl std::fmt::Debug for DataCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let fed: Vec<String> = self.fed.lock().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+        f.debug_struct("DataCache").field("memory_data_fed", &fed).finish_non_exhaustive()
+    }
+}
+
+/// How a library caller feeds a MemoryData layer, for messages.
+pub const FEED_CALL: &str = "caffe_geeps::data::DataCache::feed_memory_data (passed to training as TrainOptions::data)";
+
 impl DataCache {
+    /// Hands the MemoryData layer named `layer` its arrays, as Caffe's
+    /// `MemoryDataLayer::Reset` (pycaffe's `set_input_arrays`) does: `data`
+    /// holds N items of channels × height × width values (the layer's
+    /// `memory_data_param`), `labels` their N labels, N a multiple of its
+    /// batch_size; batches take them in order, wrapping around. Checked
+    /// against the layer when a net is built; feeding a name again replaces
+    /// the arrays for nets built afterwards.
+    pub fn feed_memory_data(&self, layer: &str, data: Vec<f32>, labels: Vec<f32>) -> Result<()> {
+        let mut fed = self.fed.lock().map_err(|_| Error::config("a worker panicked while loading data"))?;
+        fed.insert(layer.to_string(), Arc::new((data, labels)));
+        Ok(())
+    }
+
     /// The dataset a Data layer names, loaded once per process.
     pub fn get(&self, conf: &DataConf) -> Result<Arc<Source>> {
+        if conf.memory.is_some() {
+            let fed = self.fed.lock().map_err(|_| Error::config("a worker panicked while loading data"))?;
+            let Some(arrays) = fed.get(&conf.source) else {
+                return Err(Error::config(format!(
+                    "MemoryData layer `{}` was never fed: its batches are arrays handed over through {FEED_CALL}; \
+                     the command line cannot feed it (use Data, ImageData, HDF5Data or DummyData there)",
+                    conf.source
+                )));
+            };
+            return Ok(Arc::new(Source::Memory(MemoryData::new(conf, &arrays.0, &arrays.1)?)));
+        }
         let prefix = resolve_source(conf);
         // An ImageData or HDF5Data list is a file of its own; a Data source is an LMDB or IDX files.
         if conf.hdf5.is_some() && !prefix.is_file() {

@@ -11,9 +11,10 @@ pub mod image_list;
 pub mod label_limit;
 pub mod lmdb;
 pub mod lmdb_data;
+pub mod memory_data;
 pub mod pixel_source;
 pub mod transform;
 
 pub(crate) use dataset::read_idx;
-pub use dataset::{resolve_source, Cursor, DataCache, Dataset, Source};
+pub use dataset::{resolve_source, Cursor, DataCache, Dataset, Source, FEED_CALL};
 pub use label_limit::LabelLimit;

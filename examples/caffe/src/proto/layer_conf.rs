@@ -87,6 +87,17 @@ pub struct DataConf {
     pub images: Option<ImageListConf>,
     /// An HDF5Data layer's: `source` is a list of .h5 files.
     pub hdf5: Option<Hdf5Conf>,
+    /// A MemoryData layer's: `source` is the layer's name, under which the
+    /// library's caller feeds it arrays (`DataCache::feed_memory_data`).
+    pub memory: Option<MemoryConf>,
+}
+
+/// A MemoryData layer's item shape (its `memory_data_param`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MemoryConf {
+    pub channels: usize,
+    pub height: usize,
+    pub width: usize,
 }
 
 /// How an HDF5Data layer reads its files (its `hdf5_data_param` and tops).

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use crate::proto::caffe::{self, eltwise_parameter, loss_parameter, lrn_parameter, pooling_parameter};
 use crate::proto::layer_conf::{
-    DataConf, EltwiseOp, Filler, Hdf5Conf, ImageListConf, InnerProductConf, LrnConf, NormRegion, Normalization,
-    PoolConf, PoolMethod, PoolRound, PowerConf, ScaleConf,
+    DataConf, EltwiseOp, Filler, Hdf5Conf, ImageListConf, InnerProductConf, LrnConf, MemoryConf, NormRegion,
+    Normalization, PoolConf, PoolMethod, PoolRound, PowerConf, ScaleConf,
 };
 use crate::proto::layer_spec::{BatchNormSpec, LayerSpec, LossNorm, NeuronFn};
 use crate::proto::locate::Loc;
@@ -121,14 +121,7 @@ pub(crate) fn kind(
             Some(LayerKind::Spec(LayerSpec::EuclideanLoss))
         }
         "SigmoidCrossEntropyLoss" => spec(sigmoid_cross_entropy(lp, loc, p)),
-        "MemoryData" => {
-            p.push(
-                loc.of("type"),
-                "MemoryData is fed batches by Caffe's C++ or Python API, which caffe-geeps does not have; declare \
-                 the blobs with an Input layer (a deploy file), DummyData, or read them with Data, ImageData or HDF5Data",
-            );
-            None
-        }
+        "MemoryData" => memory_data(lp, loc, base_dir, p).map(LayerKind::Data),
         t if standard_params::TYPE_PARAMS.iter().any(|(s, _)| *s == t) => {
             spec(standard_params::spec(t, lp, loc, base_dir, p))
         }
@@ -428,7 +421,37 @@ fn transform(
         base_dir: base_dir.to_path_buf(),
         images: None,
         hdf5: None,
+        memory: None,
     })
+}
+
+/// MemoryData: batches of the arrays the library's caller feeds it
+/// (`DataCache::feed_memory_data`, as Caffe's `MemoryDataLayer::Reset`);
+/// its source is its own name.
+fn memory_data(lp: &caffe::LayerParameter, loc: &Loc<'_>, base_dir: &Path, p: &mut Problems) -> Option<DataConf> {
+    let Some(mp) = &lp.memory_data_param else {
+        p.push(loc.line(), "a MemoryData layer needs `memory_data_param { batch_size channels height width }`");
+        return None;
+    };
+    let ml = loc.at("memory_data_param");
+    let mut ok = true;
+    for (field, value) in
+        [("batch_size", mp.batch_size()), ("channels", mp.channels()), ("height", mp.height()), ("width", mp.width())]
+    {
+        if value == 0 {
+            p.push(ml.line(), format!("memory_data_param needs `{field}` of at least 1"));
+            ok = false;
+        }
+    }
+    if lp.top.len() != 2 {
+        p.push(loc.line(), "a MemoryData layer has two tops: the data and the label");
+        ok = false;
+    }
+    let memory =
+        MemoryConf { channels: mp.channels() as usize, height: mp.height() as usize, width: mp.width() as usize };
+    let name = lp.name.clone().unwrap_or_default();
+    let conf = transform(lp, loc, p, name, mp.batch_size() as usize, base_dir)?;
+    ok.then_some(DataConf { memory: Some(memory), ..conf })
 }
 
 /// HDF5Data: a list file of .h5 files, each top a dataset of every file,

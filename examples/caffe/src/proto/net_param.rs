@@ -39,6 +39,7 @@ impl LayerKind {
         match self {
             LayerKind::Data(c) if c.images.is_some() => "ImageData",
             LayerKind::Data(c) if c.hdf5.is_some() => "HDF5Data",
+            LayerKind::Data(c) if c.memory.is_some() => "MemoryData",
             LayerKind::Data(_) => "Data",
             LayerKind::Convolution(_) => "Convolution",
             LayerKind::Pooling(_) => "Pooling",
@@ -55,10 +56,11 @@ impl LayerKind {
 }
 
 /// Every layer type a prototxt may name (the automatic Split aside).
-pub const LAYER_TYPES: [&str; 48] = [
+pub const LAYER_TYPES: [&str; 49] = [
     "Data",
     "ImageData",
     "HDF5Data",
+    "MemoryData",
     "Input",
     "DummyData",
     "Convolution",

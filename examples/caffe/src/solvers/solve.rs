@@ -58,6 +58,9 @@ pub struct TrainOptions {
     /// What a fresh run does with snapshots already under its prefix
     /// (default: refuse to start, naming them).
     pub existing: ExistingSnapshots,
+    /// Where the nets' data comes from: the arrays fed to MemoryData layers
+    /// (`DataCache::feed_memory_data`); the default has none.
+    pub data: DataCache,
 }
 
 impl Default for TrainOptions {
@@ -75,6 +78,7 @@ impl Default for TrainOptions {
             sigint_effect: SignalEffect::Stop,
             sighup_effect: SignalEffect::Snapshot,
             existing: ExistingSnapshots::Refuse,
+            data: DataCache::default(),
         }
     }
 }
@@ -200,7 +204,7 @@ pub fn train(solver: &SolverParam, opts: &TrainOptions, cluster: &Cluster) -> Re
             solver.snapshot
         )));
     }
-    let cache = DataCache::default();
+    let cache = opts.data.clone();
     let (train_net, test_nets) = build_nets(solver, &cache)?;
     crate::net::memory::check_fits(&train_net, cluster.local_ranks().len(), None)?;
     for (t, tn) in test_nets.iter().zip(&solver.test_nets) {
