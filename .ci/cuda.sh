@@ -90,9 +90,9 @@ GEEPS_CUDA_EMU_KERNELS=interpret $emu cargo test --release --workspace --test gp
 step "caffe-geeps training on the GPU: LeNet 200 iterations against the CPU, every layer type, GPU budget, one process per GPU"
 GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace --test gpu_train
 
-step "caffe-geeps on the GPU: time/test on deploy files, ImageData/DummyData training, CPU-only layers staged, the standard layers' net"
+step "caffe-geeps on the GPU: time/test on deploy files, ImageData/DummyData/HDF5Data/MemoryData training, CPU-only layers staged, the standard layers' net"
 GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace --test deploy_tools --test data_layers \
-  --test cpu_only_layers --test standard_nets
+  --test hdf5_data --test memory_data --test cpu_only_layers --test standard_nets
 
 step "caffe-geeps with rows on the CUDA device and CPU layers: bit for bit as the host device"
 GEEPS_CUDA_EMU_KERNELS=native $emu cargo test --release --workspace --test training gpu_device

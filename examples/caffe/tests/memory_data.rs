@@ -1,8 +1,10 @@
 //! MemoryData: a library caller feeds the layer arrays
 //! (`DataCache::feed_memory_data`, Caffe's `MemoryDataLayer::Reset`), which
 //! it serves batch by batch in order, wrapping around; a net trains on
-//! them; arrays that do not fit the layer, and a layer never fed (as the
-//! command line leaves it), are refused naming what to fix and the call.
+//! them, on the CPU and (where a CUDA device is, the emulated driver here)
+//! with its layers on the GPU; arrays that do not fit the layer, and a
+//! layer never fed (as the command line leaves it), are refused naming what
+//! to fix and the call.
 
 mod common;
 
@@ -15,6 +17,7 @@ use caffe_geeps::net::plain::Plain;
 use caffe_geeps::net::Net;
 use caffe_geeps::proto::net::{NetParam, Phase};
 use caffe_geeps::proto::solver::SolverParam;
+use caffe_geeps::ps::{DeviceChoice, PsOptions};
 use caffe_geeps::solvers::solve::{build_nets, train, TrainOptions};
 
 /// A MemoryData layer of batch 2 over 1×2×3 items, and a classifier.
@@ -74,6 +77,38 @@ fn a_net_trains_on_fed_arrays() {
     assert_eq!(report.losses.len(), 4);
     assert!(report.losses.iter().all(|l| l.is_finite() && *l > 0.0), "{:?}", report.losses);
     assert_ne!(report.final_params, initial, "the weights moved");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The same fed arrays train the same with the layers on the GPU as on the
+/// CPU (the GPU's sums in other orders: losses and weights to rounding).
+#[test]
+fn fed_arrays_train_on_the_gpu_as_on_the_cpu() {
+    if geeps_testkit::Backend::cuda_for("fed_arrays_train_on_the_gpu_as_on_the_cpu").is_none() {
+        return;
+    }
+    let dir = common::scratch("memory-data-gpu");
+    std::fs::write(dir.join("net.prototxt"), NET).unwrap();
+    let solver_text = "net: \"net.prototxt\"\nbase_lr: 0.01\nlr_policy: \"fixed\"\nmax_iter: 4\nrandom_seed: 3\n\
+                       snapshot_after_train: false\nsolver_mode: CPU\n";
+    std::fs::write(dir.join("solver.prototxt"), solver_text).unwrap();
+    let solver = SolverParam::load(&dir.join("solver.prototxt")).unwrap();
+    let run = |device| {
+        let opts = common::quiet(PsOptions { device, ..PsOptions::default() });
+        let (data, labels) = arrays();
+        opts.data.feed_memory_data("feed", data.iter().map(|v| (v - 27.5) / 30.0).collect(), labels).unwrap();
+        train(&solver, &opts, &Cluster::in_process(1).unwrap()).unwrap()
+    };
+    let (cpu, gpu) = (run(DeviceChoice::default()), run(DeviceChoice::Cuda(vec![0])));
+    assert_eq!(gpu.losses.len(), 4);
+    for (i, (g, c)) in gpu.losses.iter().zip(&cpu.losses).enumerate() {
+        assert!((g - c).abs() <= 1e-4 * c.abs().max(1.0), "iteration {i}: GPU loss {g}, CPU loss {c}");
+    }
+    for (l, (g, c)) in gpu.final_params.iter().zip(&cpu.final_params).enumerate() {
+        for (k, (a, b)) in g.iter().zip(c).enumerate() {
+            assert!((a - b).abs() <= 1e-4 * b.abs().max(1.0), "layer {l} parameter {k}: GPU {a}, CPU {b}");
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
