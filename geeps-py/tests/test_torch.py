@@ -270,10 +270,20 @@ def test_offload_refuses_a_bad_budget(torch):
         gt.offload(deep(torch), budget=0)
 
 
-@pytest.mark.parametrize("slack", [2, None])
-def test_threads_of_a_local_cluster_train_under_ssp_and_async(torch, slack):
+def on_two_threads(worker, errors):
+    """Runs worker(0) and worker(1) on threads and fails with what they reported."""
     import threading
 
+    threads = [threading.Thread(target=worker, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+
+
+@pytest.mark.parametrize("slack", [2, None])
+def test_threads_of_a_local_cluster_train_under_ssp_and_async(torch, slack):
     import geeps.torch as gt
 
     cluster, results, errors = geeps.LocalCluster(2), {}, []
@@ -291,12 +301,7 @@ def test_threads_of_a_local_cluster_train_under_ssp_and_async(torch, slack):
         except Exception as e:  # reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=worker, args=(r,)) for r in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not errors, errors
+    on_two_threads(worker, errors)
     assert all(np.isfinite(results[r]).all() for r in range(2))
 
 
@@ -317,6 +322,8 @@ def test_a_stale_read_is_filled_with_the_own_step_locally_and_never_in_the_table
         return [p.grad.clone() for p in m.parameters()]
 
     start = model(torch, seed=0)
+    # Built here: torch's seed is global, and two threads seeding it at once mix their models.
+    models = [model(torch, seed=r) for r in range(2)]
     g = [gradient(model(torch, seed=0), r) for r in range(2)]
 
     def flat(m):
@@ -324,7 +331,7 @@ def test_a_stale_read_is_filled_with_the_own_step_locally_and_never_in_the_table
 
     def worker(rank):
         try:
-            m = model(torch, seed=rank)  # rank 0's start wins at construction
+            m = models[rank]  # rank 0's start wins at construction
             opt = gt.DistributedOptimizer(
                 torch.optim.SGD(m.parameters(), lr=lr),
                 m.named_parameters(),
@@ -347,12 +354,7 @@ def test_a_stale_read_is_filled_with_the_own_step_locally_and_never_in_the_table
             errors.append(e)
             ahead_done.set()
 
-    threads = [threading.Thread(target=worker, args=(r,)) for r in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not errors, errors
+    on_two_threads(worker, errors)
     with torch.no_grad():
         own = flat(start) - lr * torch.cat([p.reshape(-1) for p in g[0]])
         mean = flat(start) - lr * torch.cat([(a + b).reshape(-1) / 2 for a, b in zip(*g)])
