@@ -59,18 +59,29 @@ fn batches_are_the_fed_items_in_order_wrapping_around() {
     }
 }
 
-#[test]
-fn a_net_trains_on_fed_arrays() {
-    let dir = common::scratch("memory-data-train");
+/// `NET` and a 4-iteration SGD solver for it, written to `dir`.
+fn four_iterations(dir: &Path) -> SolverParam {
     std::fs::write(dir.join("net.prototxt"), NET).unwrap();
     let solver_text = "net: \"net.prototxt\"\nbase_lr: 0.01\nlr_policy: \"fixed\"\nmax_iter: 4\nrandom_seed: 3\n\
                        snapshot_after_train: false\nsolver_mode: CPU\n";
     std::fs::write(dir.join("solver.prototxt"), solver_text).unwrap();
-    let solver = SolverParam::load(&dir.join("solver.prototxt")).unwrap();
-    let opts = TrainOptions::default();
+    SolverParam::load(&dir.join("solver.prototxt")).unwrap()
+}
+
+/// Training options on `ps` with `arrays()` fed to the layer.
+fn fed(ps: PsOptions) -> TrainOptions {
+    let opts = common::quiet(ps);
     let (data, labels) = arrays();
     // Centred and scaled: a rate of 0.01 on values up to 55 would overshoot.
     opts.data.feed_memory_data("feed", data.iter().map(|v| (v - 27.5) / 30.0).collect(), labels).unwrap();
+    opts
+}
+
+#[test]
+fn a_net_trains_on_fed_arrays() {
+    let dir = common::scratch("memory-data-train");
+    let solver = four_iterations(&dir);
+    let opts = fed(PsOptions::default());
     let (net, _) = build_nets(&solver, &opts.data).unwrap();
     let initial = ParamLayout::of(&net).initial(&net, 3);
     let report = train(&solver, &opts, &Cluster::in_process(1).unwrap()).unwrap();
@@ -88,15 +99,9 @@ fn fed_arrays_train_on_the_gpu_as_on_the_cpu() {
         return;
     }
     let dir = common::scratch("memory-data-gpu");
-    std::fs::write(dir.join("net.prototxt"), NET).unwrap();
-    let solver_text = "net: \"net.prototxt\"\nbase_lr: 0.01\nlr_policy: \"fixed\"\nmax_iter: 4\nrandom_seed: 3\n\
-                       snapshot_after_train: false\nsolver_mode: CPU\n";
-    std::fs::write(dir.join("solver.prototxt"), solver_text).unwrap();
-    let solver = SolverParam::load(&dir.join("solver.prototxt")).unwrap();
+    let solver = four_iterations(&dir);
     let run = |device| {
-        let opts = common::quiet(PsOptions { device, ..PsOptions::default() });
-        let (data, labels) = arrays();
-        opts.data.feed_memory_data("feed", data.iter().map(|v| (v - 27.5) / 30.0).collect(), labels).unwrap();
+        let opts = fed(PsOptions { device, ..PsOptions::default() });
         train(&solver, &opts, &Cluster::in_process(1).unwrap()).unwrap()
     };
     let (cpu, gpu) = (run(DeviceChoice::default()), run(DeviceChoice::Cuda(vec![0])));
