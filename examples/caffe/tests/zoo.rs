@@ -8,8 +8,8 @@
 //! (`common::substitute::deploy_at_batch`). The deploy-only nets also
 //! train three iterations as a user trains a deploy file, from stand-in
 //! weights (`common::deploy_to_train`). Each net runs in seconds in
-//! release but VGG-16's training, `#[ignore]`d here and run by
-//! `scripts/zoo-check`, which runs this whole file.
+//! release but VGG-16's training (about 30 s and 8 GB); `scripts/zoo-check`
+//! runs this whole file one test at a time.
 
 mod common;
 
@@ -238,9 +238,8 @@ fn vgg16_deploy_file_times() {
 }
 
 // VGG-16's 138M parameters: about 27 s and 8 GB at batch 1 in release on
-// the 2-core development machine; `scripts/zoo-check` runs it.
+// the 2-core development machine.
 #[test]
-#[ignore = "heavy: about 27 s and 8 GB; run by scripts/zoo-check"]
 fn vgg16_deploy_file_trains() {
     trains_deploy("vgg16/deploy.prototxt", 1000, 1);
 }
