@@ -45,9 +45,14 @@ SUITES = [
     ("examples/caffe", "test", "data_layers", "data_layers", [], {}),
     ("examples/caffe", "test", "cpu_only_layers", "cpu_only_layers", [], {}),
     ("examples/caffe", "test", "standard_nets", "standard_nets", [], {}),
+    ("examples/caffe", "test", "memory_data", "memory_data", [], {}),
+    ("examples/caffe", "test", "hdf5_data", "hdf5_data", [], {}),
     # As .ci/cuda.sh: the suite's CUDA test (rows on the GPU, bit for bit as the host).
     ("examples/caffe", "test", "training", "training", ["gpu_device"], {}),
 ]
+# Suites .ci/cuda.sh already runs on the emulated driver: the bundle's emulated
+# run (.ci/gpu-check.sh) leaves them to it, a real GPU runs them.
+REAL_GPU_ONLY = {"memory_data", "hdf5_data"}
 BENCH = ("geeps-cuda", "bench", "gpu_kernels")
 BINS = ["caffe-geeps", "geeps-launch", "geeps-bench"]
 # Every workspace member's folder exists in the bundle: the tests' compiled-in
@@ -126,7 +131,8 @@ def main():
         # test's "NOT RUN: ..." line (a second GPU missing) reaches the report.
         if suite != "processes":
             args = ["--show-output", *args]
-        manifest["suites"].append({"name": suite, "exe": str(dest), "cwd": d, "args": args, "env": env})
+        manifest["suites"].append({"name": suite, "exe": str(dest), "cwd": d, "args": args, "env": env,
+                                   "real_gpu_only": suite in REAL_GPU_ONLY})
     exe = found.get(BENCH)
     if exe:
         dest = tests_dir / pathlib.Path(exe).name

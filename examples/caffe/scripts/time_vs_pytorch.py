@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`caffe-geeps time` on a deploy file beside PyTorch's forward and backward
 of the same net, built from the same prototxt, at the same batch, on the
-same CPU, in the same run (docs/caffe.md, "time against PyTorch"). Runs
+same CPU (or with `--gpu N` the same GPU), in the same run (docs/caffe.md,
+"time against PyTorch"). Runs
 alternate, `--repeat` times each, so a busy moment hits both sides alike;
 the figure is each side's median forward-backward time and their ratio.
 
@@ -202,15 +203,21 @@ def pytorch_ms(net, iterations):
     forward, shape = torch_net(net)
     x = torch.randn(*shape)
     forward(x).sum().backward()  # warm-up, as Caffe's time runs one pass first
+    # A GPU's work is queued: time from an idle GPU to an idle GPU.
+    sync = torch.cuda.synchronize if x.is_cuda else (lambda: None)
+    sync()
     start = time.perf_counter()
     for _ in range(iterations):
         forward(x).sum().backward()
+    sync()
     return (time.perf_counter() - start) * 1e3 / iterations
 
 
-def caffe_ms(binary, model, iterations):
-    out = subprocess.run([binary, "time", "--model", model, "--iterations", str(iterations)],
-                         capture_output=True, text=True, check=False)
+def caffe_ms(binary, model, iterations, gpu):
+    cmd = [binary, "time", "--model", model, "--iterations", str(iterations)]
+    if gpu is not None:
+        cmd += ["--gpu", str(gpu)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
     m = re.search(r"Average Forward-Backward: ([0-9.]+) ms", out.stdout + out.stderr)
     if out.returncode != 0 or not m:
         sys.exit(f"time_vs_pytorch: caffe-geeps time failed on {model}:\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
@@ -223,11 +230,19 @@ def main():
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--iterations", type=int, default=3, help="forward-backward passes per measurement")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--gpu", type=int, help="time both sides on this GPU (caffe-geeps --gpu N, torch cuda:N)")
     ap.add_argument("--caffe", default=os.path.join(ROOT, os.environ.get("CARGO_TARGET_DIR", "target"), "release", "caffe-geeps"))
     a = ap.parse_args()
     import torch
 
-    print(f"cores: {os.cpu_count()}; torch {torch.__version__} with {torch.get_num_threads()} threads; batch {a.batch}")
+    if a.gpu is not None:
+        if not torch.cuda.is_available() or a.gpu >= torch.cuda.device_count():
+            sys.exit(f"time_vs_pytorch: --gpu {a.gpu}: torch sees {torch.cuda.device_count()} GPUs")
+        torch.set_default_device(f"cuda:{a.gpu}")
+        where = f"GPU {a.gpu}: {torch.cuda.get_device_name(a.gpu)}"
+    else:
+        where = f"{os.cpu_count()} cores, torch with {torch.get_num_threads()} threads"
+    print(f"{where}; torch {torch.__version__}; batch {a.batch}")
     print("| net | caffe-geeps ms | PyTorch ms | caffe-geeps / PyTorch |")
     print("|---|---|---|---|")
     for path in a.deploy:
@@ -238,13 +253,13 @@ def main():
         caffe, torch_side = [], []
         try:
             for _ in range(a.repeat):
-                caffe.append(caffe_ms(a.caffe, f.name, a.iterations))
+                caffe.append(caffe_ms(a.caffe, f.name, a.iterations, a.gpu))
                 torch_side.append(pytorch_ms(net, a.iterations))
         finally:
             os.unlink(f.name)
         c, t = statistics.median(caffe), statistics.median(torch_side)
         name = get(net, "name", os.path.basename(path))
-        print(f"| {name} | {c:.0f} | {t:.0f} | {c / t:.2f}x |", flush=True)
+        print(f"| {name} | {c:.1f} | {t:.1f} | {c / t:.2f}x |", flush=True)
 
 
 if __name__ == "__main__":
