@@ -47,6 +47,12 @@ fn convolution_matches_the_cpu() {
         (conf(7, (1, 1), (1, 1), (0, 0), (1, 1), 1, true), vec![1, 17, 5, 3]),
         // A 1×1 kernel over several images and two groups reads the bottom as its columns.
         (conf(6, (1, 1), (1, 1), (0, 0), (1, 1), 2, true), vec![3, 4, 5, 3]),
+        // Depthwise (MobileNet's): more groups than images, one GEMM per image over the groups.
+        (conf(8, (3, 3), (1, 1), (1, 1), (1, 1), 8, false), vec![2, 8, 6, 5]),
+        // Two outputs per input channel, strided.
+        (conf(16, (3, 3), (2, 2), (1, 1), (1, 1), 8, true), vec![3, 8, 7, 6]),
+        // A 1×1 kernel with more groups than images reads the bottom as its columns.
+        (conf(8, (1, 1), (1, 1), (0, 0), (1, 1), 4, true), vec![1, 8, 4, 3]),
     ];
     for (i, (c, shape)) in cases.into_iter().enumerate() {
         let case = build(LayerKind::Convolution(c), std::slice::from_ref(&shape), true, &mut rng);
@@ -62,6 +68,14 @@ fn convolution_matches_the_cpu() {
         &mut rng,
     );
     compare(&gpu, "convolution in runs of 2 images", case);
+    // Depthwise, 3 groups, in runs of 2 images under the same bound: per image over the groups.
+    let case = build(
+        LayerKind::Convolution(conf(3, (3, 3), (1, 1), (1, 1), (1, 1), 3, true)),
+        &[vec![5, 3, 8, 8]],
+        true,
+        &mut rng,
+    );
+    compare(&gpu, "depthwise convolution in runs of 2 images", case);
     gpu.set_scratch_bound(caffe_geeps::gpu::DEFAULT_SCRATCH_BOUND);
 }
 

@@ -103,6 +103,8 @@ fn deconvolution_matches_the_cpu() {
         (deconv(5, 4, 2, 1, 1, true), vec![3, 2, 5, 4]),
         (deconv(6, 3, 1, 0, 3, false), vec![2, 3, 4, 5]),
         (deconv(4, 2, 2, 0, 2, true), vec![4, 6, 3, 3]),
+        // Depthwise: more groups than images.
+        (deconv(4, 3, 2, 1, 4, false), vec![1, 4, 3, 3]),
         // A 1×1 kernel: the bottom gradient's columns are the top gradient itself.
         (deconv(6, 1, 1, 0, 2, true), vec![3, 4, 5, 3]),
         (dilated, vec![2, 3, 4, 6]),

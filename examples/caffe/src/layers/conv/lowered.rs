@@ -1,11 +1,13 @@
 //! A convolution lowered to GEMMs on the GPU, a run of images at a time:
 //! im2col lays the run's receptive fields side by side in device scratch
-//! and one strided-batched cuBLAS GEMM per channel group writes every
-//! image's output straight into the output blob (a 1×1 kernel with stride
-//! 1 and no pad reads the images themselves). The transposed products swap
-//! the output gradient to channel-major order so the weight gradient of the
-//! whole run is one GEMM per group, and the image gradient is one GEMM and
-//! one col2im. A run is as many images as fit the GPU's scratch bound
+//! and strided-batched cuBLAS GEMMs write every image's output straight
+//! into the output blob (a 1×1 kernel with stride 1 and no pad reads the
+//! images themselves): one per channel group batched over the images, or,
+//! where groups outnumber the images (a depthwise convolution), one per
+//! image batched over the groups. The transposed products swap the output
+//! gradient to channel-major order so the weight gradient of the whole run
+//! is one GEMM batched over the groups, and the image gradient is one such
+//! GEMM and one col2im. A run is as many images as fit the GPU's scratch bound
 //! (`Gpu::scratch_bound`), so launches per minibatch stay a handful.
 //! Convolution uses it as it is; Deconvolution with the roles swapped (its
 //! forward is the image gradient, its backward the forward and the weight
@@ -69,7 +71,28 @@ impl Lowered {
         if self.num == 0 {
             return Ok(());
         }
+        let groups = |cols: Strided, image_at: usize| -> Result<()> {
+            // One image, every group in one call: group gr's weights, columns and outputs
+            // og·kg, kg·(cols' ld) and og·p floats after group gr − 1's.
+            let at = y.slice(image_at * o * p, o * p)?;
+            gpu.gemm_batched(
+                (Transpose::No, Transpose::No),
+                (og, p, kg, self.group),
+                1.0,
+                Strided { at: w.prefix(self.weights_len())?, ld: kg, stride: og * kg },
+                cols,
+                0.0,
+                Strided { at, ld: p, stride: og * p },
+            )
+        };
         if g.is_identity() {
+            if self.group > self.num {
+                for i in 0..self.num {
+                    let at = x.slice(i * image, image)?;
+                    groups(Strided { at, ld: p, stride: kg * p }, i)?;
+                }
+                return Ok(());
+            }
             // The images are their own column matrices: kg rows of p per group.
             for gr in 0..self.group {
                 let at = x.slice(gr * kg * p, (self.num - 1) * image + kg * p)?;
@@ -92,6 +115,14 @@ impl Lowered {
                 let count = run.min(self.num - start);
                 let ld = count * p;
                 gpu.im2col(&g, (x.slice(start * image, count * image)?, image, count), col, ld)?;
+                if self.group > count {
+                    for i in 0..count {
+                        // Image i's columns: column i·p of the run's, kg rows of ld per group.
+                        let at = col.slice(i * p, (k - 1) * ld + p)?;
+                        groups(Strided { at, ld, stride: kg * ld }, start + i)?;
+                    }
+                    continue;
+                }
                 for gr in 0..self.group {
                     // Image i's columns of group gr: kg rows at column i·p of rows ld apart.
                     let cols = Strided { at: col.slice(gr * kg * ld, kg * ld)?, ld, stride: p };
@@ -153,34 +184,29 @@ impl Lowered {
                 if let Some((x, grad)) = weights {
                     gpu.im2col(&g, (x.slice(start * image, count * image)?, image, count), col, ld)?;
                     let beta = if start == 0 { 0.0 } else { 1.0 };
-                    for gr in 0..self.group {
-                        // dW_g += dY_g · col_gᵀ over the run's count·p columns
-                        gpu.gemm(
-                            Transpose::No,
-                            Transpose::Yes,
-                            (og, kg, ld),
-                            1.0,
-                            dyt.slice(gr * og * ld, og * ld)?,
-                            col.slice(gr * kg * ld, kg * ld)?,
-                            beta,
-                            grad.slice(gr * og * kg, og * kg)?,
-                        )?;
-                    }
+                    // dW_g += dY_g · col_gᵀ over the run's count·p columns, every group in one call
+                    gpu.gemm_batched(
+                        (Transpose::No, Transpose::Yes),
+                        (og, kg, ld, self.group),
+                        1.0,
+                        Strided { at: dyt, ld, stride: og * ld },
+                        Strided { at: col, ld, stride: kg * ld },
+                        beta,
+                        Strided { at: grad.prefix(self.weights_len())?, ld: kg, stride: og * kg },
+                    )?;
                 }
                 if let Some(dx) = dx {
-                    for gr in 0..self.group {
-                        // dcol_g = W_gᵀ · dY_g (the columns are free again: stream order)
-                        gpu.gemm(
-                            Transpose::Yes,
-                            Transpose::No,
-                            (kg, ld, og),
-                            1.0,
-                            w.slice(gr * og * kg, og * kg)?,
-                            dyt.slice(gr * og * ld, og * ld)?,
-                            0.0,
-                            col.slice(gr * kg * ld, kg * ld)?,
-                        )?;
-                    }
+                    // dcol_g = W_gᵀ · dY_g, every group in one call (the columns are free
+                    // again: stream order)
+                    gpu.gemm_batched(
+                        (Transpose::Yes, Transpose::No),
+                        (kg, ld, og, self.group),
+                        1.0,
+                        Strided { at: w.prefix(self.weights_len())?, ld: kg, stride: og * kg },
+                        Strided { at: dyt, ld, stride: og * ld },
+                        0.0,
+                        Strided { at: col, ld, stride: kg * ld },
+                    )?;
                     gpu.col2im(&g, col, ld, (dx.slice(start * image, count * image)?, image, count))?;
                 }
             }
