@@ -4,15 +4,24 @@ bridge's ports (run inside the bridge's namespace, where port hN's received
 bytes are host N's uplink and its sent bytes host N's downlink).
 
 Prints one line per interval with every direction's use of the link rate,
-then, over the intervals when any link carried traffic, each direction's
+then (also when stopped early by SIGINT or SIGTERM), over the intervals
+when any link carried traffic, each direction's
 mean use and the time when at most one uplink ran at half the rate or more
 (one host sending alone while the others wait on it). It reads counters
 only; it never changes the cluster."""
 import argparse
 import glob
 import os
+import signal
 import sys
 import time
+
+stopped = False
+
+
+def stop(_signum, _frame):
+    global stopped
+    stopped = True
 
 
 def main():
@@ -39,10 +48,12 @@ def main():
     bytes_per_s = a.rate / 8
     if not a.quiet:
         print("    s  " + " ".join(f"{n + ' up':>8} {n + ' dn':>8}" for n in names), flush=True)
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
     start, prev = read()
     prev_t, end = start, start + a.seconds
     active, busy, alone = 0.0, [0.0] * (2 * len(names)), 0.0
-    while prev_t < end:
+    while prev_t < end and not stopped:
         time.sleep(a.every / 1e3)
         now, vals = read()
         dt = now - prev_t
