@@ -2,9 +2,11 @@
 //! im2col lays the run's receptive fields side by side in device scratch
 //! and strided-batched cuBLAS GEMMs write every image's output straight
 //! into the output blob (a 1×1 kernel with stride 1 and no pad reads the
-//! images themselves): one per channel group batched over the images, or,
-//! where groups outnumber the images (a depthwise convolution), one per
-//! image batched over the groups. The transposed products swap the output
+//! images themselves), one per channel group batched over the images; where
+//! groups outnumber the images (a depthwise convolution), one GEMM batched
+//! over the groups writes the run's outputs channel-major into scratch and
+//! a swap puts them in place (a 1×1 kernel: one GEMM per image batched over
+//! the groups). The transposed products swap the output
 //! gradient to channel-major order so the weight gradient of the whole run
 //! is one GEMM batched over the groups, and the image gradient is one such
 //! GEMM and one col2im. A run is as many images as fit the GPU's scratch bound
@@ -109,18 +111,30 @@ impl Lowered {
             }
             return Ok(());
         }
-        let run = run_length(self.num, k * p, gpu.scratch_bound());
-        gpu.with_scratch(k * p * run, |col| {
+        // With more groups than images (a depthwise convolution) the run's
+        // outputs are written channel-major into scratch by one GEMM batched
+        // over the groups, then swapped into place.
+        let channel_major = self.group > self.num.min(run_length(self.num, (k + o) * p, gpu.scratch_bound()));
+        let per_image = if channel_major { (k + o) * p } else { k * p };
+        let run = run_length(self.num, per_image, gpu.scratch_bound());
+        gpu.with_scratch(per_image * run, |scratch| {
             for start in (0..self.num).step_by(run) {
                 let count = run.min(self.num - start);
                 let ld = count * p;
+                let col = scratch.slice(0, k * ld)?;
                 gpu.im2col(&g, (x.slice(start * image, count * image)?, image, count), col, ld)?;
-                if self.group > count {
-                    for i in 0..count {
-                        // Image i's columns: column i·p of the run's, kg rows of ld per group.
-                        let at = col.slice(i * p, (k - 1) * ld + p)?;
-                        groups(Strided { at, ld, stride: kg * ld }, start + i)?;
-                    }
+                if channel_major {
+                    let ycm = scratch.slice(k * ld, o * ld)?;
+                    gpu.gemm_batched(
+                        (Transpose::No, Transpose::No),
+                        (og, ld, kg, self.group),
+                        1.0,
+                        Strided { at: w.prefix(self.weights_len())?, ld: kg, stride: og * kg },
+                        Strided { at: col, ld, stride: kg * ld },
+                        0.0,
+                        Strided { at: ycm, ld, stride: og * ld },
+                    )?;
+                    gpu.swap_outer(ycm, y.slice(start * o * p, count * o * p)?, (o, count, p))?;
                     continue;
                 }
                 for gr in 0..self.group {
