@@ -2,14 +2,14 @@
 //! im2col lays the run's receptive fields side by side in device scratch
 //! and strided-batched cuBLAS GEMMs write every image's output straight
 //! into the output blob (a 1×1 kernel with stride 1 and no pad reads the
-//! images themselves), one per channel group batched over the images; where
+//! images themselves), one per channel group batched over the images. Where
 //! groups outnumber the images (a depthwise convolution), one GEMM batched
 //! over the groups writes the run's outputs channel-major into scratch and
-//! a swap puts them in place (a 1×1 kernel: one GEMM per image batched over
-//! the groups). The transposed products swap the output
-//! gradient to channel-major order so the weight gradient of the whole run
-//! is one GEMM batched over the groups, and the image gradient is one such
-//! GEMM and one col2im. A run is as many images as fit the GPU's scratch bound
+//! a swap puts them in place (a 1×1 kernel: one GEMM per image, batched over
+//! the groups). The transposed products swap the output gradient to
+//! channel-major order so the weight gradient of the whole run is one GEMM
+//! batched over the groups, and the image gradient one such GEMM and one
+//! col2im. A run is as many images as fit the GPU's scratch bound
 //! (`Gpu::scratch_bound`), so launches per minibatch stay a handful.
 //! Convolution uses it as it is; Deconvolution with the roles swapped (its
 //! forward is the image gradient, its backward the forward and the weight
@@ -53,6 +53,12 @@ impl Lowered {
         self.outputs * self.per_group().1
     }
 
+    /// The weights as one og × kg matrix per group, one after the other.
+    fn group_weights(&self, w: DevSlice) -> Result<Strided> {
+        let (og, kg) = self.per_group();
+        Ok(Strided { at: w.prefix(self.weights_len())?, ld: kg, stride: og * kg })
+    }
+
     /// `y` (num × outputs × OH·OW) = the weights `w` applied to the images
     /// `x`, overwritten.
     pub(crate) fn apply(&self, gpu: &Gpu, w: DevSlice, x: DevSlice, y: DevSlice) -> Result<()> {
@@ -73,25 +79,20 @@ impl Lowered {
         if self.num == 0 {
             return Ok(());
         }
-        let groups = |cols: Strided, image_at: usize| -> Result<()> {
-            // One image, every group in one call: group gr's weights, columns and outputs
-            // og·kg, kg·(cols' ld) and og·p floats after group gr − 1's.
-            let at = y.slice(image_at * o * p, o * p)?;
-            gpu.gemm_batched(
-                (Transpose::No, Transpose::No),
-                (og, p, kg, self.group),
-                1.0,
-                Strided { at: w.prefix(self.weights_len())?, ld: kg, stride: og * kg },
-                cols,
-                0.0,
-                Strided { at, ld: p, stride: og * p },
-            )
-        };
         if g.is_identity() {
             if self.group > self.num {
+                // Image i is its own columns, every group in one call: group gr's
+                // rows kg·p floats after group gr − 1's.
                 for i in 0..self.num {
-                    let at = x.slice(i * image, image)?;
-                    groups(Strided { at, ld: p, stride: kg * p }, i)?;
+                    gpu.gemm_batched(
+                        (Transpose::No, Transpose::No),
+                        (og, p, kg, self.group),
+                        1.0,
+                        self.group_weights(w)?,
+                        Strided { at: x.slice(i * image, image)?, ld: p, stride: kg * p },
+                        0.0,
+                        Strided { at: y.slice(i * o * p, o * p)?, ld: p, stride: og * p },
+                    )?;
                 }
                 return Ok(());
             }
@@ -129,7 +130,7 @@ impl Lowered {
                         (Transpose::No, Transpose::No),
                         (og, ld, kg, self.group),
                         1.0,
-                        Strided { at: w.prefix(self.weights_len())?, ld: kg, stride: og * kg },
+                        self.group_weights(w)?,
                         Strided { at: col, ld, stride: kg * ld },
                         0.0,
                         Strided { at: ycm, ld, stride: og * ld },
@@ -216,7 +217,7 @@ impl Lowered {
                         (Transpose::Yes, Transpose::No),
                         (kg, ld, og, self.group),
                         1.0,
-                        Strided { at: w.prefix(self.weights_len())?, ld: kg, stride: og * kg },
+                        self.group_weights(w)?,
                         Strided { at: dyt, ld, stride: og * ld },
                         0.0,
                         Strided { at: col, ld, stride: kg * ld },
