@@ -115,9 +115,13 @@ impl Lowered {
         // With more groups than images (a depthwise convolution) the run's
         // outputs are written channel-major into scratch by one GEMM batched
         // over the groups, then swapped into place.
-        let channel_major = self.group > self.num.min(run_length(self.num, (k + o) * p, gpu.scratch_bound()));
-        let per_image = if channel_major { (k + o) * p } else { k * p };
-        let run = run_length(self.num, per_image, gpu.scratch_bound());
+        let channel_major_run = run_length(self.num, (k + o) * p, gpu.scratch_bound());
+        let channel_major = self.group > channel_major_run;
+        let (per_image, run) = if channel_major {
+            ((k + o) * p, channel_major_run)
+        } else {
+            (k * p, run_length(self.num, k * p, gpu.scratch_bound()))
+        };
         gpu.with_scratch(per_image * run, |scratch| {
             for start in (0..self.num).step_by(run) {
                 let count = run.min(self.num - start);
