@@ -65,6 +65,22 @@ pub struct RankEnv {
     pub token: String,
 }
 
+/// The congestion control `GEEPS_TCP_CONGESTION` names for the engine's
+/// connections and the bench's own ring (gloo and MPI keep the system's).
+pub fn tcp_congestion() -> Option<String> {
+    std::env::var("GEEPS_TCP_CONGESTION").ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
+}
+
+/// Gives one of the bench's own ring sockets [`tcp_congestion`], as the engine's get it.
+pub fn tune_socket(s: &std::net::TcpStream) -> std::io::Result<()> {
+    s.set_nodelay(true)?;
+    #[cfg(target_os = "linux")]
+    if let Some(name) = tcp_congestion() {
+        socket2::SockRef::from(s).set_tcp_congestion(name.as_bytes())?;
+    }
+    Ok(())
+}
+
 impl RankEnv {
     /// Joins the rank's cluster: keepers on loopback, found through the
     /// parent's rendezvous.
@@ -88,6 +104,9 @@ impl RankEnv {
         // Stripes per keeper, to compare them (the library's own default otherwise).
         if let Some(stripes) = std::env::var("GEEPS_STRIPES").ok().and_then(|v| v.trim().parse().ok()) {
             options = options.with_stripes(stripes);
+        }
+        if let Some(name) = tcp_congestion() {
+            options = options.with_tcp_congestion(name);
         }
         // The rings' size, to compare sizes (the library's own default otherwise).
         if let Some(bytes) = std::env::var("GEEPS_SHM_RING_BYTES").ok().and_then(|v| v.trim().parse().ok()) {

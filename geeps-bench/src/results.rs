@@ -255,6 +255,10 @@ pub struct SyncFigure {
     pub rows: Vec<SyncRow>,
     /// Baselines not run here, and why.
     pub skipped: Vec<String>,
+    /// The connections' settings: congestion control and stripes of the
+    /// engine and the bench's ring (gloo's and MPI's are the system's).
+    #[serde(default)]
+    pub connections: String,
 }
 
 /// One measured configuration of the scaling calibration.

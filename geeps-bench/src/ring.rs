@@ -85,8 +85,8 @@ fn connect(env: &RankEnv) -> Result<(TcpStream, TcpStream)> {
         let prev = accept.join().map_err(|_| BenchError::msg("ring all-reduce: accept panicked"))?;
         Ok::<_, BenchError>((next?, prev.map_err(io("accept"))?))
     })?;
-    next.0.set_nodelay(true).map_err(io("nodelay"))?;
-    next.1.set_nodelay(true).map_err(io("nodelay"))?;
+    crate::ranks::tune_socket(&next.0).map_err(io("socket options"))?;
+    crate::ranks::tune_socket(&next.1).map_err(io("socket options"))?;
     Ok(next)
 }
 

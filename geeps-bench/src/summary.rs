@@ -89,6 +89,9 @@ pub fn transport(f: &TransportFigure) {
 
 pub fn sync(f: &SyncFigure) {
     let mb = f.table_bytes as f64 / 1e6;
+    if !f.connections.is_empty() {
+        println!("  sync connections: {}", f.connections);
+    }
     for r in &f.rows {
         let bytes = r.bytes_per_rank_per_clock.map_or(String::new(), |b| {
             format!(

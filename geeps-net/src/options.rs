@@ -142,6 +142,15 @@ pub struct NetOptions {
     /// Where shared-memory segments are created and looked for (default
     /// `/dev/shm`); a segment's file lives only until both ends mapped it.
     pub shm_dir: std::path::PathBuf,
+    /// The TCP congestion control of this rank's keeper connections, both
+    /// the ones its worker opens and the ones its keeper accepts (Linux,
+    /// for example `cubic`); `None` (the default) keeps the system's
+    /// (`net.ipv4.tcp_congestion_control`). Where the links and not the
+    /// CPUs are the limit, every worker's flows to every keeper share each
+    /// link: a loss-based control keeps a link busy as flows start and
+    /// end, where BBR leaves it partly idle (`docs/network.md`).
+    /// `GEEPS_TCP_CONGESTION` sets it.
+    pub tcp_congestion: Option<String>,
 }
 
 impl Default for NetOptions {
@@ -164,6 +173,7 @@ impl Default for NetOptions {
             shared_memory: true,
             shm_ring_bytes: 4 << 20,
             shm_dir: std::path::PathBuf::from("/dev/shm"),
+            tcp_congestion: None,
         }
     }
 }
@@ -275,6 +285,13 @@ impl NetOptions {
         self
     }
 
+    /// Sets [`NetOptions::tcp_congestion`]: the congestion control of
+    /// keeper connections (`cubic`, `reno`, `bbr`, ... as the kernel has them).
+    pub fn with_tcp_congestion(mut self, name: impl Into<String>) -> Self {
+        self.tcp_congestion = Some(name.into());
+        self
+    }
+
     /// Sets [`NetOptions::admin`]: rank 0 serves the admin endpoint there.
     pub fn with_admin(mut self, listen: impl Into<String>) -> Self {
         self.admin = Some(listen.into());
@@ -332,12 +349,16 @@ impl NetOptions {
         if self.max_pending_connections == 0 {
             return bad("max_pending_connections", "zero; no peer could connect".into());
         }
+        if let Some(name) = &self.tcp_congestion {
+            crate::conn::socket_options::check_congestion(name)
+                .map_err(|reason| Error::InvalidConfig { field: "tcp_congestion", reason })?;
+        }
         Ok(())
     }
 
     /// Applies the environment's overrides: `GEEPS_TOKEN`,
     /// `GEEPS_HEARTBEAT_MS`, `GEEPS_PEER_TIMEOUT_MS`, `GEEPS_ADMIN`, `GEEPS_WIRE`,
-    /// `GEEPS_PUBLISH_WIRE`, `GEEPS_STRIPES`, `GEEPS_SHM` (`0` or `1`), `GEEPS_SHM_RING_BYTES`, and `GEEPS_TLS_CERT`,
+    /// `GEEPS_PUBLISH_WIRE`, `GEEPS_STRIPES`, `GEEPS_SHM` (`0` or `1`), `GEEPS_SHM_RING_BYTES`, `GEEPS_TCP_CONGESTION`, and `GEEPS_TLS_CERT`,
     /// `GEEPS_TLS_KEY`, `GEEPS_TLS_CA` (all three or none) (`env` looks a
     /// variable up). An unparsable value is an error naming the variable.
     pub(crate) fn with_env(mut self, env: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
@@ -386,6 +407,10 @@ impl NetOptions {
                 reason: format!("`{v}` is not a number of partitions per keeper (1 to {MAX_STRIPES})"),
             })?;
         }
+        if let Some(name) = env("GEEPS_TCP_CONGESTION") {
+            let name = name.trim();
+            self.tcp_congestion = (!name.is_empty()).then(|| name.to_string());
+        }
         if let Some(v) = env("GEEPS_SHM_RING_BYTES") {
             self.shm_ring_bytes = v.trim().parse().map_err(|_| Error::InvalidConfig {
                 field: "GEEPS_SHM_RING_BYTES",
@@ -423,6 +448,17 @@ mod tests {
     fn env_of(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         let map: BTreeMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn environment_names_the_congestion_control_and_a_blank_keeps_the_systems() {
+        let o = NetOptions::default().with_env(&env_of(&[("GEEPS_TCP_CONGESTION", " reno ")])).unwrap();
+        assert_eq!(o.tcp_congestion.as_deref(), Some("reno"));
+        let o = NetOptions::default()
+            .with_tcp_congestion("reno")
+            .with_env(&env_of(&[("GEEPS_TCP_CONGESTION", "")]))
+            .unwrap();
+        assert_eq!(o.tcp_congestion, None);
     }
 
     #[test]

@@ -5,4 +5,5 @@
 
 pub(crate) mod accept_backoff;
 pub(crate) mod peer_stream;
+pub(crate) mod socket_options;
 pub(crate) mod writer;

@@ -206,7 +206,7 @@ impl NetTransport {
                     ))
                 }
             };
-            let _ = stream.set_nodelay(true);
+            crate::conn::socket_options::tune(&stream, &self.opts);
             let (rd, mut wr) = match &self.tls {
                 None => peer_stream::plain(stream),
                 Some(tls) => {
