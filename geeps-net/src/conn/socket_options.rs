@@ -70,12 +70,12 @@ fn probe(name: &str) -> Result<(), String> {
         Ok(()) => Ok(()),
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Err(format!(
             "this kernel has no congestion control `{name}`; it has {} (tcp_available_congestion_control; \
-             `modprobe tcp_{name}` may add it), or leave it unset for the system's",
+             `modprobe tcp_{name}` may add it), or leave GEEPS_TCP_CONGESTION (NetOptions::tcp_congestion) unset for the system's",
             listed("tcp_available_congestion_control")
         )),
         Err(e) if e.raw_os_error() == Some(libc::EPERM) => Err(format!(
             "congestion control `{name}` is not allowed to this process; it may use {} \
-             (net.ipv4.tcp_allowed_congestion_control), or leave it unset for the system's",
+             (net.ipv4.tcp_allowed_congestion_control), or leave GEEPS_TCP_CONGESTION (NetOptions::tcp_congestion) unset for the system's",
             listed("tcp_allowed_congestion_control")
         )),
         Err(e) => Err(format!("congestion control `{name}`: {e}")),
