@@ -1,15 +1,9 @@
 //! What is set on every keeper connection's socket, at both ends: no Nagle
-//! delay, and the congestion control [`NetOptions::tcp_congestion`] names.
+//! delay, and the congestion control `NetOptions::tcp_congestion` names.
 //! It checks a name against the kernel once, at start; it never changes
 //! the system's default.
 
 use tokio::net::TcpStream;
-
-use crate::options::NetOptions;
-
-#[cfg(all(test, target_os = "linux"))]
-#[path = "../../tests/unit/congestion_cluster_tests.rs"]
-mod congestion_cluster_tests;
 
 /// The longest name the kernel takes (`TCP_CA_NAME_MAX` less its NUL).
 const MAX_NAME: usize = 15;
@@ -17,9 +11,9 @@ const MAX_NAME: usize = 15;
 /// Sets the connection's options. The congestion control was checked at
 /// start ([`check_congestion`]); a socket that refuses it anyway keeps the
 /// system's, with a warning.
-pub(crate) fn tune(stream: &TcpStream, opts: &NetOptions) {
+pub(crate) fn tune(stream: &TcpStream, congestion: Option<&str>) {
     let _ = stream.set_nodelay(true);
-    if let Some(name) = &opts.tcp_congestion {
+    if let Some(name) = congestion {
         if let Err(e) = set_congestion(stream, name) {
             tracing::warn!(congestion = %name, "a keeper connection keeps the system's congestion control: {e}");
         }
@@ -93,28 +87,27 @@ fn probe(name: &str) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    /// A connected pair on loopback, both ends tuned with `opts`.
-    async fn pair(opts: &NetOptions) -> (TcpStream, TcpStream) {
+    /// A connected pair on loopback, both ends tuned with `congestion`.
+    async fn pair(congestion: Option<&str>) -> (TcpStream, TcpStream) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
         let (server, _) = listener.accept().await.unwrap();
-        tune(&client, opts);
-        tune(&server, opts);
+        tune(&client, congestion);
+        tune(&server, congestion);
         (client, server)
     }
 
     #[tokio::test]
     async fn both_ends_get_the_named_congestion_control_and_unset_keeps_the_systems() {
         // reno is built into every Linux kernel and allowed to every process.
-        let opts = NetOptions::default().with_tcp_congestion("reno");
-        assert_eq!(opts.validate().map_err(|e| e.to_string()), Ok(()));
-        let (client, server) = pair(&opts).await;
+        assert_eq!(check_congestion("reno"), Ok(()));
+        let (client, server) = pair(Some("reno")).await;
         assert_eq!(congestion_of(&client).unwrap(), "reno");
         assert_eq!(congestion_of(&server).unwrap(), "reno");
         assert!(client.nodelay().unwrap() && server.nodelay().unwrap());
 
         let system = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control").unwrap();
-        let (client, _server) = pair(&NetOptions::default()).await;
+        let (client, _server) = pair(None).await;
         assert_eq!(congestion_of(&client).unwrap(), system.trim());
     }
 
@@ -122,8 +115,6 @@ mod tests {
     fn a_name_the_kernel_lacks_is_refused_with_what_it_has() {
         let e = check_congestion("warp9").unwrap_err();
         assert!(e.contains("no congestion control `warp9`") && e.contains("reno"), "{e}");
-        let e = NetOptions::default().with_tcp_congestion("warp9").validate().unwrap_err().to_string();
-        assert!(e.contains("tcp_congestion") && e.contains("warp9"), "{e}");
     }
 
     #[test]

@@ -52,7 +52,7 @@ impl KeeperService {
     }
 
     async fn handle(self: Arc<Self>, stream: TcpStream, addr: SocketAddr, permit: OwnedSemaphorePermit) {
-        crate::conn::socket_options::tune(&stream, &self.opts);
+        crate::conn::socket_options::tune(&stream, self.opts.tcp_congestion.as_deref());
         // One deadline for the TLS handshake and the hello together: a
         // stranger holds its descriptor and permit no longer than this.
         let deadline = tokio::time::Instant::now() + self.opts.handshake_timeout;

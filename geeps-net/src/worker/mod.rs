@@ -10,6 +10,9 @@ pub(crate) use transport::NetTransport;
 #[cfg(test)]
 #[path = "../../tests/unit/bf16_cluster_tests.rs"]
 mod bf16_cluster_tests;
+#[cfg(all(test, target_os = "linux"))]
+#[path = "../../tests/unit/congestion_cluster_tests.rs"]
+mod congestion_cluster_tests;
 #[cfg(test)]
 #[path = "../../tests/unit/local_shard_tests.rs"]
 mod local_shard_tests;

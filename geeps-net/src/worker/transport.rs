@@ -206,7 +206,7 @@ impl NetTransport {
                     ))
                 }
             };
-            crate::conn::socket_options::tune(&stream, &self.opts);
+            crate::conn::socket_options::tune(&stream, self.opts.tcp_congestion.as_deref());
             let (rd, mut wr) = match &self.tls {
                 None => peer_stream::plain(stream),
                 Some(tls) => {
