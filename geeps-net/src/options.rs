@@ -459,6 +459,12 @@ mod tests {
             .with_env(&env_of(&[("GEEPS_TCP_CONGESTION", "")]))
             .unwrap();
         assert_eq!(o.tcp_congestion, None);
+        // The kernel's answer: reno is in every Linux kernel; warp9 in none.
+        if cfg!(target_os = "linux") {
+            NetOptions::default().with_tcp_congestion("reno").validate().unwrap();
+        }
+        let e = NetOptions::default().with_tcp_congestion("warp9").validate().unwrap_err().to_string();
+        assert!(e.contains("tcp_congestion") && e.contains("warp9"), "{e}");
     }
 
     #[test]
