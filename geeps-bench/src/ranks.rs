@@ -71,6 +71,12 @@ pub fn tcp_congestion() -> Option<String> {
     std::env::var("GEEPS_TCP_CONGESTION").ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
 }
 
+/// The stripes per keeper `GEEPS_STRIPES` gives the engine, to compare them
+/// (the library's own default otherwise).
+pub fn stripes() -> Option<usize> {
+    std::env::var("GEEPS_STRIPES").ok().and_then(|v| v.trim().parse().ok())
+}
+
 /// Gives one of the bench's own ring sockets [`tcp_congestion`], as the engine's get it.
 pub fn tune_socket(s: &std::net::TcpStream) -> std::io::Result<()> {
     s.set_nodelay(true)?;
@@ -102,7 +108,7 @@ impl RankEnv {
         let addresses = Addresses::Rendezvous { server: self.server.clone(), hosted_by_rank0: false };
         let mut options = NetOptions::default().with_wire(wire).with_publish_wire(publish).with_shared_memory(shm);
         // Stripes per keeper, to compare them (the library's own default otherwise).
-        if let Some(stripes) = std::env::var("GEEPS_STRIPES").ok().and_then(|v| v.trim().parse().ok()) {
+        if let Some(stripes) = stripes() {
             options = options.with_stripes(stripes);
         }
         if let Some(name) = tcp_congestion() {

@@ -129,11 +129,10 @@ fn connections() -> String {
     let system = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into());
-    let stripes = std::env::var("GEEPS_STRIPES").ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
     format!(
         "engine and ring: congestion control {} (GEEPS_TCP_CONGESTION), {} stripe(s) per keeper (GEEPS_STRIPES); gloo and MPI: the system's {system}",
         crate::ranks::tcp_congestion().unwrap_or_else(|| format!("the system's {system}")),
-        stripes.as_deref().unwrap_or("1"),
+        crate::ranks::stripes().unwrap_or(1),
     )
 }
 

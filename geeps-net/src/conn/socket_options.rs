@@ -30,10 +30,10 @@ fn set_congestion(_: &TcpStream, _: &str) -> std::io::Result<()> {
     Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "a congestion control per socket is a Linux setting"))
 }
 
-/// The congestion control a connection uses (for tests and diagnostics).
+/// The congestion control a socket uses (for tests).
 #[cfg(all(test, target_os = "linux"))]
-pub(crate) fn congestion_of(stream: &TcpStream) -> std::io::Result<String> {
-    let name = socket2::SockRef::from(stream).tcp_congestion()?;
+pub(crate) fn congestion_of(socket: socket2::SockRef<'_>) -> std::io::Result<String> {
+    let name = socket.tcp_congestion()?;
     Ok(String::from_utf8_lossy(&name).trim_end_matches('\0').to_string())
 }
 
@@ -102,13 +102,13 @@ mod tests {
         // reno is built into every Linux kernel and allowed to every process.
         assert_eq!(check_congestion("reno"), Ok(()));
         let (client, server) = pair(Some("reno")).await;
-        assert_eq!(congestion_of(&client).unwrap(), "reno");
-        assert_eq!(congestion_of(&server).unwrap(), "reno");
+        assert_eq!(congestion_of((&client).into()).unwrap(), "reno");
+        assert_eq!(congestion_of((&server).into()).unwrap(), "reno");
         assert!(client.nodelay().unwrap() && server.nodelay().unwrap());
 
         let system = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control").unwrap();
         let (client, _server) = pair(None).await;
-        assert_eq!(congestion_of(&client).unwrap(), system.trim());
+        assert_eq!(congestion_of((&client).into()).unwrap(), system.trim());
     }
 
     #[test]

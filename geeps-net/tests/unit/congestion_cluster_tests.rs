@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use geeps_core::{keys, Config, Geeps, Slack};
 
+use crate::conn::socket_options::congestion_of;
 use crate::test_rendezvous::loopback_rendezvous;
 use crate::{Addresses, ClusterSpec, NetCluster, NetOptions};
 
@@ -35,8 +36,7 @@ fn congestion_on(ports: &[u16]) -> Vec<String> {
         let (Ok(local), Ok(peer)) = (socket.local_addr(), socket.peer_addr()) else { continue };
         let (Some(local), Some(peer)) = (local.as_socket(), peer.as_socket()) else { continue };
         if ports.contains(&local.port()) || ports.contains(&peer.port()) {
-            let name = socket.tcp_congestion().unwrap();
-            found.push(String::from_utf8_lossy(&name).trim_end_matches('\0').to_string());
+            found.push(congestion_of(socket).unwrap());
         }
     }
     found
