@@ -236,7 +236,7 @@ fn settings_of(args: &RunArgs) -> Result<Settings> {
     Ok(s)
 }
 
-fn run_figures(args: &RunArgs, figures: &[Figure]) -> Result<()> {
+fn run_figures(args: &RunArgs, figures: &[Figure], sync_only: bool) -> Result<()> {
     let s = settings_of(args)?;
     let start = Instant::now();
     args.device.export();
@@ -245,7 +245,7 @@ fn run_figures(args: &RunArgs, figures: &[Figure]) -> Result<()> {
     }
     let paths = Paths { dir: args.out.clone() };
     std::fs::create_dir_all(&paths.dir)?;
-    let c = calibrate::run(&s)?;
+    let c = calibrate::run(&s, calibration_ranks(&s, sync_only, ranks::across_hosts()))?;
     for figure in figures {
         figure(&s, &c, &paths)?;
     }
@@ -254,6 +254,16 @@ fn run_figures(args: &RunArgs, figures: &[Figure]) -> Result<()> {
         println!("{caveat}");
     }
     Ok(())
+}
+
+/// The calibration's processes: `workers`; but rank r runs on host r, and
+/// across hosts a run of the sync figure alone may have no more hosts than
+/// its largest world.
+fn calibration_ranks(s: &Settings, sync_only: bool, across_hosts: bool) -> usize {
+    match s.sync_worlds.iter().max() {
+        Some(&most) if sync_only && across_hosts => s.workers.min(most),
+        _ => s.workers,
+    }
 }
 
 /// Redraws the PNG of every figure whose JSON the folder holds (a folder of
@@ -292,13 +302,13 @@ fn main() -> ExitCode {
     let result = match RankEnv::from_env() {
         Some(env) => env.and_then(rank_main),
         None => match Cli::parse().command {
-            Command::All(a) => run_figures(&a, &[transport, sync, scaling, stall, memory, large]),
-            Command::Sync(a) => run_figures(&a, &[sync]),
-            Command::Scaling(a) => run_figures(&a, &[scaling]),
-            Command::Transport(a) => run_figures(&a, &[transport]),
-            Command::Stall(a) => run_figures(&a, &[stall]),
-            Command::Memory(a) => run_figures(&a, &[memory]),
-            Command::Large(a) => run_figures(&a, &[large]),
+            Command::All(a) => run_figures(&a, &[transport, sync, scaling, stall, memory, large], false),
+            Command::Sync(a) => run_figures(&a, &[sync], true),
+            Command::Scaling(a) => run_figures(&a, &[scaling], false),
+            Command::Transport(a) => run_figures(&a, &[transport], false),
+            Command::Stall(a) => run_figures(&a, &[stall], false),
+            Command::Memory(a) => run_figures(&a, &[memory], false),
+            Command::Large(a) => run_figures(&a, &[large], false),
             Command::Plot(a) => redraw(&a.out),
             Command::Tables(a) => tables::run(&a.out),
             Command::Check(a) => check::run(&a.out).map(|()| println!("{}: results are well-formed", a.out.display())),
@@ -323,6 +333,19 @@ mod tests {
             Command::Sync(a) => Ok(a),
             _ => Err("not the sync command".into()),
         }
+    }
+
+    #[test]
+    fn calibration_ranks_fit_the_hosts_of_a_sync_run_across_hosts() {
+        let two = settings_of(&run_args(&["--sync-ranks", "2"]).unwrap()).unwrap();
+        assert_eq!(two.workers, 4);
+        // Across hosts, a sync run of 2 ranks may have 2 hosts only.
+        assert_eq!(calibration_ranks(&two, true, true), 2);
+        // On one host, or with the other figures (which need `workers` hosts), the default.
+        assert_eq!(calibration_ranks(&two, true, false), 4);
+        assert_eq!(calibration_ranks(&two, false, true), 4);
+        let eight = settings_of(&run_args(&["--sync-ranks", "2,8"]).unwrap()).unwrap();
+        assert_eq!(calibration_ranks(&eight, true, true), 4);
     }
 
     #[test]

@@ -215,6 +215,15 @@ pub fn run<J: Serialize, R: DeserializeOwned>(role: &str, world: usize, job: &J,
             }
         }
     }
+    gather(role, children, limit)
+}
+
+/// Waits for the spawned ranks and reads their results. A rank that fails
+/// while the others run stops them all at once: they would otherwise wait
+/// for it at the rendezvous or in the job until their own timeouts, and
+/// then report that wait instead of its failure.
+fn gather<R: DeserializeOwned>(role: &str, mut children: Vec<Option<Child>>, limit: Duration) -> Result<Vec<R>> {
+    let world = children.len();
     // Read every rank's stdout on its own thread so no pipe fills up.
     let (tx, rx) = mpsc::channel();
     for (rank, child) in children.iter_mut().enumerate() {
@@ -232,7 +241,17 @@ pub fn run<J: Serialize, R: DeserializeOwned>(role: &str, world: usize, job: &J,
     for _ in 0..world {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
-            Ok((rank, s)) => outputs[rank] = Some(s),
+            Ok((rank, s)) => {
+                outputs[rank] = Some(s);
+                if let Some(status) = children[rank].as_mut().and_then(exit_status) {
+                    if !status.success() {
+                        kill_all(&mut children);
+                        return Err(BenchError::msg(format!(
+                            "{role} rank {rank} failed ({status}) while the other ranks ran; see its log above"
+                        )));
+                    }
+                }
+            }
             Err(_) => {
                 kill_all(&mut children);
                 return Err(BenchError::msg(format!("{role} ranks did not finish within {} s", limit.as_secs())));
@@ -255,9 +274,54 @@ pub fn run<J: Serialize, R: DeserializeOwned>(role: &str, world: usize, job: &J,
     Ok(results)
 }
 
+/// The status of a rank whose output has ended: it exits right after, so
+/// this waits a moment for it. `None` for one that still runs (it closed
+/// its output itself), which `gather` then waits for as any other.
+fn exit_status(child: &mut Child) -> Option<std::process::ExitStatus> {
+    let until = Instant::now() + Duration::from_secs(2);
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(10)),
+            _ => return None,
+        }
+    }
+}
+
 /// Prints a rank's result as the JSON line `run` reads.
 pub fn report<R: Serialize>(result: &R) -> Result<()> {
     let line = serde_json::to_string(result).map_err(|e| BenchError::msg(format!("result: {e}")))?;
     println!("{line}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spawn(script: &str) -> Option<Child> {
+        Some(Command::new("sh").args(["-c", script]).stdin(Stdio::null()).stdout(Stdio::piped()).spawn().unwrap())
+    }
+
+    #[test]
+    fn a_rank_that_fails_stops_the_others_and_is_named() {
+        // Rank 0 would run for the whole limit; rank 1 fails at once.
+        let children = vec![spawn("sleep 60; echo '{}'"), spawn("exit 3")];
+        let err = gather::<serde_json::Value>("test", children, Duration::from_secs(120)).unwrap_err().to_string();
+        assert!(err.contains("test rank 1 failed") && err.contains("while the other ranks ran"), "{err}");
+    }
+
+    #[test]
+    fn ranks_that_finish_give_their_results_in_rank_order() {
+        let children = vec![spawn("sleep 0.2; echo '{\"rank\": 0}'"), spawn("echo '{\"rank\": 1}'")];
+        let results = gather::<serde_json::Value>("test", children, Duration::from_secs(60)).unwrap();
+        assert_eq!(results, vec![serde_json::json!({"rank": 0}), serde_json::json!({"rank": 1})]);
+    }
+
+    #[test]
+    fn a_rank_that_prints_no_result_is_named() {
+        let children = vec![spawn("echo '{}'"), spawn("echo nothing")];
+        let err = gather::<serde_json::Value>("test", children, Duration::from_secs(60)).unwrap_err().to_string();
+        assert!(err.contains("test rank 1 printed no result"), "{err}");
+    }
 }
