@@ -77,12 +77,6 @@ pub fn stripes() -> Option<usize> {
     std::env::var("GEEPS_STRIPES").ok().and_then(|v| v.trim().parse().ok())
 }
 
-/// Whether `GEEPS_PUBLISH_AFTER_UPDATES=1` asks the engine's keepers to
-/// publish after their rank's updates are out (the library's default otherwise).
-pub fn publish_after_updates() -> bool {
-    std::env::var("GEEPS_PUBLISH_AFTER_UPDATES").is_ok_and(|v| v.trim() == "1")
-}
-
 /// Gives one of the bench's own ring sockets [`tcp_congestion`], as the engine's get it.
 pub fn tune_socket(s: &std::net::TcpStream) -> std::io::Result<()> {
     s.set_nodelay(true)?;
@@ -119,9 +113,6 @@ impl RankEnv {
         }
         if let Some(name) = tcp_congestion() {
             options = options.with_tcp_congestion(name);
-        }
-        if publish_after_updates() {
-            options = options.with_publish_after_updates(true);
         }
         // The rings' size, to compare sizes (the library's own default otherwise).
         if let Some(bytes) = std::env::var("GEEPS_SHM_RING_BYTES").ok().and_then(|v| v.trim().parse().ok()) {

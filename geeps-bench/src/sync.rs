@@ -130,10 +130,9 @@ fn connections() -> String {
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into());
     format!(
-        "engine and ring: congestion control {} (GEEPS_TCP_CONGESTION), {} stripe(s) per keeper (GEEPS_STRIPES), publications {} (GEEPS_PUBLISH_AFTER_UPDATES); gloo and MPI: the system's {system}",
+        "engine and ring: congestion control {} (GEEPS_TCP_CONGESTION), {} stripe(s) per keeper (GEEPS_STRIPES); gloo and MPI: the system's {system}",
         crate::ranks::tcp_congestion().unwrap_or_else(|| format!("the system's {system}")),
         crate::ranks::stripes().unwrap_or(1),
-        if crate::ranks::publish_after_updates() { "after the rank's updates" } else { "as they are ready" },
     )
 }
 

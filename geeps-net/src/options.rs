@@ -151,13 +151,6 @@ pub struct NetOptions {
     /// end, where BBR leaves it partly idle (`docs/network.md`).
     /// `GEEPS_TCP_CONGESTION` sets it.
     pub tcp_congestion: Option<String>,
-    /// Whether a rank's keeper holds its publications while the rank's own
-    /// worker still writes update batches to the other keepers (for at most
-    /// a `heartbeat` at a time), so each clock's updates leave before its
-    /// publications, as in a ring's two phases; off by default. It pays where
-    /// the links are the limit (`docs/network.md`).
-    /// `GEEPS_PUBLISH_AFTER_UPDATES=1` sets it.
-    pub publish_after_updates: bool,
 }
 
 impl Default for NetOptions {
@@ -181,7 +174,6 @@ impl Default for NetOptions {
             shm_ring_bytes: 4 << 20,
             shm_dir: std::path::PathBuf::from("/dev/shm"),
             tcp_congestion: None,
-            publish_after_updates: false,
         }
     }
 }
@@ -293,13 +285,6 @@ impl NetOptions {
         self
     }
 
-    /// Sets [`NetOptions::publish_after_updates`]: publications held while
-    /// this rank's worker still writes its update batches.
-    pub fn with_publish_after_updates(mut self, on: bool) -> Self {
-        self.publish_after_updates = on;
-        self
-    }
-
     /// Sets [`NetOptions::tcp_congestion`]: the congestion control of
     /// keeper connections (`cubic`, `reno`, `bbr`, ... as the kernel has them).
     pub fn with_tcp_congestion(mut self, name: impl Into<String>) -> Self {
@@ -373,7 +358,7 @@ impl NetOptions {
 
     /// Applies the environment's overrides: `GEEPS_TOKEN`,
     /// `GEEPS_HEARTBEAT_MS`, `GEEPS_PEER_TIMEOUT_MS`, `GEEPS_ADMIN`, `GEEPS_WIRE`,
-    /// `GEEPS_PUBLISH_WIRE`, `GEEPS_STRIPES`, `GEEPS_SHM` (`0` or `1`), `GEEPS_SHM_RING_BYTES`, `GEEPS_TCP_CONGESTION`, `GEEPS_PUBLISH_AFTER_UPDATES` (`0` or `1`), and `GEEPS_TLS_CERT`,
+    /// `GEEPS_PUBLISH_WIRE`, `GEEPS_STRIPES`, `GEEPS_SHM` (`0` or `1`), `GEEPS_SHM_RING_BYTES`, `GEEPS_TCP_CONGESTION`, and `GEEPS_TLS_CERT`,
     /// `GEEPS_TLS_KEY`, `GEEPS_TLS_CA` (all three or none) (`env` looks a
     /// variable up). An unparsable value is an error naming the variable.
     pub(crate) fn with_env(mut self, env: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
@@ -421,18 +406,6 @@ impl NetOptions {
                 field: "GEEPS_STRIPES",
                 reason: format!("`{v}` is not a number of partitions per keeper (1 to {MAX_STRIPES})"),
             })?;
-        }
-        if let Some(v) = env("GEEPS_PUBLISH_AFTER_UPDATES") {
-            self.publish_after_updates = match v.trim() {
-                "1" => true,
-                "0" | "" => false,
-                _ => {
-                    return Err(Error::InvalidConfig {
-                        field: "GEEPS_PUBLISH_AFTER_UPDATES",
-                        reason: format!("`{v}` is neither 1 (publications after this rank's updates) nor 0"),
-                    })
-                }
-            };
         }
         if let Some(name) = env("GEEPS_TCP_CONGESTION") {
             let name = name.trim();
@@ -553,20 +526,6 @@ mod tests {
         assert_eq!((o.wire, o.publish_wire), (WireEncoding::Bf16, WireEncoding::F32));
         let e = NetOptions::default().with_env(&env_of(&[("GEEPS_PUBLISH_WIRE", "half")])).unwrap_err();
         assert!(matches!(e, Error::InvalidConfig { field: "GEEPS_PUBLISH_WIRE", .. }), "{e}");
-    }
-
-    #[test]
-    fn environment_orders_publications_after_updates() {
-        let o = NetOptions::default();
-        assert!(!o.publish_after_updates);
-        let o = o.with_env(&env_of(&[("GEEPS_PUBLISH_AFTER_UPDATES", "1")])).unwrap();
-        assert!(o.publish_after_updates);
-        let o = o.with_env(&env_of(&[("GEEPS_PUBLISH_AFTER_UPDATES", " 0")])).unwrap();
-        assert!(!o.publish_after_updates);
-        assert!(NetOptions::default().with_publish_after_updates(true).publish_after_updates);
-        let e = NetOptions::default().with_env(&env_of(&[("GEEPS_PUBLISH_AFTER_UPDATES", "yes")])).unwrap_err();
-        assert!(matches!(e, Error::InvalidConfig { field: "GEEPS_PUBLISH_AFTER_UPDATES", .. }), "{e}");
-        assert!(e.to_string().contains("neither 1"), "{e}");
     }
 
     #[test]

@@ -128,7 +128,7 @@ impl KeeperService {
             Ok((rd, wr)) => {
                 tracing::debug!(shard = self.shard, rank, %addr, shm = rd.is_shm(), "worker joined");
                 self.changed.notify_waiters();
-                tokio::spawn(writer(wr, rx, self.opts.heartbeat, self.uplink_gate.clone()));
+                tokio::spawn(writer(wr, rx, self.opts.heartbeat));
                 match self.serve_worker(rank, rd).await {
                     Some(reason) => reason,
                     None => return,

@@ -13,7 +13,6 @@ use geeps_core::transport::{Inbox, Landing};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use crate::conn::uplink_gate::UplinkGate;
 use crate::conn::writer::Queue;
 use crate::options::NetOptions;
 use crate::security::tls::Tls;
@@ -78,15 +77,10 @@ pub(crate) struct KeeperService {
     /// Every rank's keeper address, once the cluster knows them: how a lost
     /// rank is named (its workers connect from ports of no meaning).
     pub(super) keeper_addresses: std::sync::OnceLock<Vec<String>>,
-    /// With `publish_after_updates`: counts this rank's worker's update
-    /// batches on their sockets; the keeper's writers hold publications on it.
-    pub(crate) uplink_gate: Option<Arc<UplinkGate>>,
 }
 
 impl KeeperService {
     pub(crate) fn new(shard: usize, world: usize, opts: NetOptions, tls: Option<Arc<Tls>>) -> Arc<Self> {
-        // At most a heartbeat's hold: peers already allow that much silence.
-        let uplink_gate = opts.publish_after_updates.then(|| UplinkGate::new(opts.heartbeat));
         Arc::new(KeeperService {
             shard,
             world,
@@ -108,7 +102,6 @@ impl KeeperService {
             host: Arc::new(crate::shm::segment::host_identity()),
             waiting: Mutex::new(Vec::new()),
             keeper_addresses: std::sync::OnceLock::new(),
-            uplink_gate,
         })
     }
 

@@ -33,7 +33,6 @@ use crate::keeper::silence;
 use crate::keeper::KeeperService;
 
 use super::publications;
-use crate::conn::uplink_gate::UplinkGate;
 use crate::options::{NetOptions, WireEncoding};
 use crate::security::tls::Tls;
 use crate::shm::segment::{host_identity, Segment};
@@ -60,14 +59,9 @@ enum Local {
 }
 
 impl Route {
-    /// Sends a batch; over a socket, counted by `gate` until it is flushed.
-    fn send(&self, header: UpdateHeader, deltas: Option<bytes::Bytes>, gate: Option<&Arc<UplinkGate>>) -> bool {
+    fn send(&self, header: UpdateHeader, deltas: Option<bytes::Bytes>) -> bool {
         match self {
-            Route::Socket(q) => {
-                let mut o = Outgoing::new(Body::Update(header), deltas);
-                o.in_flight = gate.map(|g| g.begin());
-                q.send(o).is_ok()
-            }
+            Route::Socket(q) => q.send(Outgoing::new(Body::Update(header), deltas)).is_ok(),
             Route::InProcess(tx) => tx.send(Local::Update(header, deltas)).is_ok(),
         }
     }
@@ -446,8 +440,7 @@ impl NetTransport {
         let Some(Some(q)) = queues.get(shard) else {
             return Err(Error::InvalidKeys(format!("partition {shard} has no keeper connection")));
         };
-        let gate = self.local_keeper.as_ref().and_then(|k| k.uplink_gate.as_ref());
-        if q.send(header, deltas, gate) {
+        if q.send(header, deltas) {
             Ok(())
         } else {
             Err(lost(shard, &self.addresses[shard], "connection to the keeper is closed"))
@@ -517,7 +510,7 @@ impl Transport for NetTransport {
                 }
                 None => queues.push(Some(Route::Socket(tx))),
             }
-            tasks.push(self.runtime.spawn(writer(wr, rx, self.opts.heartbeat, None)));
+            tasks.push(self.runtime.spawn(writer(wr, rx, self.opts.heartbeat)));
             let ends = ReaderEnds {
                 rank: self.rank,
                 closing: self.closing.clone(),
