@@ -15,4 +15,9 @@ if ! command -v mpirun >/dev/null; then
   apt-get install -y -qq openmpi-bin >/dev/null 2>&1 ||
     { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq openmpi-bin >/dev/null; }
 fi
+# Loss on a link (netns-cluster loss) is nftables' work.
+if ! command -v nft >/dev/null; then
+  apt-get install -y -qq nftables >/dev/null 2>&1 ||
+    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq nftables >/dev/null; }
+fi
 scripts/netns-check
