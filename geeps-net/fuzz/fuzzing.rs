@@ -284,17 +284,29 @@ pub fn keeper(data: &[u8]) {
 }
 
 /// The registration a stream starts with, as the rendezvous will read it,
-/// if it is one for a rank of `world`.
-fn claimed_rank(stream: &[u8], limit: usize, world: usize) -> Option<usize> {
+/// if it is one for a rank of `world` with the cluster `token` (without it,
+/// the rendezvous takes the stream for a stranger's and still waits for
+/// that rank).
+fn claimed_rank(stream: &[u8], limit: usize, world: usize, token: &str) -> Option<usize> {
     let len = u32::from_le_bytes(stream.get(..4)?.try_into().ok()?) as usize;
     if len > limit {
         return None;
     }
     match Header::decode(stream.get(4..4 + len)?).ok()? {
-        Header { payload_len: 0, body: Some(Body::Register(r)) } if (r.rank as usize) < world => Some(r.rank as usize),
+        Header { payload_len: 0, body: Some(Body::Register(r)) }
+            if (r.rank as usize) < world && token_matches(token, &r.token) =>
+        {
+            Some(r.rank as usize)
+        }
         _ => None,
     }
 }
+
+/// How long either side of the rendezvous target waits for the other. The
+/// harness registers every rank no stream does, so a correct run ends in
+/// milliseconds; an input that finds a wait it missed costs this, well
+/// under libFuzzer's hang limit (`-timeout=10` in CI), not 10 s of it.
+const RENDEZVOUS_WAIT: Duration = Duration::from_secs(1);
 
 fn registration(rank: usize, world: usize, token: &str) -> Vec<u8> {
     let reg = Register {
@@ -343,7 +355,7 @@ pub fn rendezvous(data: &[u8]) {
                 world,
                 token,
                 "127.0.0.1:1",
-                Duration::from_secs(10),
+                RENDEZVOUS_WAIT,
             )
             .await;
             if let Ok(roster) = got {
@@ -352,12 +364,12 @@ pub fn rendezvous(data: &[u8]) {
             let _ = server.await;
             return;
         }
-        let opts = NetOptions::default().with_token(token).with_connect_timeout(Duration::from_secs(10));
+        let opts = NetOptions::default().with_token(token).with_connect_timeout(RENDEZVOUS_WAIT);
         let limit = opts.max_handshake_bytes as usize;
         let streams = streams(rest, 4);
         let mut claimed = vec![false; world];
         for s in &streams {
-            if let Some(r) = claimed_rank(s, limit, world) {
+            if let Some(r) = claimed_rank(s, limit, world, token) {
                 claimed[r] = true;
             }
         }
