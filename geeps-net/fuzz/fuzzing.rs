@@ -302,11 +302,17 @@ fn claimed_rank(stream: &[u8], limit: usize, world: usize, token: &str) -> Optio
     }
 }
 
-/// How long either side of the rendezvous target waits for the other. The
-/// harness registers every rank no stream does, so a correct run ends in
+/// How long the rendezvous target's server waits for its ranks. The harness
+/// registers every rank no stream does, so a correct run ends in
 /// milliseconds; an input that finds a wait it missed costs this, well
 /// under libFuzzer's hang limit (`-timeout=10` in CI), not 10 s of it.
 const RENDEZVOUS_WAIT: Duration = Duration::from_secs(1);
+
+/// How long the target's client keeps trying to register. Its fake
+/// rendezvous accepts once, so after an answer that is not one every try
+/// is refused until this runs out; the answer itself is read within 1 s
+/// whatever this is.
+const REGISTER_WAIT: Duration = Duration::from_millis(200);
 
 fn registration(rank: usize, world: usize, token: &str) -> Vec<u8> {
     let reg = Register {
@@ -355,7 +361,7 @@ pub fn rendezvous(data: &[u8]) {
                 world,
                 token,
                 "127.0.0.1:1",
-                RENDEZVOUS_WAIT,
+                REGISTER_WAIT,
             )
             .await;
             if let Ok(roster) = got {
