@@ -2,8 +2,9 @@
 //! between `Settings::workers` processes (4 by default) on loopback, or
 //! across a cluster's hosts (one per host, no more than the run uses), and
 //! derives the host factor that stretches emulated compute so each worker
-//! has the paper's ratio of compute time to network time. It never looks at geeps' own speed: the factor is
-//! fixed before geeps runs, from the best of the repeats.
+//! has the paper's ratio of compute time to network time. It never looks at
+//! geeps' own speed: the factor is fixed before geeps runs, from the best of
+//! the repeats.
 
 use crate::error::Result;
 use crate::ranks;
