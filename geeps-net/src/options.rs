@@ -128,6 +128,15 @@ pub struct NetOptions {
     /// frames. Give every rank the same value (a keeper refuses a rank
     /// that differs). `GEEPS_STRIPES` sets it.
     pub stripes: usize,
+    /// How many stripes ahead of its slowest TCP keeper connection a
+    /// worker's update frames may go (default 2; 0 lets every connection
+    /// run as far ahead as its socket allows). Where the links are the
+    /// limit, TCP shares a host's uplink unevenly between the flows to its
+    /// keepers, and the keeper whose updates come last publishes last while
+    /// the other links idle; a window holds the flows within a few stripes
+    /// of each other (`docs/network.md`). It matters with
+    /// [`stripes`](Self::stripes) above it. `GEEPS_SEND_WINDOW` sets it.
+    pub send_window: usize,
     /// Whether a worker and a keeper on the same host move their frames
     /// through a shared-memory segment instead of the socket (which then
     /// only rings doorbells and carries liveness); on by default, off with
@@ -170,6 +179,7 @@ impl Default for NetOptions {
             wire: WireEncoding::F32,
             publish_wire: WireEncoding::F32,
             stripes: 1,
+            send_window: 2,
             shared_memory: true,
             shm_ring_bytes: 4 << 20,
             shm_dir: std::path::PathBuf::from("/dev/shm"),
@@ -257,6 +267,12 @@ impl NetOptions {
     /// Sets [`NetOptions::stripes`].
     pub fn with_stripes(mut self, stripes: usize) -> Self {
         self.stripes = stripes;
+        self
+    }
+
+    /// Sets [`NetOptions::send_window`].
+    pub fn with_send_window(mut self, stripes: usize) -> Self {
+        self.send_window = stripes;
         self
     }
 
@@ -358,7 +374,7 @@ impl NetOptions {
 
     /// Applies the environment's overrides: `GEEPS_TOKEN`,
     /// `GEEPS_HEARTBEAT_MS`, `GEEPS_PEER_TIMEOUT_MS`, `GEEPS_ADMIN`, `GEEPS_WIRE`,
-    /// `GEEPS_PUBLISH_WIRE`, `GEEPS_STRIPES`, `GEEPS_SHM` (`0` or `1`), `GEEPS_SHM_RING_BYTES`, `GEEPS_TCP_CONGESTION`, and `GEEPS_TLS_CERT`,
+    /// `GEEPS_PUBLISH_WIRE`, `GEEPS_STRIPES`, `GEEPS_SEND_WINDOW`, `GEEPS_SHM` (`0` or `1`), `GEEPS_SHM_RING_BYTES`, `GEEPS_TCP_CONGESTION`, and `GEEPS_TLS_CERT`,
     /// `GEEPS_TLS_KEY`, `GEEPS_TLS_CA` (all three or none) (`env` looks a
     /// variable up). An unparsable value is an error naming the variable.
     pub(crate) fn with_env(mut self, env: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
@@ -405,6 +421,12 @@ impl NetOptions {
             self.stripes = v.trim().parse().map_err(|_| Error::InvalidConfig {
                 field: "GEEPS_STRIPES",
                 reason: format!("`{v}` is not a number of partitions per keeper (1 to {MAX_STRIPES})"),
+            })?;
+        }
+        if let Some(v) = env("GEEPS_SEND_WINDOW") {
+            self.send_window = v.trim().parse().map_err(|_| Error::InvalidConfig {
+                field: "GEEPS_SEND_WINDOW",
+                reason: format!("`{v}` is not a number of stripes (0 for no window)"),
             })?;
         }
         if let Some(name) = env("GEEPS_TCP_CONGESTION") {
@@ -512,6 +534,18 @@ mod tests {
             let e = NetOptions::default().with_stripes(bad).validate().unwrap_err();
             assert!(e.to_string().contains("use 1 to 64 (GEEPS_STRIPES)"), "{e}");
         }
+    }
+
+    #[test]
+    fn the_send_window_comes_from_the_environment() {
+        assert_eq!(NetOptions::default().send_window, 2);
+        let o = NetOptions::default().with_env(&env_of(&[("GEEPS_SEND_WINDOW", " 0 ")])).unwrap();
+        assert_eq!(o.send_window, 0);
+        o.validate().unwrap();
+        assert_eq!(NetOptions::default().with_send_window(5).send_window, 5);
+        let e = NetOptions::default().with_env(&env_of(&[("GEEPS_SEND_WINDOW", "-1")])).unwrap_err();
+        assert!(matches!(e, Error::InvalidConfig { field: "GEEPS_SEND_WINDOW", .. }), "{e}");
+        assert!(e.to_string().contains("`-1` is not a number of stripes (0 for no window)"), "{e}");
     }
 
     #[test]

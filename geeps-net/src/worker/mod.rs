@@ -3,6 +3,7 @@
 //! accepts a connection: keepers serve, workers dial.
 
 mod publications;
+mod send_window;
 mod transport;
 
 pub(crate) use transport::NetTransport;

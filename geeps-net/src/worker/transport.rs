@@ -33,6 +33,7 @@ use crate::keeper::silence;
 use crate::keeper::KeeperService;
 
 use super::publications;
+use super::send_window::{self, SendWindow};
 use crate::options::{NetOptions, WireEncoding};
 use crate::security::tls::Tls;
 use crate::shm::segment::{host_identity, Segment};
@@ -47,7 +48,8 @@ use crate::wire::{
 
 /// What a batch or leave for one shard travels through.
 enum Route {
-    Socket(Queue),
+    /// A connection's writer; `over_tcp` unless it moved onto shared memory.
+    Socket { queue: Queue, over_tcp: bool },
     /// The shard kept by this process: an in-order task applies batches
     /// and forwards the leave to the socket after every earlier batch.
     InProcess(mpsc::UnboundedSender<Local>),
@@ -61,14 +63,14 @@ enum Local {
 impl Route {
     fn send(&self, header: UpdateHeader, deltas: Option<bytes::Bytes>) -> bool {
         match self {
-            Route::Socket(q) => q.send(Outgoing::new(Body::Update(header), deltas)).is_ok(),
+            Route::Socket { queue, .. } => queue.send(Outgoing::new(Body::Update(header), deltas)).is_ok(),
             Route::InProcess(tx) => tx.send(Local::Update(header, deltas)).is_ok(),
         }
     }
 
     fn forward(&self, o: Outgoing) {
         let _ = match self {
-            Route::Socket(q) => q.send(o).map_err(drop),
+            Route::Socket { queue, .. } => queue.send(o).map_err(drop),
             Route::InProcess(tx) => tx.send(Local::Forward(o)).map_err(drop),
         };
     }
@@ -115,6 +117,8 @@ pub(crate) struct NetTransport {
     landing: Arc<OnceLock<Landing>>,
     /// The first peer this worker heard lost, if any.
     first_loss: Arc<FirstLoss>,
+    /// Keeps update frames over TCP within [`NetOptions::send_window`] stripes (none at 0).
+    window: Option<Arc<SendWindow>>,
 }
 
 /// The first peer a worker hears lost (rank, keeper address, reason): what
@@ -157,6 +161,7 @@ impl NetTransport {
         local_keeper: Option<Arc<KeeperService>>,
     ) -> Self {
         let shards = addresses.len();
+        let window = (opts.send_window > 0).then(|| SendWindow::new(opts.send_window));
         NetTransport {
             rank,
             addresses,
@@ -175,6 +180,7 @@ impl NetTransport {
             closing: Arc::new(AtomicBool::new(false)),
             landing: Arc::new(OnceLock::new()),
             first_loss: Arc::new(FirstLoss::default()),
+            window,
         }
     }
 
@@ -440,7 +446,16 @@ impl NetTransport {
         let Some(Some(q)) = queues.get(shard) else {
             return Err(Error::InvalidKeys(format!("partition {shard} has no keeper connection")));
         };
-        if q.send(header, deltas) {
+        let sent = match (q, &self.window) {
+            (Route::Socket { queue, over_tcp: true }, Some(window)) => {
+                let world = self.addresses.len() as u64;
+                let stripe = u64::from(header.partition) / world;
+                let at = send_window::position(header.clock, stripe, self.opts.stripes as u64);
+                window.send(at, queue, Outgoing::new(Body::Update(header), deltas))
+            }
+            _ => q.send(header, deltas),
+        };
+        if sent {
             Ok(())
         } else {
             Err(lost(shard, &self.addresses[shard], "connection to the keeper is closed"))
@@ -496,6 +511,7 @@ impl Transport for NetTransport {
                     self.refused.store(true, Ordering::Release);
                 }
             })?;
+            let over_tcp = !rd.get_ref().is_shm();
             let (tx, rx) = mpsc::unbounded_channel();
             if shard == 0 {
                 // Status goes on the socket even to this process's own keeper
@@ -508,7 +524,7 @@ impl Transport for NetTransport {
                     tasks.push(self.runtime.spawn(apply_local(k.clone(), self.rank, lrx, tx)));
                     queues.push(Some(Route::InProcess(ltx)));
                 }
-                None => queues.push(Some(Route::Socket(tx))),
+                None => queues.push(Some(Route::Socket { queue: tx, over_tcp })),
             }
             tasks.push(self.runtime.spawn(writer(wr, rx, self.opts.heartbeat)));
             let ends = ReaderEnds {
@@ -529,7 +545,7 @@ impl Transport for NetTransport {
 
     fn push(&self, batch: UpdateBatch) -> Result<()> {
         let shard = batch.partition as usize % self.addresses.len();
-        let over_socket = matches!(self.queues.lock().get(shard), Some(Some(Route::Socket(_))));
+        let over_socket = matches!(self.queues.lock().get(shard), Some(Some(Route::Socket { .. })));
         let mut header = UpdateHeader {
             table: batch.table,
             partition: batch.partition,
@@ -585,6 +601,10 @@ impl Transport for NetTransport {
 
     fn leave(&self) {
         self.closing.store(true, Ordering::Release);
+        // Every held update goes before the leave.
+        if let Some(window) = &self.window {
+            window.release_all();
+        }
         let queues: Vec<_> = self.queues.lock().drain(..).collect();
         for q in queues.iter().flatten() {
             q.forward(Outgoing::new(Body::Leave(Leave { rank: self.rank as u32 }), None));

@@ -2,7 +2,8 @@
 //! each own several partitions of the table (`NetOptions::stripes`) read,
 //! clock after clock, the very bits a one-stripe cluster reads (f32 sums
 //! of the same deltas in the same rank order), and with bf16 both ways
-//! stay within the error feedback's bounds.
+//! stay within the error feedback's bounds; a send window over TCP
+//! changes when frames leave, never what arrives.
 
 use crate::test_rendezvous::{bsp_rank, loopback_rendezvous, BspRun};
 use crate::{NetOptions, WireEncoding};
@@ -55,5 +56,19 @@ fn striped_keepers_with_bf16_both_ways_stay_within_the_feedback_bounds() {
     for (r, ((a, _), (b, _))) in exact.iter().zip(&halved).enumerate() {
         let worst = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
         assert!(worst > 0.0 && worst < 6e-3, "rank {r}: bf16 both ways, 4 stripes, off by {worst}");
+    }
+}
+
+#[test]
+fn a_send_window_over_tcp_gives_the_same_bits_as_none() {
+    // Over TCP (shared memory holds no window): one stripe in flight
+    // ahead of the slowest connection, against connections unrestrained.
+    let tcp = NetOptions::default().with_stripes(4).with_shared_memory(false);
+    let free = run(tcp.clone().with_send_window(0));
+    let held = run(tcp.with_send_window(1));
+    for (r, ((a, a_batches), (b, b_batches))) in free.iter().zip(&held).enumerate() {
+        assert_eq!((*a_batches, *b_batches), (8 * RUN.clocks, 8 * RUN.clocks), "rank {r}'s keeper");
+        let same = a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
+        assert!(same, "rank {r}: a send window of 1 read other bits than none");
     }
 }
