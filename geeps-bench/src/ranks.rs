@@ -77,6 +77,15 @@ pub fn stripes() -> Option<usize> {
     std::env::var("GEEPS_STRIPES").ok().and_then(|v| v.trim().parse().ok())
 }
 
+/// The send window (in stripes) `GEEPS_SEND_WINDOW` gives the engine, or
+/// the library's default.
+pub fn send_window() -> usize {
+    std::env::var("GEEPS_SEND_WINDOW")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(geeps::net::NetOptions::default().send_window)
+}
+
 /// Gives one of the bench's own ring sockets [`tcp_congestion`], as the engine's get it.
 pub fn tune_socket(s: &std::net::TcpStream) -> std::io::Result<()> {
     s.set_nodelay(true)?;

@@ -130,9 +130,13 @@ fn connections() -> String {
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into());
     format!(
-        "engine and ring: congestion control {} (GEEPS_TCP_CONGESTION), {} stripe(s) per keeper (GEEPS_STRIPES); gloo and MPI: the system's {system}",
+        "engine and ring: congestion control {} (GEEPS_TCP_CONGESTION), {} stripe(s) per keeper (GEEPS_STRIPES); engine: send window {} (GEEPS_SEND_WINDOW); gloo and MPI: the system's {system}",
         crate::ranks::tcp_congestion().unwrap_or_else(|| format!("the system's {system}")),
         crate::ranks::stripes().unwrap_or(1),
+        match crate::ranks::send_window() {
+            0 => "none".to_string(),
+            w => format!("{w} stripe(s)"),
+        },
     )
 }
 
