@@ -101,8 +101,12 @@ impl SendWindow {
 
     /// Counts the frame in flight and queues it with a guard that counts
     /// it out; a closed queue gives the frame back, to be dropped once the
-    /// lock is let go.
+    /// lock is let go. (Checked first, so that dropping frames for a dead
+    /// connection does not count each out through the next.)
     fn forward(self: &Arc<Self>, st: &mut State, at: Position, queue: &Queue, frame: Outgoing) -> Option<Outgoing> {
+        if queue.is_closed() {
+            return Some(frame);
+        }
         *st.in_flight.entry(at).or_default() += 1;
         let guard = InFlight { window: self.clone(), at };
         queue.send(frame.guarded(guard)).err().map(|refused| refused.0)
@@ -209,6 +213,22 @@ mod tests {
         assert_eq!(flush_all(&mut rb), vec![1]);
         // A frame for the closed queue is refused.
         assert!(!w.send(2, &a, frame(2)));
+    }
+
+    #[test]
+    fn held_frames_for_a_dead_connection_go_at_once() {
+        let w = SendWindow::new(1);
+        let (a, mut ra) = mpsc::unbounded_channel();
+        let (b, rb) = mpsc::unbounded_channel();
+        assert!(w.send(0, &a, frame(0)));
+        // Far more than a stack could take one at a time.
+        for at in 1..=100_000u64 {
+            assert!(w.send(at, &b, frame(1)));
+        }
+        drop(rb);
+        assert_eq!(flush_all(&mut ra), vec![0]);
+        assert_eq!(w.held(), 0);
+        assert!(w.state.lock().in_flight.is_empty());
     }
 
     #[test]
