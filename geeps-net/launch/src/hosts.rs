@@ -1,12 +1,16 @@
 //! The hosts a multi-host launch runs on, from `--hosts`: a comma-separated
-//! list (`h0,h1:2,...`, `:K` giving K ranks on that host) or a file of one
-//! host per line (`NAME [slots=K] [addr=ADDRESS]`, `#` comments; mpirun's
-//! `slots=`). NAME is what the remote-exec agent is given; ADDRESS, where
-//! the other hosts reach this one (default NAME). It also lays the ranks
-//! out on them, host by host. It owns that syntax and layout; it never
-//! starts or resolves anything.
+//! list (`h0,h1:2,node[03-04],...`, `:K` giving K ranks on that host) or a
+//! file of one host per line in the forms mpirun, MPICH and PBS write
+//! (`NAME [slots=K] [max_slots=M] [addr=ADDRESS] [user=USER]`, `NAME:K`,
+//! `#` comments). NAME is what the remote-exec agent is given; ADDRESS,
+//! where the other hosts reach this one (default NAME without a `USER@`).
+//! A host listed twice is one host with the ranks of both lines, as in a
+//! PBS node file. It also lays the ranks out on them, host by host. It owns
+//! that syntax and layout; it never starts or resolves anything.
 
 use std::path::Path;
+
+use geeps_net::expand_hostlist;
 
 /// One host of the launch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,8 +19,19 @@ pub(crate) struct Host {
     pub name: String,
     /// Where the other hosts reach this one.
     pub address: String,
-    /// Ranks on this host; `None`: `--ranks-per-host`.
-    pub slots: Option<usize>,
+    /// Ranks its lines give by count (`slots=K`, `NAME:K`), summed.
+    pub counted: usize,
+    /// Its lines that give no count: each places `--ranks-per-host` ranks.
+    pub uncounted: usize,
+    /// `max_slots=M`: the most ranks it may be given.
+    pub max_slots: Option<usize>,
+}
+
+impl Host {
+    /// Its ranks when a line without a count places `per_host`.
+    pub fn ranks(&self, per_host: usize) -> usize {
+        self.counted + self.uncounted * per_host
+    }
 }
 
 /// One rank's place: its host and its index among that host's ranks.
@@ -25,6 +40,16 @@ pub(crate) struct Placement {
     pub host: usize,
     pub local_rank: usize,
     pub local_world: usize,
+}
+
+/// What one line (or list entry) says, before hosts listed twice merge.
+#[derive(Default, Clone)]
+struct Entry {
+    name: String,
+    count: Option<usize>,
+    max_slots: Option<usize>,
+    address: Option<String>,
+    user: Option<String>,
 }
 
 /// `--hosts SPEC`: a file when SPEC names one, else a list.
@@ -36,18 +61,32 @@ pub(crate) fn parse(spec: &str) -> Result<Vec<Host>, String> {
     if spec.contains('/') {
         return Err(format!("--hosts {spec}: no such file (a list of hosts holds no `/`)"));
     }
-    let mut hosts = Vec::new();
-    for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-        let (name, slots) = match entry.rsplit_once(':') {
-            Some((name, k)) if !name.contains(':') => (name, Some(slot_count(k, entry)?)),
-            _ => (entry, None),
-        };
-        hosts.push(Host { name: name.to_string(), address: name.to_string(), slots });
-    }
-    if hosts.is_empty() {
+    if spec.split(',').all(|e| e.trim().is_empty()) {
         return Err(format!("--hosts `{spec}` is neither a file nor a list of hosts (h0,h1,... or h0:2,h1:2)"));
     }
-    Ok(hosts)
+    let mut entries = Vec::new();
+    for entry in expand_hostlist(spec).map_err(|e| format!("--hosts: {e}"))? {
+        let mut e = Entry::default();
+        name_and_count(entry.trim(), &mut e)?;
+        entries.push(e);
+    }
+    merge(entries, |i| format!("entry {}", i + 1))
+}
+
+/// `NAME` or `NAME:K` (an IPv6 address, holding `:`s of its own, takes no
+/// count).
+fn name_and_count(word: &str, entry: &mut Entry) -> Result<(), String> {
+    match word.rsplit_once(':') {
+        Some((name, k)) if !name.contains(':') => {
+            entry.name = name.to_string();
+            entry.count = Some(slot_count(k, word)?);
+        }
+        _ => entry.name = word.to_string(),
+    }
+    if entry.name.is_empty() || entry.name.contains('=') {
+        return Err(format!("`{word}` does not start with a host name"));
+    }
+    Ok(())
 }
 
 fn slot_count(k: &str, what: &str) -> Result<usize, String> {
@@ -57,41 +96,125 @@ fn slot_count(k: &str, what: &str) -> Result<usize, String> {
     }
 }
 
+/// A line's words, with `KEY = VALUE` written apart joined into one.
+fn words(line: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    for token in line.split_whitespace() {
+        match words.last_mut() {
+            Some(w) if w.ends_with('=') || token.starts_with('=') => w.push_str(token),
+            _ => words.push(token.to_string()),
+        }
+    }
+    words
+}
+
 fn parse_file(text: &str) -> Result<Vec<Host>, String> {
-    let mut hosts = Vec::new();
+    let mut entries = Vec::new();
+    let mut lines = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let line = line.split('#').next().unwrap_or("").trim();
-        let mut words = line.split_whitespace();
-        let Some(name) = words.next() else { continue };
-        let mut host = Host { name: name.to_string(), address: name.to_string(), slots: None };
-        for word in words {
-            match word.split_once('=') {
-                Some(("slots", k)) => {
-                    host.slots = Some(slot_count(k, word).map_err(|e| format!("line {}: {e}", i + 1))?)
+        let at = |e: String| format!("line {}: {e}", i + 1);
+        let words = words(line.split('#').next().unwrap_or(""));
+        let Some((first, rest)) = words.split_first() else { continue };
+        let mut entry = Entry::default();
+        name_and_count(first, &mut entry).map_err(at)?;
+        for word in rest {
+            let (key, value) = word.split_once('=').unwrap_or((word, ""));
+            match key.to_ascii_lowercase().as_str() {
+                "slots" | "count" | "cpu" => {
+                    if entry.count.is_some() {
+                        return Err(at(format!("`{word}`: the line already gives its number of ranks")));
+                    }
+                    entry.count = Some(slot_count(value, word).map_err(at)?);
                 }
-                Some(("addr", a)) if !a.is_empty() => host.address = a.to_string(),
+                "max_slots" | "max-slots" | "slots_max" | "slots-max" => {
+                    entry.max_slots = Some(slot_count(value, word).map_err(at)?)
+                }
+                "addr" | "address" if !value.is_empty() => entry.address = Some(value.to_string()),
+                "user" | "username" | "user_name" | "user-name" if !value.is_empty() => {
+                    entry.user = Some(value.to_string())
+                }
                 _ => {
-                    return Err(format!(
-                        "line {}: `{word}` is not understood; a line is `NAME [slots=K] [addr=ADDRESS]`",
-                        i + 1
-                    ))
+                    return Err(at(format!(
+                        "`{word}` is not understood; a line is `NAME[:K] [slots=K] [max_slots=M] [addr=ADDRESS] \
+                         [user=USER]`"
+                    )))
                 }
             }
         }
-        hosts.push(host);
+        for name in expand_hostlist(&entry.name).map_err(at)? {
+            entries.push(Entry { name, ..entry.clone() });
+            lines.push(i + 1);
+        }
     }
-    if hosts.is_empty() {
+    if entries.is_empty() {
         return Err("no hosts listed".into());
+    }
+    merge(entries, |i| format!("line {}", lines[i]))
+}
+
+/// One host per agent name, in the order first listed: ranks add up,
+/// an address or a cap given twice must agree. `place(i)` names entry i.
+fn merge(entries: Vec<Entry>, place: impl Fn(usize) -> String) -> Result<Vec<Host>, String> {
+    let mut hosts: Vec<Host> = Vec::new();
+    let mut explicit: Vec<bool> = Vec::new();
+    for (i, e) in entries.into_iter().enumerate() {
+        let bare = e.name.rsplit_once('@').map_or(e.name.as_str(), |(_, h)| h).to_string();
+        let name = match &e.user {
+            Some(user) if !e.name.contains('@') => format!("{user}@{}", e.name),
+            _ => e.name.clone(),
+        };
+        let given_address = e.address.is_some();
+        let address = e.address.unwrap_or(bare);
+        let (counted, uncounted) = match e.count {
+            Some(k) => (k, 0),
+            None => (0, 1),
+        };
+        let Some(h) = hosts.iter().position(|h| h.name == name) else {
+            hosts.push(Host { name, address, counted, uncounted, max_slots: e.max_slots });
+            explicit.push(given_address);
+            continue;
+        };
+        let host = &mut hosts[h];
+        if given_address {
+            if explicit[h] && host.address != address {
+                return Err(format!(
+                    "{}: {name} is listed again with addr={address}, but an earlier line gave addr={}; \
+                     a host has one address",
+                    place(i),
+                    host.address
+                ));
+            }
+            host.address = address;
+            explicit[h] = true;
+        }
+        match (host.max_slots, e.max_slots) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(format!(
+                    "{}: {name} is listed again with max_slots={b}, but an earlier line gave max_slots={a}",
+                    place(i)
+                ))
+            }
+            (None, Some(b)) => host.max_slots = Some(b),
+            _ => {}
+        }
+        host.counted += counted;
+        host.uncounted += uncounted;
     }
     Ok(hosts)
 }
 
-/// The ranks, in order, host by host: `per_host` on each host that does not
-/// say its own number. `expected` (`-n`), when given, must be their total.
+/// The ranks, in order, host by host: `per_host` for each line that gives
+/// no count. `expected` (`-n`), when given, must be their total.
 pub(crate) fn layout(hosts: &[Host], per_host: usize, expected: Option<usize>) -> Result<Vec<Placement>, String> {
     let mut ranks = Vec::new();
     for (h, host) in hosts.iter().enumerate() {
-        let k = host.slots.unwrap_or(per_host);
+        let k = host.ranks(per_host);
+        if let Some(max) = host.max_slots.filter(|&m| k > m) {
+            return Err(format!(
+                "{} is given {k} ranks but takes at most {max} (max_slots={max}); lower --ranks-per-host or its slots",
+                host.name
+            ));
+        }
         ranks.extend((0..k).map(|local_rank| Placement { host: h, local_rank, local_world: k }));
     }
     match expected {
@@ -110,34 +233,81 @@ pub(crate) fn layout(hosts: &[Host], per_host: usize, expected: Option<usize>) -
 mod tests {
     use super::*;
 
+    fn host(name: &str, address: &str, counted: usize, uncounted: usize) -> Host {
+        Host { name: name.into(), address: address.into(), counted, uncounted, max_slots: None }
+    }
+
     #[test]
     fn a_list_with_and_without_counts() {
         let hosts = parse("node01, node02:2,,10.0.0.3").unwrap();
         assert_eq!(
             hosts,
-            vec![
-                Host { name: "node01".into(), address: "node01".into(), slots: None },
-                Host { name: "node02".into(), address: "node02".into(), slots: Some(2) },
-                Host { name: "10.0.0.3".into(), address: "10.0.0.3".into(), slots: None },
-            ]
+            vec![host("node01", "node01", 0, 1), host("node02", "node02", 2, 0), host("10.0.0.3", "10.0.0.3", 0, 1)]
         );
         let e = parse("a:0").unwrap_err();
         assert!(e.contains("at least 1"), "{e}");
         assert!(parse(" , ").unwrap_err().contains("neither a file nor a list"));
         let e = parse("/no/such/hosts.txt").unwrap_err();
         assert_eq!(e, "--hosts /no/such/hosts.txt: no such file (a list of hosts holds no `/`)");
+        assert!(parse(":2").unwrap_err().contains("does not start with a host name"));
+    }
+
+    #[test]
+    fn a_list_takes_ranges_users_and_repeats() {
+        let hosts = parse("gpu[01-03]:2,bob@login,gpu02").unwrap();
+        let names: Vec<(&str, &str, usize)> =
+            hosts.iter().map(|h| (h.name.as_str(), h.address.as_str(), h.ranks(1))).collect();
+        assert_eq!(
+            names,
+            vec![("gpu01", "gpu01", 2), ("gpu02", "gpu02", 3), ("gpu03", "gpu03", 2), ("bob@login", "login", 1)]
+        );
+        let e = parse("gpu[03-01]").unwrap_err();
+        assert!(e.contains("runs backwards"), "{e}");
+        assert_eq!(parse("::1").unwrap()[0].name, "::1");
     }
 
     #[test]
     fn a_file_with_slots_and_addresses() {
         let hosts =
             parse_file("# cluster\ngeeps-h0 addr=10.77.0.1\n\ngeeps-h1 slots=2 addr=10.77.0.2 # two\nnode3\n").unwrap();
-        assert_eq!(hosts[0], Host { name: "geeps-h0".into(), address: "10.77.0.1".into(), slots: None });
-        assert_eq!(hosts[1], Host { name: "geeps-h1".into(), address: "10.77.0.2".into(), slots: Some(2) });
+        assert_eq!(hosts[0], host("geeps-h0", "10.77.0.1", 0, 1));
+        assert_eq!(hosts[1], host("geeps-h1", "10.77.0.2", 2, 0));
         assert_eq!(hosts[2].address, "node3");
         let e = parse_file("a\nb port=3\n").unwrap_err();
         assert!(e.starts_with("line 2: `port=3` is not understood"), "{e}");
         assert!(parse_file("# none\n").is_err());
+    }
+
+    #[test]
+    fn a_file_in_the_forms_mpirun_mpich_and_pbs_write() {
+        // Open MPI: spaces around `=`, max_slots, user; MPICH: NAME:K.
+        let hosts = parse_file("n1 slots = 4 max_slots=8\nn2 slots= 2 user=ann\nn3:3\nn4 cpu=1\n").unwrap();
+        let got: Vec<(&str, usize, Option<usize>)> =
+            hosts.iter().map(|h| (h.name.as_str(), h.ranks(1), h.max_slots)).collect();
+        assert_eq!(got, vec![("n1", 4, Some(8)), ("ann@n2", 2, None), ("n3", 3, None), ("n4", 1, None)]);
+        assert_eq!(hosts[1].address, "n2");
+        // PBS: a host once per rank.
+        let hosts = parse_file("c1\nc1\nc2\nc2\nc1\n").unwrap();
+        assert_eq!(hosts, vec![host("c1", "c1", 0, 3), host("c2", "c2", 0, 2)]);
+        let ranks = layout(&hosts, 1, Some(5)).unwrap();
+        assert_eq!(ranks.iter().filter(|p| p.host == 0).map(|p| p.local_world).max(), Some(3));
+        // A range on a line, and an address given once for a host listed twice.
+        let hosts = parse_file("gpu[1-2] slots=2\ngpu1 addr=10.0.0.1\n").unwrap();
+        assert_eq!(hosts, vec![host("gpu1", "10.0.0.1", 2, 1), host("gpu2", "gpu2", 2, 0)]);
+    }
+
+    #[test]
+    fn a_file_that_contradicts_itself_is_refused() {
+        let e = parse_file("n1:2 slots=2\n").unwrap_err();
+        assert!(e.starts_with("line 1: `slots=2`: the line already gives"), "{e}");
+        let e = parse_file("n1 addr=10.0.0.1\nn1 addr=10.0.0.2\n").unwrap_err();
+        assert!(e.starts_with("line 2: n1 is listed again with addr=10.0.0.2"), "{e}");
+        let e = parse_file("n1 max_slots=2\nn1 max_slots=4\n").unwrap_err();
+        assert!(e.contains("max_slots=4, but an earlier line gave max_slots=2"), "{e}");
+        let e = parse_file("n1 slots=x\n").unwrap_err();
+        assert!(e.starts_with("line 1: `slots=x`: the number of ranks"), "{e}");
+        let e = parse_file("n1 user=\n").unwrap_err();
+        assert!(e.contains("`user=` is not understood"), "{e}");
     }
 
     #[test]
@@ -150,5 +320,13 @@ mod tests {
         assert!(layout(&hosts, 2, Some(7)).is_ok());
         let e = layout(&hosts, 2, Some(6)).unwrap_err();
         assert!(e.contains("-n 6 does not match the hosts: 3 hosts give 7 ranks"), "{e}");
+    }
+
+    #[test]
+    fn max_slots_caps_a_host() {
+        let hosts = parse_file("n1 max_slots=2\nn2\n").unwrap();
+        assert_eq!(layout(&hosts, 2, None).unwrap().len(), 4);
+        let e = layout(&hosts, 3, None).unwrap_err();
+        assert_eq!(e, "n1 is given 3 ranks but takes at most 2 (max_slots=2); lower --ranks-per-host or its slots");
     }
 }

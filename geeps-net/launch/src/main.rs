@@ -37,9 +37,11 @@ struct Args {
     /// (and may be left out).
     #[arg(short = 'n', long = "nproc", required_unless_present = "hosts")]
     nproc: Option<usize>,
-    /// Run the ranks on these hosts: a file (`NAME [slots=K] [addr=ADDRESS]`
-    /// per line) or a list `h0,h1:2,...`. NAME is given to the agent;
-    /// ADDRESS (default NAME) is where the other hosts reach it.
+    /// Run the ranks on these hosts: a file (`NAME[:K] [slots=K]
+    /// [max_slots=M] [addr=ADDRESS] [user=USER]` per line, as mpirun's) or a
+    /// list `h0,h1:2,node[03-04],...`. NAME is given to the agent; ADDRESS
+    /// (default NAME) is where the other hosts reach it; a host listed twice
+    /// gets the ranks of both.
     #[arg(long)]
     hosts: Option<String>,
     /// Ranks on each host that does not give its own count.

@@ -73,6 +73,35 @@ fn every_rank_gets_its_host_its_place_the_token_and_the_rendezvous() {
 }
 
 #[test]
+fn a_host_file_as_mpirun_and_pbs_write_it_places_the_ranks() {
+    let dir = scratch("hostfile");
+    let file = dir.join("hosts");
+    // PBS lists hA once per rank; Open MPI spaces its `slots = K`.
+    std::fs::write(&file, "# nodes\nhA\nhB slots = 2 max_slots=4\nhA\nann@hC:1\n").unwrap();
+    let script = r#"echo "on $GEEPS_TEST_HOST rank $GEEPS_RANK/$GEEPS_WORLD_SIZE local $GEEPS_LOCAL_RANK/$GEEPS_LOCAL_WORLD_SIZE""#;
+    let out = launcher(file.to_str().unwrap(), &[], script).output().unwrap();
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    for line in [
+        "[0] on hA rank 0/5 local 0/2",
+        "[1] on hA rank 1/5 local 1/2",
+        "[2] on hB rank 2/5 local 0/2",
+        "[3] on hB rank 3/5 local 1/2",
+        "[4] on ann@hC rank 4/5 local 0/1",
+    ] {
+        assert!(all.lines().any(|l| l == line), "no `{line}` in:\n{all}");
+    }
+    // More ranks than a host's max_slots: refused before anything starts.
+    std::fs::write(&file, "hA max_slots=2\nhB\n").unwrap();
+    let out = launcher(file.to_str().unwrap(), &["--ranks-per-host", "3"], "touch ran").output().unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(all.contains("hA is given 3 ranks but takes at most 2 (max_slots=2)"), "{all}");
+    assert!(!Path::new("ran").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_failing_rank_stops_the_others_and_its_status_is_the_launchers() {
     let start = Instant::now();
     let script = r#"if [ "$GEEPS_RANK" = 1 ]; then exit 3; fi; exec sleep 30"#;
