@@ -4,7 +4,7 @@
 //! transport. Shutdown waits for every worker to leave (so no rank pulls a
 //! shard away from the others), with a deadline, then joins everything.
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -130,14 +130,22 @@ fn start_admin(
     }
 }
 
-/// The local interface used to reach `server` (no packet is sent).
+/// The local interface used to reach `server`, over IPv4 or IPv6 as its
+/// address is (no packet is sent).
 fn interface_towards(server: &str) -> Result<String> {
-    let socket = UdpSocket::bind("0.0.0.0:0")?;
-    socket.connect(server).map_err(|e| Error::InvalidConfig {
+    let unroutable = |e: std::io::Error| Error::InvalidConfig {
         field: "rendezvous",
         reason: format!("cannot route to `{server}`: {e}; set GEEPS_LISTEN to this host's address"),
-    })?;
-    Ok(socket.local_addr()?.ip().to_string())
+    };
+    let mut last = std::io::Error::new(std::io::ErrorKind::NotFound, "the name resolves to no address");
+    for target in server.to_socket_addrs().map_err(unroutable)? {
+        let any: SocketAddr = if target.is_ipv6() { "[::]:0" } else { "0.0.0.0:0" }.parse().expect("a literal address");
+        match UdpSocket::bind(any).and_then(|s| s.connect(target).and_then(|()| s.local_addr())) {
+            Ok(local) => return Ok(local.ip().to_string()),
+            Err(e) => last = e,
+        }
+    }
+    Err(unroutable(last))
 }
 
 /// Refuses to listen beyond loopback without a token: anyone who reaches
@@ -170,6 +178,9 @@ fn no_token_warning(opts: &NetOptions, rank: usize, what: &str, addr: SocketAddr
 }
 
 fn with_port(listen: &str, port: u16) -> String {
+    if let Ok(ip) = listen.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
+        return SocketAddr::new(ip, port).to_string();
+    }
     if listen.parse::<SocketAddr>().is_ok() || (listen.contains(':') && !listen.contains("::")) {
         listen.to_string()
     } else {
@@ -479,5 +490,26 @@ mod tests {
             "{w}"
         );
         assert_eq!(no_token_warning(&NetOptions::default().with_token("s3cret"), 1, "keeper", addr), None);
+    }
+
+    #[test]
+    fn a_listen_address_gets_its_port_and_ipv6_its_brackets() {
+        assert_eq!(with_port("10.0.0.1", 7), "10.0.0.1:7");
+        assert_eq!(with_port("10.0.0.1:5", 7), "10.0.0.1:5");
+        assert_eq!(with_port("node1", 7), "node1:7");
+        assert_eq!(with_port("node1:5", 7), "node1:5");
+        assert_eq!(with_port("fd00::1", 7), "[fd00::1]:7");
+        assert_eq!(with_port("[fd00::1]", 7), "[fd00::1]:7");
+        assert_eq!(with_port("[fd00::1]:5", 7), "[fd00::1]:5");
+    }
+
+    #[test]
+    fn the_interface_towards_a_rendezvous_is_of_its_address_family() {
+        assert_eq!(interface_towards("127.0.0.1:29500").unwrap(), "127.0.0.1");
+        if UdpSocket::bind("[::1]:0").is_ok() {
+            assert_eq!(interface_towards("[::1]:29500").unwrap(), "::1");
+        }
+        let e = interface_towards("no-such-host.invalid:29500").unwrap_err().to_string();
+        assert!(e.contains("cannot route to `no-such-host.invalid:29500`") && e.contains("GEEPS_LISTEN"), "{e}");
     }
 }

@@ -73,15 +73,22 @@ pub(crate) fn parse(spec: &str) -> Result<Vec<Host>, String> {
     merge(entries, |i| format!("entry {}", i + 1))
 }
 
-/// `NAME` or `NAME:K` (an IPv6 address, holding `:`s of its own, takes no
-/// count).
+/// `NAME` or `NAME:K`; an IPv6 address is `[ADDRESS]` or `[ADDRESS]:K`
+/// (bare, it takes no count).
 fn name_and_count(word: &str, entry: &mut Entry) -> Result<(), String> {
-    match word.rsplit_once(':') {
-        Some((name, k)) if !name.contains(':') => {
+    let v6 = word.strip_prefix('[').and_then(|w| w.split_once(']'));
+    match (v6, word.rsplit_once(':')) {
+        (Some((address, "")), _) => entry.name = address.to_string(),
+        (Some((address, count)), _) => {
+            entry.name = address.to_string();
+            let k = count.strip_prefix(':').ok_or_else(|| format!("`{word}`: after `]` comes `:K` or nothing"))?;
+            entry.count = Some(slot_count(k, word)?);
+        }
+        (None, Some((name, k))) if !name.contains(':') => {
             entry.name = name.to_string();
             entry.count = Some(slot_count(k, word)?);
         }
-        _ => entry.name = word.to_string(),
+        (None, _) => entry.name = word.to_string(),
     }
     if entry.name.is_empty() || entry.name.contains('=') {
         return Err(format!("`{word}` does not start with a host name"));
@@ -264,6 +271,9 @@ mod tests {
         let e = parse("gpu[03-01]").unwrap_err();
         assert!(e.contains("runs backwards"), "{e}");
         assert_eq!(parse("::1").unwrap()[0].name, "::1");
+        let hosts = parse("[fd00::1]:2,[fd00::2]").unwrap();
+        assert_eq!(hosts, vec![host("fd00::1", "fd00::1", 2, 0), host("fd00::2", "fd00::2", 0, 1)]);
+        assert!(parse("[fd00::1]x").unwrap_err().contains("after `]` comes `:K`"));
     }
 
     #[test]

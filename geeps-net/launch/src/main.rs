@@ -82,16 +82,27 @@ struct Args {
     command: Vec<String>,
 }
 
+/// `HOST[:PORT]` with [`DEFAULT_RENDEZVOUS_PORT`] when it gives none; an
+/// IPv6 address goes in brackets (`[fd00::1]:29500`).
+fn with_default_port(at: &str) -> String {
+    if at.parse::<std::net::SocketAddr>().is_ok() {
+        return at.to_string();
+    }
+    if let Ok(ip) = at.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>() {
+        return std::net::SocketAddr::new(ip, DEFAULT_RENDEZVOUS_PORT).to_string();
+    }
+    match at.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') && port.parse::<u16>().is_ok() => at.to_string(),
+        _ => format!("{at}:{DEFAULT_RENDEZVOUS_PORT}"),
+    }
+}
+
 /// What a multi-host launch needs: the hosts, the ranks on them, the
 /// agent, the rendezvous and what each rank is passed.
 fn remote_hosts(args: &Args, spec: &str) -> Result<RemoteHosts, String> {
     let hosts = hosts::parse(spec)?;
     let ranks = hosts::layout(&hosts, args.ranks_per_host, args.nproc)?;
-    let rendezvous = match &args.rendezvous {
-        Some(r) if r.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) => r.clone(),
-        Some(host) => format!("{host}:{DEFAULT_RENDEZVOUS_PORT}"),
-        None => format!("{}:{DEFAULT_RENDEZVOUS_PORT}", hosts[0].address),
-    };
+    let rendezvous = with_default_port(args.rendezvous.as_deref().unwrap_or(&hosts[0].address));
     let remote_launcher = match &args.remote_launcher {
         Some(p) => p.clone(),
         None => std::env::current_exe()
@@ -206,5 +217,20 @@ fn main() -> ExitCode {
             eprintln!("geeps-launch: {e}");
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_default_port;
+
+    #[test]
+    fn the_rendezvous_gets_the_default_port_and_ipv6_its_brackets() {
+        assert_eq!(with_default_port("node01"), "node01:29500");
+        assert_eq!(with_default_port("node01:7000"), "node01:7000");
+        assert_eq!(with_default_port("10.77.0.1"), "10.77.0.1:29500");
+        assert_eq!(with_default_port("fd00::1"), "[fd00::1]:29500");
+        assert_eq!(with_default_port("[fd00::1]"), "[fd00::1]:29500");
+        assert_eq!(with_default_port("[fd00::1]:7000"), "[fd00::1]:7000");
     }
 }

@@ -298,6 +298,35 @@ fn consistency_over_three_processes() -> Result<(), String> {
     Ok(())
 }
 
+/// Two ranks on one "host" given as an IPv6 address: `--hosts [::1]:2`
+/// through a local agent, the rendezvous at `[::1]:PORT`, the keepers on
+/// the interface that routes there.
+fn mlr_over_ipv6_hosts() -> Result<(), String> {
+    let Ok(probe) = std::net::TcpListener::bind("[::1]:0") else {
+        println!("skipped mlr_over_ipv6_hosts: this machine has no IPv6 loopback (::1)");
+        return Ok(());
+    };
+    let port = probe.local_addr().map_err(|e| e.to_string())?.port();
+    drop(probe);
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let out = Command::new(LAUNCH)
+        .args(["--hosts", "[::1]:2", "--rsh-agent", "env GEEPS_TEST_HOST={host} sh -c", "--rendezvous"])
+        .arg(format!("[::1]:{port}"))
+        .arg("--")
+        .arg(exe)
+        .env("GEEPS_TEST_CHILD", "mlr")
+        .env_remove("GEEPS_RSH_AGENT")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("geeps-launch: {e}"))?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let loss = text.lines().find_map(|l| l.split("MLR_RESULT ").nth(1)).and_then(|r| r.split(' ').next());
+    match loss.map(str::parse::<f32>) {
+        Some(Ok(loss)) if out.status.success() && loss < 1.0 => Ok(()),
+        _ => Err(format!("geeps-launch --hosts [::1]:2: {} (the loss should fall below 1.0)\n{text}", out.status)),
+    }
+}
+
 fn mlr_four_processes_match_in_process() -> Result<(), String> {
     let local = train::train(&mlr_config(4)).map_err(|e| e.to_string())?;
     let out = launch(4, "mlr", &[])?;
@@ -452,7 +481,7 @@ fn main() -> ExitCode {
         };
     }
     type Test = fn() -> Result<(), String>;
-    let tests: [(&str, Test); 8] = [
+    let tests: [(&str, Test); 9] = [
         ("launcher_prefixes_output_and_fails_when_a_rank_fails", launcher_prefixes_output_and_fails_when_a_rank_fails),
         (
             "launcher_restarts_every_rank_until_the_restarts_are_spent",
@@ -461,6 +490,7 @@ fn main() -> ExitCode {
         ("killed_rank_restarts_the_cluster", killed_rank_restarts_the_cluster),
         ("consistency_over_three_processes", consistency_over_three_processes),
         ("mlr_four_processes_match_in_process", mlr_four_processes_match_in_process),
+        ("mlr_over_ipv6_hosts", mlr_over_ipv6_hosts),
         ("killed_rank_is_named_by_the_others", killed_rank_is_named_by_the_others),
         ("a_rank_failing_alone_is_named_with_its_cause_at_once", a_rank_failing_alone_is_named_with_its_cause_at_once),
         ("a_stopped_rank_is_named_not_the_first_to_exit", a_stopped_rank_is_named_not_the_first_to_exit),

@@ -1,5 +1,6 @@
-//! Slurm's compressed host lists (`node[01-03,07],gpu-[1-2]-ib`) and task
-//! counts per node (`2(x3),1`). Pure parsing; errors say which part is wrong.
+//! Slurm's compressed host lists (`node[01-03,07],gpu-[1-2]-ib`; a bracketed
+//! IPv6 address is kept as written) and task counts per node (`2(x3),1`).
+//! Pure parsing; errors say which part is wrong.
 
 /// Expands a Slurm host list into host names, in order.
 pub fn expand_hostlist(list: &str) -> Result<Vec<String>, String> {
@@ -47,6 +48,10 @@ fn expand_item(item: &str) -> Result<Vec<String>, String> {
     let Some(open) = item.find('[') else { return Ok(vec![item.to_string()]) };
     let close = item[open..].find(']').map(|c| open + c).ok_or_else(|| format!("missing `]` in `{item}`"))?;
     let (prefix, ranges, suffix) = (&item[..open], &item[open + 1..close], &item[close + 1..]);
+    if ranges.parse::<std::net::Ipv6Addr>().is_ok() {
+        // `[fd00::1]:2` is an address, not a range.
+        return Ok(expand_item(suffix)?.into_iter().map(|rest| format!("{prefix}[{ranges}]{rest}")).collect());
+    }
     let mut out = Vec::new();
     for part in ranges.split(',') {
         let (lo, hi) = match part.split_once('-') {
@@ -102,6 +107,7 @@ mod tests {
         assert_eq!(expand_hostlist("gpu-[1-2]-ib").unwrap(), vec!["gpu-1-ib", "gpu-2-ib"]);
         assert_eq!(expand_hostlist("r[1-2]n[8-9]").unwrap(), vec!["r1n8", "r1n9", "r2n8", "r2n9"]);
         assert_eq!(expand_hostlist("a[9-10]").unwrap(), vec!["a9", "a10"]);
+        assert_eq!(expand_hostlist("[fd00::1]:2,n[1-2]").unwrap(), vec!["[fd00::1]:2", "n1", "n2"]);
         for bad in ["n[1-2", "n]1[", "n[a-b]", "n[3-1]", ""] {
             assert!(expand_hostlist(bad).is_err(), "{bad}");
         }
