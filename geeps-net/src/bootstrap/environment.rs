@@ -77,6 +77,14 @@ fn rank_and_world(env: &dyn Fn(&str) -> Option<String>) -> Result<(usize, usize)
     }
 }
 
+/// `host:port`, an IPv6 address in brackets (`[fd00::1]:29500`).
+fn host_port(host: &str, port: impl std::fmt::Display) -> String {
+    match host.parse::<std::net::Ipv6Addr>() {
+        Ok(_) => format!("[{host}]:{port}"),
+        Err(_) => format!("{host}:{port}"),
+    }
+}
+
 /// Parses a hosts file: `rank host port` per line, `#` comments.
 pub fn parse_hostfile(text: &str) -> Result<Vec<String>> {
     let mut by_rank = BTreeMap::new();
@@ -93,7 +101,7 @@ pub fn parse_hostfile(text: &str) -> Result<Vec<String>> {
         }
         let rank: usize = parts[0].parse().map_err(|_| bad("rank is not a number"))?;
         let port: u16 = parts[2].parse().map_err(|_| bad("port is not a number below 65536"))?;
-        if by_rank.insert(rank, format!("{}:{port}", parts[1])).is_some() {
+        if by_rank.insert(rank, host_port(parts[1], port)).is_some() {
             return Err(bad("rank listed twice"));
         }
     }
@@ -182,7 +190,7 @@ pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Bootstrap> {
                 if addresses.len() == world {
                     break 'nodes;
                 }
-                addresses.push(format!("{host}:{}", base + local));
+                addresses.push(host_port(host, base + local));
             }
         }
         check_world(&addresses, world, "SLURM_JOB_NODELIST with SLURM_TASKS_PER_NODE")?;
@@ -193,7 +201,7 @@ pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Bootstrap> {
     }
     let (rank, world) = rank_and_world(env)?;
     let master = match (env("MASTER_ADDR"), env("MASTER_PORT")) {
-        (Some(a), Some(p)) => format!("{a}:{p}"),
+        (Some(a), Some(p)) => host_port(&a, p),
         _ => {
             return Err(invalid(
                 "MASTER_ADDR",
@@ -208,6 +216,23 @@ pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Bootstrap> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ipv6_hosts_get_brackets_before_their_port() {
+        assert_eq!(parse_hostfile("0 fd00::1 7000\n1 node1 7000\n").unwrap(), vec!["[fd00::1]:7000", "node1:7000"]);
+        let b = from_env(&env_of(&[
+            ("RANK", "1"),
+            ("WORLD_SIZE", "2"),
+            ("MASTER_ADDR", "fd00::1"),
+            ("MASTER_PORT", "29500"),
+        ]))
+        .unwrap();
+        assert!(matches!(b.addresses, Addresses::Rendezvous { ref server, .. } if server == "[fd00::1]:29500"));
+        let b =
+            from_env(&env_of(&[("MASTER_ADDR", "10.0.0.1"), ("MASTER_PORT", "1"), ("RANK", "0"), ("WORLD_SIZE", "1")]))
+                .unwrap();
+        assert!(matches!(b.addresses, Addresses::Rendezvous { ref server, .. } if server == "10.0.0.1:1"));
+    }
 
     fn env_of(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         let map: BTreeMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
