@@ -6,8 +6,9 @@
 Reads cargo's JSON (WORK/build.json, tests.json, bench.json) for the test
 executables, copies them, the bins and libgeeps stripped of debug info into
 DIR laid out like the repository, with the data, the LeNet models, the
-PyTorch LeNet, the runner (scripts/gpu-check, scripts/gpu-check.d) and
-gpu-check.json, the manifest `run` reads.
+PyTorch LeNet, the runner (scripts/gpu-check, scripts/gpu-check.d), the
+namespace cluster with iproute2's ip and tc (tools/, for a machine without
+them) and gpu-check.json, the manifest `run` reads.
 
 The tests find their data, models and binaries through paths compiled in
 (env!("CARGO_MANIFEST_DIR"), env!("CARGO_BIN_EXE_*")): absolute paths of this
@@ -79,6 +80,48 @@ def rel(root, manifest_path):
 
 def strip(path):
     subprocess.run(["strip", "--strip-debug", str(path)], check=True)
+
+
+# glibc's own libraries: the GPU machine's serve (and must: they go with its loader).
+GLIBC = ("libc.so", "libm.so", "ld-linux", "libpthread.so", "libdl.so", "librt.so", "libresolv.so")
+
+
+def carry_tools(out):
+    """ip and tc (iproute2) for the network step on a machine without them:
+    each with the libraries it links here, glibc's excepted, behind a wrapper
+    that starts it through the dynamic loader with those libraries, so that
+    nothing is added to the environment of what they run (`ip netns exec`).
+    Returns the tools carried."""
+    carried = []
+    for tool in ("ip", "tc"):
+        path = shutil.which(tool) or next((p for p in (f"/usr/sbin/{tool}", f"/sbin/{tool}")
+                                           if os.access(p, os.X_OK)), None)
+        if not path:
+            print(f"gpu-check pack: no {tool} here; the bundle carries no {tool} (the network step needs one "
+                  "on the GPU machine)", file=sys.stderr)
+            continue
+        ldd = subprocess.run(["ldd", path], capture_output=True, text=True).stdout
+        loader = next((ln.split()[0] for ln in ldd.splitlines() if ln.strip().startswith("/")), None)
+        if not loader:
+            print(f"gpu-check pack: ldd does not name {tool}'s loader; not carried", file=sys.stderr)
+            continue
+        for dest in ("tools/real", "tools/lib", "tools/bin"):
+            (out / dest).mkdir(parents=True, exist_ok=True)
+        shutil.copy2(os.path.realpath(path), out / "tools/real" / tool)
+        for ln in ldd.splitlines():
+            parts = ln.split()
+            if len(parts) >= 3 and parts[1] == "=>" and parts[2].startswith("/"):
+                if not parts[0].startswith(GLIBC):
+                    shutil.copy2(os.path.realpath(parts[2]), out / "tools/lib" / parts[0])
+        wrapper = out / "tools/bin" / tool
+        wrapper.write_text(
+            "#!/bin/sh\n"
+            f"# {tool} (iproute2) carried by the GPU check's bundle, run with its own libraries.\n"
+            'd=$(cd "$(dirname "$0")/.." && pwd)\n'
+            f'exec {loader} --library-path "$d/lib" "$d/real/{tool}" "$@"\n')
+        wrapper.chmod(0o755)
+        carried.append(tool)
+    return carried
 
 
 def main():
@@ -168,6 +211,11 @@ def main():
     shutil.copy2(root / "scripts/gpu-check", out / "scripts/gpu-check")
     shutil.copytree(root / "scripts/gpu-check.d", out / "scripts/gpu-check.d",
                     ignore=shutil.ignore_patterns("__pycache__"))
+    # The network step: the namespace cluster, and iproute2 for a machine without it.
+    shutil.copy2(root / "scripts/netns-cluster", out / "scripts/netns-cluster")
+    shutil.copytree(root / "scripts/netns-cluster.d", out / "scripts/netns-cluster.d",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    manifest["tools"] = carry_tools(out)
 
     # The tests find their files through paths compiled in: this checkout's
     # root and target dir. `run` puts the bundle there (see run.py).

@@ -10,7 +10,10 @@ Steps: the device suites with GEEPS_REQUIRE_CUDA=1, the C ABI's CUDA test,
 caffe-geeps LeNet on GPU 0 against the CPU run, two worker processes on the
 one GPU, compute-sanitizer memcheck and racecheck (NOT RUN where missing or
 refused), and figures: row gather / scatter-add against a device-to-device
-copy, the stall bench on the GPU, caffe-geeps against PyTorch's LeNet.
+copy, the stall bench on the GPU, caffe-geeps against PyTorch's LeNet, and
+(last, in the time left; NOT RUN without root or where namespaces are
+refused; one run each way with --quick, three otherwise) geeps-bench sync across 4 namespace hosts on 10
+Gb/s links, f32 against gloo with the send window and without.
 Needs python3 only (and the NVIDIA driver; nvidia-smi, compute-sanitizer and
 PyTorch when present). LD_LIBRARY_PATH is kept as it is (the emulated driver
 is found through it).
@@ -576,6 +579,51 @@ def main():
                 san += ["--racecheck-report", "all"]
             r.step(name, "sanitizer", san + cmd, limit, check=san_check, cwd=cwd, env={**base_env, **env},
                    required=False)
+
+    # --- the sync across namespace hosts -------------------------------------------
+    # Where the host has cores to spare, 4 namespace hosts on 10 Gb/s links put
+    # the links, not the CPUs, at the limit: geeps f32 against gloo there is
+    # docs/network.md's "With cores to spare". Last, so that it only uses time
+    # the GPU steps left.
+    net_name = "figures: sync across 4 namespace hosts at 10 Gb/s, geeps f32 against gloo " \
+               "(cubic, 32 stripes; send window 2 and none)"
+
+    def net_check(rc, output):
+        if rc == 3:
+            why = next((ln for ln in output.splitlines() if ln.startswith("net:")), "the cluster is not possible here")
+            return None, why, {}
+        if rc != 0:
+            return False, "", {}
+        runs = {"2": [], "0": []}
+        window = None
+        for line in output.splitlines():
+            m = re.match(r"^net: window (\d+), run", line)
+            if m:
+                window = m.group(1)
+                runs[window].append({})
+            m = re.match(r"^sync: 4 ranks, (geeps engine|gloo \(PyTorch\)): ([\d.]+) ms per clock", line)
+            if m and window in runs:
+                runs[window][-1]["f32" if m.group(1) == "geeps engine" else "gloo"] = float(m.group(2))
+        if not all(runs[w] and all("f32" in run for run in runs[w]) for w in runs):
+            return False, "a run gave no geeps f32 figure", {}
+        figs, parts = {}, []
+        for w, label in (("2", "window 2"), ("0", "no window")):
+            figs[f"geeps f32 ms, {label}"] = [run["f32"] for run in runs[w]]
+            if all("gloo" in run for run in runs[w]):
+                ratios = [round(run["f32"] / run["gloo"], 3) for run in runs[w]]
+                figs[f"gloo ms, {label} runs"] = [run["gloo"] for run in runs[w]]
+                figs[f"f32 / gloo, {label}"] = ratios
+                parts.append(f"{label}: f32/gloo {', '.join(f'{x:.2f}' for x in ratios)}")
+            else:
+                parts.append(f"{label}: f32 {', '.join(str(x) for x in figs[f'geeps f32 ms, {label}'])} ms "
+                             "(no gloo: PyTorch missing)")
+        return True, "; ".join(parts), figs
+
+    if r.wanted(net_name):
+        # --quick: one run each way, to prove the step; a real run takes three.
+        r.step(net_name, "figures",
+               ["bash", bundle / "scripts/gpu-check.d/net.sh", bundle, work, "1" if a.quick else "3"], 240,
+               check=net_check, cwd=work, env={"PYTHON": sys.executable}, required=False)
 
     # --- the report ---------------------------------------------------------------
     failed = [s for s in r.steps if s["status"] == "failed"]
