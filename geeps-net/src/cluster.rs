@@ -177,6 +177,19 @@ fn no_token_warning(opts: &NetOptions, rank: usize, what: &str, addr: SocketAddr
     })
 }
 
+/// What is said when rank 0 serves the rendezvous on a loopback address
+/// that a host name resolved to: ranks on other hosts cannot reach it.
+fn loopback_rendezvous_warning(server: &str, rendezvous: &TcpListener, world: usize) -> Option<String> {
+    let at = rendezvous.local_addr().ok()?;
+    (world > 1 && at.ip().is_loopback() && !crate::bootstrap::reachability::is_loopback(server)).then(|| {
+        format!(
+            "rank 0 serves the rendezvous at {server}, which resolves here to {at}, a loopback address: ranks on \
+             other hosts cannot reach it (Debian's /etc/hosts gives a host's own name 127.0.1.1). Unless every rank \
+             runs on this host, give MASTER_ADDR (GEEPS_RENDEZVOUS) as an address the other hosts reach"
+        )
+    })
+}
+
 fn with_port(listen: &str, port: u16) -> String {
     if let Ok(ip) = listen.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
         return SocketAddr::new(ip, port).to_string();
@@ -248,6 +261,9 @@ impl NetCluster {
                             reason: format!("rank 0 hosts the rendezvous but cannot listen on {server}: {e}"),
                         })?;
                         require_token(&opts, spec.rank, "rendezvous", &rv)?;
+                        if let Some(warning) = loopback_rendezvous_warning(server, &rv, spec.world) {
+                            tracing::warn!("{warning}");
+                        }
                         let (world, options) = (spec.world, opts.clone());
                         hosted = Some(tokio::spawn(async move {
                             if let Err(e) = rendezvous::serve_with(rv, world, options).await {
@@ -501,6 +517,26 @@ mod tests {
         assert_eq!(with_port("fd00::1", 7), "[fd00::1]:7");
         assert_eq!(with_port("[fd00::1]", 7), "[fd00::1]:7");
         assert_eq!(with_port("[fd00::1]:5", 7), "[fd00::1]:5");
+    }
+
+    #[test]
+    fn a_host_name_that_resolves_to_loopback_is_warned_of_at_rank_0() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let rv = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let port = rv.local_addr().unwrap().port();
+            // A name for this host that is not `localhost` itself.
+            let w = loopback_rendezvous_warning(&format!("node01:{port}"), &rv, 4).unwrap();
+            assert!(
+                w.contains(&format!("rendezvous at node01:{port}, which resolves here to 127.0.0.1:{port}")),
+                "{w}"
+            );
+            assert!(w.contains("MASTER_ADDR"), "{w}");
+            // Loopback named as such, or a world of one: nothing to say.
+            assert_eq!(loopback_rendezvous_warning(&format!("localhost:{port}"), &rv, 4), None);
+            assert_eq!(loopback_rendezvous_warning(&format!("127.0.0.1:{port}"), &rv, 4), None);
+            assert_eq!(loopback_rendezvous_warning(&format!("node01:{port}"), &rv, 1), None);
+        });
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 mod environment;
 pub(crate) mod hostlist;
-mod reachability;
+pub(crate) mod reachability;
 pub mod rendezvous;
 
 pub use environment::{from_env, parse_hostfile, Addresses, Bootstrap, DEFAULT_PORT};

@@ -24,7 +24,7 @@ pub(crate) fn unreachable_advert(rank: usize, advertised: &str, reached: SocketA
 }
 
 /// A `host:port` whose host is a loopback address or `localhost`.
-fn is_loopback(address: &str) -> bool {
+pub(crate) fn is_loopback(address: &str) -> bool {
     if let Ok(a) = address.parse::<SocketAddr>() {
         return a.ip().is_loopback();
     }

@@ -197,23 +197,28 @@ pub async fn register(
     let mut tries = 0u32;
     loop {
         tries += 1;
-        let why =
+        let failed =
             match register_once(server, rank, world, token, address, timeout.saturating_sub(start.elapsed())).await {
                 Attempt::Done(result) => return result,
-                Attempt::Retry(why) => why,
+                Attempt::Retry(failed) => failed,
             };
         if start.elapsed() + pause >= timeout {
+            let resolved = match tokio::net::lookup_host(server).await {
+                Ok(addrs) => addrs.map(|a| a.to_string()).collect::<Vec<_>>().join(", "),
+                Err(e) => format!("not resolved: {e}"),
+            };
             return Err(Error::PeerLost {
                 rank: 0,
                 address: server.to_string(),
                 reason: format!(
-                    "rendezvous failed: {why} ({tries} tries in {:.0} s; the rendezvous admits only so many \
-                     unregistered connections at once: is something else connecting to it?)",
-                    start.elapsed().as_secs_f64()
+                    "rendezvous failed: {} ({tries} tries in {:.0} s; {server} is {resolved}). {}",
+                    failed.why(),
+                    start.elapsed().as_secs_f64(),
+                    failed.hint(server)
                 ),
             });
         }
-        tracing::debug!(%server, %why, tries, "rendezvous: trying again");
+        tracing::debug!(%server, why = %failed.why(), tries, "rendezvous: trying again");
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_secs(1));
     }
@@ -221,13 +226,51 @@ pub async fn register(
 
 enum Attempt {
     Done(Result<Vec<String>>),
-    Retry(String),
+    Retry(Failed),
+}
+
+/// Why one try at the rendezvous failed, for the message once tries run out.
+enum Failed {
+    /// No connection: nothing listens there, or the host is not reached.
+    Connect(std::io::Error),
+    /// Connected, but closed before the roster (the rendezvous admits only
+    /// so many unregistered connections at once).
+    Closed(String),
+}
+
+impl Failed {
+    fn why(&self) -> String {
+        match self {
+            Failed::Connect(e) => format!("cannot connect: {e}"),
+            Failed::Closed(why) => why.clone(),
+        }
+    }
+
+    /// What to check, by what went wrong.
+    fn hint(&self, server: &str) -> String {
+        match self {
+            Failed::Connect(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => format!(
+                "Nothing listens at {server}: rank 0 serves the rendezvous there once it starts. Check that rank 0 \
+                 runs, with the same MASTER_ADDR and MASTER_PORT (GEEPS_RENDEZVOUS), and that on rank 0's host \
+                 that name does not resolve to a loopback address (Debian's /etc/hosts gives a host's own name \
+                 127.0.1.1), where no other host reaches it: then give MASTER_ADDR as an address the other hosts \
+                 reach"
+            ),
+            Failed::Connect(_) => format!(
+                "Check that {server} is an address of rank 0's host that this host reaches, and that no firewall \
+                 drops its port"
+            ),
+            Failed::Closed(_) => "The rendezvous admits only so many unregistered connections at once: is \
+                                  something else connecting to it?"
+                .into(),
+        }
+    }
 }
 
 async fn register_once(server: &str, rank: usize, world: usize, token: &str, address: &str, left: Duration) -> Attempt {
     let stream = match TcpStream::connect(server).await {
         Ok(s) => s,
-        Err(e) => return Attempt::Retry(format!("cannot connect: {e}")),
+        Err(e) => return Attempt::Retry(Failed::Connect(e)),
     };
     let (rd, mut wr) = stream.into_split();
     let reg = Register {
@@ -238,7 +281,7 @@ async fn register_once(server: &str, rank: usize, world: usize, token: &str, add
         address: address.to_string(),
     };
     if let Err(e) = write_frame(&mut wr, Header::new(Body::Register(reg)), None).await {
-        return Attempt::Retry(format!("registration not sent: {e}"));
+        return Attempt::Retry(Failed::Closed(format!("registration not sent: {e}")));
     }
     let mut rd = BufReader::new(rd);
     Attempt::Done(match tokio::time::timeout(left.max(Duration::from_secs(1)), read_frame(&mut rd, 0)).await {
@@ -247,7 +290,7 @@ async fn register_once(server: &str, rank: usize, world: usize, token: &str, add
             Err(Error::Mismatch(format!("rendezvous at {server} refused rank {rank}: {}", r.reason)))
         }
         Ok(Ok((h, _))) => Err(Error::Mismatch(format!("rendezvous at {server} answered {:?}", h.body))),
-        Ok(Err(e)) => return Attempt::Retry(format!("connection closed before an answer ({e})")),
+        Ok(Err(e)) => return Attempt::Retry(Failed::Closed(format!("connection closed before an answer ({e})"))),
         Err(_) => Err(Error::Timeout {
             what: format!("the other ranks to register at the rendezvous {server}"),
             waited_ms: left.as_millis() as u64,
@@ -291,5 +334,57 @@ impl StrangerLog {
             );
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+    }
+
+    #[test]
+    fn nobody_at_the_rendezvous_is_said_with_what_to_check() {
+        // A port just freed: nothing listens there.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let server = format!("127.0.0.1:{port}");
+        let e = runtime()
+            .block_on(register(&server, 1, 2, "t", "127.0.0.1:9", Duration::from_millis(300)))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot connect") && e.contains(&format!("{server} is {server}")), "{e}");
+        assert!(e.contains(&format!("Nothing listens at {server}")) && e.contains("127.0.1.1"), "{e}");
+        assert!(!e.contains("admits only so many"), "{e}");
+    }
+
+    #[test]
+    fn a_rendezvous_that_hangs_up_is_said_to_admit_only_so_many() {
+        let rt = runtime();
+        let e = rt
+            .block_on(async {
+                let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let server = listener.local_addr().unwrap().to_string();
+                tokio::spawn(async move {
+                    while let Ok((stream, _)) = listener.accept().await {
+                        drop(stream);
+                    }
+                });
+                register(&server, 1, 2, "t", "127.0.0.1:9", Duration::from_millis(300)).await
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("admits only so many") && !e.contains("Nothing listens"), "{e}");
+    }
+
+    #[test]
+    fn a_name_that_does_not_resolve_says_so() {
+        let e = runtime()
+            .block_on(register("no-such-host.invalid:29500", 1, 2, "t", "127.0.0.1:9", Duration::from_millis(200)))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no-such-host.invalid:29500 is not resolved"), "{e}");
+        assert!(e.contains("Check that no-such-host.invalid:29500 is an address of rank 0's host"), "{e}");
     }
 }
