@@ -211,7 +211,8 @@ fn merge(entries: Vec<Entry>, place: impl Fn(usize) -> String) -> Result<Vec<Hos
 }
 
 /// The ranks, in order, host by host: `per_host` for each line that gives
-/// no count. `expected` (`-n`), when given, must be their total.
+/// no count. `expected` (`-n`), when given, takes the first that many, as
+/// mpirun fills slots in order; more than the hosts give is refused.
 pub(crate) fn layout(hosts: &[Host], per_host: usize, expected: Option<usize>) -> Result<Vec<Placement>, String> {
     let mut ranks = Vec::new();
     for (h, host) in hosts.iter().enumerate() {
@@ -225,15 +226,34 @@ pub(crate) fn layout(hosts: &[Host], per_host: usize, expected: Option<usize>) -
         ranks.extend((0..k).map(|local_rank| Placement { host: h, local_rank, local_world: k }));
     }
     match expected {
-        Some(n) if n != ranks.len() => Err(format!(
-            "-n {n} does not match the hosts: {} hosts give {} ranks (--ranks-per-host {per_host} unless a host says slots=K); \
-             leave -n out or make them agree",
-            hosts.len(),
-            ranks.len()
-        )),
-        _ if ranks.is_empty() => Err("the hosts give no ranks".into()),
-        _ => Ok(ranks),
+        Some(n) if n > ranks.len() => {
+            return Err(format!(
+                "-n {n} is more ranks than the hosts give: {} hosts give {} (--ranks-per-host {per_host} for a host \
+                 that gives no slots=K); raise --ranks-per-host or the hosts' slots, or leave -n out",
+                hosts.len(),
+                ranks.len()
+            ))
+        }
+        Some(0) => return Err("-n must be at least 1".into()),
+        Some(n) => {
+            ranks.truncate(n);
+            // The last host used may now hold fewer ranks than it offered.
+            if let Some(last) = ranks.last().map(|p| p.host) {
+                let on_last = ranks.iter().filter(|p| p.host == last).count();
+                ranks.iter_mut().filter(|p| p.host == last).for_each(|p| p.local_world = on_last);
+            }
+        }
+        None => {}
     }
+    if ranks.is_empty() {
+        return Err("the hosts give no ranks".into());
+    }
+    Ok(ranks)
+}
+
+/// How many hosts the ranks use.
+pub(crate) fn hosts_used(ranks: &[Placement]) -> usize {
+    ranks.last().map_or(0, |p| p.host + 1)
 }
 
 #[cfg(test)]
@@ -328,8 +348,19 @@ mod tests {
         assert_eq!(on, vec![(0, 0), (0, 1), (1, 0), (1, 1), (1, 2), (2, 0), (2, 1)]);
         assert_eq!(ranks[3].local_world, 3);
         assert!(layout(&hosts, 2, Some(7)).is_ok());
-        let e = layout(&hosts, 2, Some(6)).unwrap_err();
-        assert!(e.contains("-n 6 does not match the hosts: 3 hosts give 7 ranks"), "{e}");
+        let e = layout(&hosts, 2, Some(8)).unwrap_err();
+        assert!(e.contains("-n 8 is more ranks than the hosts give: 3 hosts give 7"), "{e}");
+        assert!(layout(&hosts, 2, Some(0)).is_err());
+    }
+
+    #[test]
+    fn fewer_ranks_than_slots_fill_the_hosts_in_order() {
+        let hosts = parse("a:4,b:4,c:4").unwrap();
+        let ranks = layout(&hosts, 1, Some(6)).unwrap();
+        let on: Vec<(usize, usize, usize)> = ranks.iter().map(|p| (p.host, p.local_rank, p.local_world)).collect();
+        assert_eq!(on, vec![(0, 0, 4), (0, 1, 4), (0, 2, 4), (0, 3, 4), (1, 0, 2), (1, 1, 2)]);
+        assert_eq!(hosts_used(&ranks), 2);
+        assert_eq!(hosts_used(&layout(&hosts, 1, None).unwrap()), 3);
     }
 
     #[test]

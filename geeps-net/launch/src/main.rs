@@ -33,8 +33,8 @@ const DEFAULT_RENDEZVOUS_PORT: u16 = 29_500;
 #[derive(Parser, Debug)]
 #[command(name = "geeps-launch", about = "Run ranks of a geeps program on this machine or on several hosts")]
 struct Args {
-    /// Number of ranks (processes) to start; with --hosts, the hosts' total
-    /// (and may be left out).
+    /// Number of ranks (processes) to start; with --hosts, at most the
+    /// hosts' total, filled host by host (default: that total).
     #[arg(short = 'n', long = "nproc", required_unless_present = "hosts")]
     nproc: Option<usize>,
     /// Run the ranks on these hosts: a file (`NAME[:K] [slots=K]
@@ -146,7 +146,7 @@ async fn run(args: Args) -> Result<u8, String> {
     if let Some(r) = &remote {
         eprintln!(
             "geeps-launch: {world} ranks on {} hosts through `{}`; rank 0 serves the rendezvous at {}",
-            r.hosts.len(),
+            hosts::hosts_used(&r.ranks),
             r.agent,
             r.rendezvous
         );
