@@ -91,6 +91,14 @@ fn a_host_file_as_mpirun_and_pbs_write_it_places_the_ranks() {
     ] {
         assert!(all.lines().any(|l| l == line), "no `{line}` in:\n{all}");
     }
+    // -n below the hosts' total: the first ranks, host by host.
+    let out = launcher(file.to_str().unwrap(), &["-n", "3"], script).output().unwrap();
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    for line in ["[0] on hA rank 0/3 local 0/2", "[1] on hA rank 1/3 local 1/2", "[2] on hB rank 2/3 local 0/1"] {
+        assert!(all.lines().any(|l| l == line), "no `{line}` in:\n{all}");
+    }
+    assert!(all.contains("3 ranks on 2 hosts"), "{all}");
     // More ranks than a host's max_slots: refused before anything starts.
     std::fs::write(&file, "hA max_slots=2\nhB\n").unwrap();
     let out = launcher(file.to_str().unwrap(), &["--ranks-per-host", "3"], "touch ran").output().unwrap();
