@@ -4,7 +4,7 @@
 //! transport. Shutdown waits for every worker to leave (so no rank pulls a
 //! shard away from the others), with a deadline, then joins everything.
 
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs, UdpSocket};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -139,7 +139,8 @@ fn interface_towards(server: &str) -> Result<String> {
     };
     let mut last = std::io::Error::new(std::io::ErrorKind::NotFound, "the name resolves to no address");
     for target in server.to_socket_addrs().map_err(unroutable)? {
-        let any: SocketAddr = if target.is_ipv6() { "[::]:0" } else { "0.0.0.0:0" }.parse().expect("a literal address");
+        let any: IpAddr = if target.is_ipv6() { Ipv6Addr::UNSPECIFIED.into() } else { Ipv4Addr::UNSPECIFIED.into() };
+        let any = SocketAddr::new(any, 0);
         match UdpSocket::bind(any).and_then(|s| s.connect(target).and_then(|()| s.local_addr())) {
             Ok(local) => return Ok(local.ip().to_string()),
             Err(e) => last = e,
